@@ -1,0 +1,20 @@
+/// A failure that ends the command with one clear line on stderr and an exit status.
+struct CommandFailure: Error, CustomStringConvertible {
+    /// 2: usage or configuration error (bad flags, unreadable key, bad payload).
+    static let usageStatus: Int32 = 2
+
+    var message: String
+    var status: Int32
+
+    init(_ message: String, status: Int32 = CommandFailure.usageStatus) {
+        self.message = message
+        self.status = status
+    }
+
+    /// A usage or configuration error (exit status 2).
+    static func usage(_ message: String) -> CommandFailure {
+        CommandFailure(message)
+    }
+
+    var description: String { message }
+}

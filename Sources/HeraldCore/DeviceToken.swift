@@ -1,0 +1,92 @@
+/// A device token: the address of one app on one device, as hex.
+///
+/// Tokens are case-insensitive and kept in lower case. Their length varies (64 hex characters
+/// is usual, Live Activity tokens are longer; apns-spec §1.4), so only an even, non-zero length is
+/// required. The legacy binary interface needs exactly 32 bytes and checks that itself.
+public struct DeviceToken: Sendable, Hashable, Comparable, CustomStringConvertible {
+    /// The token as lower-case hex, as it goes into `:path`.
+    public let hex: String
+
+    /// Parses a hex token; upper case is accepted and normalised to lower case.
+    ///
+    /// - Throws: ``APNSError`` with reason ``APNSReason/badDeviceToken`` naming what is wrong:
+    ///   empty, odd length, or the first character that is not hex and its position.
+    public init(_ text: String) throws(APNSError) {
+        guard !text.isEmpty else {
+            throw APNSError(local: .badDeviceToken, "device token is empty")
+        }
+        var normalised = [UInt8]()
+        normalised.reserveCapacity(text.utf8.count)
+        for (offset, character) in text.enumerated() {
+            guard let ascii = character.asciiValue, let lower = Self.lowerHex(ascii) else {
+                throw APNSError(
+                    local: .badDeviceToken,
+                    "device token has \(Self.describe(character)) at position \(offset + 1); only hex digits 0-9 and a-f are allowed"
+                )
+            }
+            normalised.append(lower)
+        }
+        guard normalised.count % 2 == 0 else {
+            throw APNSError(
+                local: .badDeviceToken,
+                "device token has an odd number of hex digits (\(normalised.count)); each byte takes two"
+            )
+        }
+        hex = String(decoding: normalised, as: UTF8.self)
+    }
+
+    /// A token made from its raw bytes.
+    public init(bytes: some Sequence<UInt8>) throws(APNSError) {
+        var hex = [UInt8]()
+        for byte in bytes {
+            hex.append(hexDigit(byte >> 4))
+            hex.append(hexDigit(byte & 0x0F))
+        }
+        guard !hex.isEmpty else { throw APNSError(local: .badDeviceToken, "device token is empty") }
+        self.hex = String(decoding: hex, as: UTF8.self)
+    }
+
+    /// The token's raw bytes.
+    public var bytes: [UInt8] {
+        var result = [UInt8]()
+        result.reserveCapacity(hex.utf8.count / 2)
+        var high: UInt8 = 0
+        for (index, digit) in hex.utf8.enumerated() {
+            let value = digit <= UInt8(ascii: "9") ? digit - UInt8(ascii: "0") : digit - UInt8(ascii: "a") + 10
+            if index % 2 == 0 {
+                high = value << 4
+            } else {
+                result.append(high | value)
+            }
+        }
+        return result
+    }
+
+    /// The number of bytes in the token.
+    public var byteCount: Int { hex.utf8.count / 2 }
+
+    public var description: String { hex }
+
+    public static func < (lhs: DeviceToken, rhs: DeviceToken) -> Bool { lhs.hex < rhs.hex }
+
+    private static func lowerHex(_ ascii: UInt8) -> UInt8? {
+        switch ascii {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "a")...UInt8(ascii: "f"): return ascii
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): return ascii + 0x20
+        default: return nil
+        }
+    }
+
+    private static func describe(_ character: Character) -> String {
+        switch character {
+        case " ": return "a space"
+        case "\t": return "a tab"
+        case "\n", "\r\n", "\r": return "a line break"
+        default:
+            if let scalar = character.unicodeScalars.first, scalar.properties.generalCategory == .control {
+                return "control character U+" + String(scalar.value, radix: 16, uppercase: true)
+            }
+            return "'\(character)'"
+        }
+    }
+}

@@ -1,0 +1,38 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Reads whole files with the operating system's own reason on failure ("No such file or
+/// directory", "Permission denied"), for messages that tell the user what to fix.
+public enum FileContents {
+    /// Why a file could not be read.
+    public struct ReadError: Error, Sendable, Hashable, CustomStringConvertible {
+        public var path: String
+        /// The system's reason, e.g. "No such file or directory".
+        public var reason: String
+        public var description: String { "cannot read '\(path)': \(reason)" }
+    }
+
+    /// The bytes of the file at `path` (at most `limit` bytes; a larger file is an error).
+    public static func read(_ path: String, limit: Int = 64 << 20) throws(ReadError) -> [UInt8] {
+        guard let file = fopen(path, "rb") else {
+            throw ReadError(path: path, reason: String(cString: strerror(errno)))
+        }
+        defer { fclose(file) }
+        var bytes = [UInt8]()
+        var chunk = [UInt8](repeating: 0, count: 64 << 10)
+        while true {
+            let count = chunk.withUnsafeMutableBytes { fread($0.baseAddress, 1, $0.count, file) }
+            if count > 0 { bytes.append(contentsOf: chunk[..<count]) }
+            if bytes.count > limit { throw ReadError(path: path, reason: "larger than \(limit) bytes") }
+            if count < chunk.count {
+                if ferror(file) != 0 { throw ReadError(path: path, reason: String(cString: strerror(errno))) }
+                return bytes
+            }
+        }
+    }
+}

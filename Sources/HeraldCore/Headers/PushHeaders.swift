@@ -1,0 +1,87 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
+/// The APNs request headers of one notification, apart from `authorization` (apns-spec §1.4).
+public struct PushHeaders: Sendable, Hashable {
+    /// `apns-push-type`. It must match the payload and the topic (§1.5).
+    public var pushType: PushType
+    /// `apns-topic`: the bundle ID plus the push type's suffix. Required with token auth; with a
+    /// single-topic certificate APNs defaults to the certificate's topic.
+    public var topic: String?
+    /// `apns-priority`; `nil` sends ``PushPriority/default(for:)`` (5 for background, else 10).
+    public var priority: PushPriority?
+    /// `apns-expiration`; `nil` leaves the header out (APNs's default storage policy).
+    public var expiration: PushExpiration?
+    /// `apns-collapse-id`: notifications with the same value are merged on the device. At most 64 bytes.
+    public var collapseID: String?
+    /// `apns-id`; `nil` lets APNs generate one and return it.
+    public var apnsID: UUID?
+
+    /// The largest `apns-collapse-id`, in UTF-8 bytes (§1.4).
+    public static let maximumCollapseIDSize = 64
+
+    public init(
+        pushType: PushType = .alert,
+        topic: String? = nil,
+        priority: PushPriority? = nil,
+        expiration: PushExpiration? = nil,
+        collapseID: String? = nil,
+        apnsID: UUID? = nil
+    ) {
+        self.pushType = pushType
+        self.topic = topic
+        self.priority = priority
+        self.expiration = expiration
+        self.collapseID = collapseID
+        self.apnsID = apnsID
+    }
+
+    /// The priority that is sent: the one set, or the push type's default.
+    public var effectivePriority: PushPriority {
+        priority ?? .default(for: pushType)
+    }
+
+    /// Refuses what APNs would refuse, with the reason it would give: a topic that does not fit
+    /// the push type (`BadTopic`), an empty topic (`MissingTopic`), priority other than 5 for
+    /// `background` (`BadPriority`), an empty or over-long collapse ID (`BadCollapseId`).
+    public func validate() throws(APNSError) {
+        if let topic { try pushType.validate(topic: topic) }
+        if pushType == .background, effectivePriority != .throttled {
+            throw APNSError(local: .badPriority, "background pushes must have priority 5, got \(effectivePriority)")
+        }
+        if let collapseID {
+            let size = collapseID.utf8.count
+            if size == 0 { throw APNSError(local: .badCollapseId, "apns-collapse-id is empty") }
+            if size > Self.maximumCollapseIDSize {
+                throw APNSError(
+                    local: .badCollapseId,
+                    "apns-collapse-id is \(size) bytes; APNs allows at most \(Self.maximumCollapseIDSize)"
+                )
+            }
+        }
+    }
+
+    /// Parses an `apns-id`: a canonical UUID (8-4-4-4-12 hex), any case.
+    public static func apnsID(_ text: String) throws(APNSError) -> UUID {
+        guard text.utf8.count == 36, let uuid = UUID(uuidString: text) else {
+            throw APNSError(local: .badMessageId, "apns-id must be a UUID like 123e4567-e89b-12d3-a456-426614174000, got '\(text)'")
+        }
+        return uuid
+    }
+
+    /// The header fields in the order Herald sends them, `authorization` excluded. `apns-id` is lower case.
+    public var fields: [(name: String, value: String)] {
+        var fields: [(name: String, value: String)] = []
+        fields.reserveCapacity(6)
+        if let topic { fields.append(("apns-topic", topic)) }
+        fields.append(("apns-push-type", pushType.rawValue))
+        fields.append(("apns-priority", effectivePriority.description))
+        if let expiration { fields.append(("apns-expiration", expiration.description)) }
+        if let collapseID { fields.append(("apns-collapse-id", collapseID)) }
+        if let apnsID { fields.append(("apns-id", apnsID.uuidString.lowercased())) }
+        return fields
+    }
+}

@@ -1,0 +1,9 @@
+import HeraldCLI
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+exit(await Herald.run())

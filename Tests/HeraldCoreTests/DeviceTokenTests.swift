@@ -1,0 +1,54 @@
+import HeraldCore
+import Testing
+
+@Suite("Device tokens")
+struct DeviceTokenTests {
+    @Test("hex is case-insensitive and kept in lower case")
+    func normalised() throws {
+        let token = try DeviceToken("ABCDEF0123456789abcdef0123456789ABCDEF0123456789abcdef0123456789")
+        #expect(token.hex == "abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789")
+        #expect(token.byteCount == 32)
+        #expect(token == (try DeviceToken(token.hex.uppercased())))
+    }
+
+    @Test("any even length works: Live Activity tokens are longer than 32 bytes")
+    func variableLength() throws {
+        let long = String(repeating: "0f", count: 80)
+        let token = try DeviceToken(long)
+        #expect(token.byteCount == 80)
+        #expect(token.bytes == Array(repeating: 0x0F, count: 80))
+        #expect(try DeviceToken("0a").bytes == [0x0A])
+    }
+
+    @Test("bytes round-trip")
+    func bytesRoundTrip() throws {
+        let bytes: [UInt8] = (0...255).map { UInt8($0) }
+        let token = try DeviceToken(bytes: bytes)
+        #expect(token.bytes == bytes)
+        #expect(token.hex.hasPrefix("000102"))
+        #expect(throws: APNSError.self) { try DeviceToken(bytes: []) }
+    }
+
+    @Test("an empty token is BadDeviceToken")
+    func empty() {
+        let error = #expect(throws: APNSError.self) { try DeviceToken("") }
+        #expect(error?.reason == .badDeviceToken)
+        #expect(error?.detail == "device token is empty")
+    }
+
+    @Test("an odd length says how many digits there are")
+    func oddLength() {
+        let error = #expect(throws: APNSError.self) { try DeviceToken("abc") }
+        #expect(error?.reason == .badDeviceToken)
+        #expect(error?.detail?.contains("odd number of hex digits (3)") == true)
+    }
+
+    @Test("the first non-hex character is named with its position", arguments: [
+        ("abcg12", "'g' at position 4"), ("<abcd>", "'<' at position 1"), ("ab cd", "a space at position 3"),
+        ("abcd\u{00E9}f", "'é' at position 5"), ("ab\tc", "a tab at position 3"),
+    ])
+    func nonHex(text: String, expected: String) {
+        let error = #expect(throws: APNSError.self) { try DeviceToken(text) }
+        #expect(error?.detail?.contains(expected) == true, "\(error?.detail ?? "")")
+    }
+}

@@ -1,0 +1,81 @@
+import Foundation
+import HeraldCore
+import Testing
+
+@Suite("JSON reading and writing")
+struct JSONTests {
+    @Test("values round-trip through the writer and parser")
+    func roundTrip() throws {
+        let value: JSONValue = [
+            "s": "a\"b\\c\u{0}é😀", "i": -42, "big": .int(Int.max), "small": .int(Int.min), "d": 0.1, "e": 1e-7,
+            "t": true, "f": false, "n": nil, "a": [[], [:], [1, [2, [3]]]],
+        ]
+        #expect(try JSONValue(parsing: value.jsonString) == value)
+        // Foundation reads what Herald writes.
+        #expect(try JSONSerialization.jsonObject(with: Data(value.jsonString.utf8)) is NSDictionary)
+    }
+
+    @Test("strict RFC 8259: what is not JSON is refused with the offset", arguments: [
+        "", " ", "{", "[1,]", "{\"a\":1,}", "01", "1.", ".5", "-", "1e", "+1", "NaN", "Infinity", "nul", "tru",
+        "'a'", "\"\u{01}\"", "\"\\x\"", "\"\\u12\"", "\"\\ud800\"", "\"\\udc00\"", "{a:1}", "[1 2]", "{\"a\" 1}",
+        "1 2", "/*c*/1", "\"abc", "1e999",
+    ])
+    func refusesInvalid(text: String) {
+        #expect(throws: JSONParseError.self) { try JSONValue(parsing: text) }
+    }
+
+    @Test("escapes and surrogate pairs decode")
+    func escapes() throws {
+        #expect(try JSONValue(parsing: #""\"\\\/\b\f\n\r\t\u00e9\ud83d\ude00""#) == .string("\"\\/\u{8}\u{C}\n\r\té😀"))
+    }
+
+    @Test("numbers: integers stay integers, others become doubles")
+    func numbers() throws {
+        #expect(try JSONValue(parsing: "0") == .int(0))
+        #expect(try JSONValue(parsing: "-0") == .int(0))
+        #expect(try JSONValue(parsing: "1.5e3") == .double(1500))
+        #expect(try JSONValue(parsing: "99999999999999999999") == .double(1e20))
+        #expect(try JSONValue(parsing: " [1] ") == [1])
+    }
+
+    @Test("the error names the offset")
+    func errorOffset() {
+        let error = #expect(throws: JSONParseError.self) { try JSONValue(parsing: #"{"a":[1,2,}"#) }
+        #expect(error?.offset == 10)
+        #expect(error?.description.hasPrefix("invalid JSON at byte 10") == true)
+    }
+
+    @Test("deep nesting is refused instead of overflowing the stack")
+    func depthLimit() throws {
+        _ = try JSONValue(parsing: String(repeating: "[", count: 500) + String(repeating: "]", count: 500))
+        let deep = String(repeating: "[", count: 100_000)
+        let error = #expect(throws: JSONParseError.self) { try JSONValue(parsing: deep) }
+        #expect(error?.message.contains("nesting") == true)
+    }
+
+    @Test("random bytes never crash the parser (bounded, seeded)")
+    func randomBytes() {
+        var generator = SplitMix64(seed: 0x4845_5241_4C44)
+        let alphabet = Array(#"{}[]",:0123456789.eE+-truefalsenull\u"#.utf8) + [0x20, 0x0A, 0xC3, 0xA9, 0xFF, 0x00]
+        var parsed = 0
+        for _ in 0..<20_000 {
+            let length = Int(generator.next() % 24)
+            let bytes = (0..<length).map { _ in alphabet[Int(generator.next() % UInt64(alphabet.count))] }
+            if (try? JSONValue(parsing: bytes)) != nil { parsed += 1 }
+        }
+        #expect(parsed > 0)  // the generator does produce some valid documents
+    }
+}
+
+/// A small deterministic generator, so a failure can be replayed.
+struct SplitMix64: RandomNumberGenerator {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
