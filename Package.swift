@@ -7,12 +7,27 @@ let package = Package(
     products: [
         // Transport-free APNs model: payloads, headers, device tokens, errors, provider tokens.
         .library(name: "HeraldCore", targets: ["HeraldCore"]),
+        // Certificates and keys from .p12 and PEM files, for TLS client auth and signing.
+        .library(name: "HeraldIdentity", targets: ["HeraldIdentity"]),
+        // The HTTP/2 provider client.
+        .library(name: "HeraldClient", targets: ["HeraldClient"]),
+        // A mock APNs server to test against.
+        .library(name: "HeraldMock", targets: ["HeraldMock"]),
         .executable(name: "herald", targets: ["herald"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-crypto.git", from: "4.5.2"),
         .package(url: "https://github.com/apple/swift-asn1.git", from: "1.7.4"),
+        // Pinned to a minor version: the CMS signing API used by signed bundles is SPI.
+        .package(url: "https://github.com/apple/swift-certificates.git", .upToNextMinor(from: "1.21.1")),
+        .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-nio-http2.git", from: "1.46.0"),
+        .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.6"),
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
+        .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift.git", from: "0.2.0"),
     ],
     targets: [
         .target(
@@ -23,10 +38,71 @@ let package = Package(
             ]
         ),
         .target(
+            name: "HeraldIdentity",
+            dependencies: [
+                "HeraldCore",
+                .product(name: "X509", package: "swift-certificates"),
+                .product(name: "SwiftASN1", package: "swift-asn1"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            ]
+        ),
+        // HTTP/2 framing, settings and flow control for APNs traffic, shared by client and mock.
+        .target(
+            name: "HeraldHTTP2",
+            dependencies: [
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHPACK", package: "swift-nio-http2"),
+            ]
+        ),
+        .target(
+            name: "HeraldClient",
+            dependencies: [
+                "HeraldCore",
+                "HeraldIdentity",
+                "HeraldHTTP2",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHPACK", package: "swift-nio-http2"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "NIOTLS", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
+        .target(
+            name: "HeraldMock",
+            dependencies: [
+                "HeraldCore",
+                "HeraldIdentity",
+                "HeraldHTTP2",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHPACK", package: "swift-nio-http2"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "NIOTLS", package: "swift-nio"),
+                .product(name: "X509", package: "swift-certificates"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .target(
             name: "HeraldCLI",
             dependencies: [
                 "HeraldCore",
+                "HeraldIdentity",
+                "HeraldClient",
+                "HeraldMock",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Histogram", package: "hdrhistogram-swift"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ]
         ),
         .executableTarget(name: "herald", dependencies: ["HeraldCLI"]),
@@ -34,7 +110,24 @@ let package = Package(
             name: "HeraldCoreTests",
             dependencies: ["HeraldCore", .product(name: "Crypto", package: "swift-crypto")]
         ),
-        .testTarget(name: "HeraldCLITests", dependencies: ["HeraldCore", "herald"]),
+        .testTarget(
+            name: "HeraldClientTests",
+            dependencies: [
+                "HeraldCore",
+                "HeraldIdentity",
+                "HeraldClient",
+                "HeraldMock",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOEmbedded", package: "swift-nio"),
+                .product(name: "NIOHTTP2", package: "swift-nio-http2"),
+                .product(name: "X509", package: "swift-certificates"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+            ]
+        ),
+        .testTarget(name: "HeraldCLITests", dependencies: ["HeraldCore", "HeraldMock", "herald"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -35,4 +35,32 @@ public enum FileContents {
             }
         }
     }
+
+    /// Why a file could not be written.
+    public struct WriteError: Error, Sendable, Hashable, CustomStringConvertible {
+        public var path: String
+        public var reason: String
+        public var description: String { "cannot write '\(path)': \(reason)" }
+    }
+
+    /// Writes `bytes` to `path`, replacing it, readable only by its owner when `private` (for keys).
+    public static func write(_ bytes: [UInt8], to path: String, private isPrivate: Bool = false) throws(WriteError) {
+        let descriptor = open(path, O_WRONLY | O_CREAT | O_TRUNC, isPrivate ? 0o600 : 0o644)
+        guard descriptor >= 0 else { throw WriteError(path: path, reason: String(cString: strerror(errno))) }
+        defer { close(descriptor) }
+        var offset = 0
+        while offset < bytes.count {
+            let written = bytes[offset...].withUnsafeBytes { systemWrite(descriptor, $0.baseAddress, $0.count) }
+            guard written > 0 else { throw WriteError(path: path, reason: String(cString: strerror(errno))) }
+            offset += written
+        }
+    }
 }
+
+#if canImport(Glibc)
+private let systemWrite = Glibc.write
+#elseif canImport(Musl)
+private let systemWrite = Musl.write
+#elseif canImport(Darwin)
+private let systemWrite = Darwin.write
+#endif

@@ -1,8 +1,9 @@
 /// Base64url without padding (RFC 4648 §5), as JWTs use it (RFC 7515).
-enum Base64URL {
+public enum Base64URL {
     private static let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
 
-    static func encode(_ input: some Collection<UInt8>) -> String {
+    /// Encodes without padding.
+    public static func encode(_ input: some Collection<UInt8>) -> String {
         var output = [UInt8]()
         output.reserveCapacity((input.count * 4 + 2) / 3)
         var iterator = input.makeIterator()
@@ -20,7 +21,7 @@ enum Base64URL {
     }
 
     /// Decodes base64url with or without padding; `nil` for any other character.
-    static func decode(_ text: some StringProtocol) -> [UInt8]? {
+    public static func decode(_ text: some StringProtocol) -> [UInt8]? {
         var output = [UInt8]()
         output.reserveCapacity(text.utf8.count * 3 / 4)
         var buffer: UInt32 = 0

@@ -1,0 +1,184 @@
+import ArgumentParser
+import HeraldClient
+import HeraldCore
+import HeraldMock
+import Histogram
+import NIOCore
+
+/// `herald bench`: sends many notifications as fast as the server takes them and reports the rate,
+/// latency percentiles, CPU time and peak memory.
+struct BenchCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "bench",
+        abstract: "Measure sending throughput and latency (against the in-process mock by default).",
+        discussion: """
+            Without --host, starts Herald's mock APNs server in this process (real TLS and HTTP/2 on \
+            127.0.0.1) with a generated key. Figures include the mock's own CPU time in that case.
+            """
+    )
+
+    @Option(help: ArgumentHelp("Send to this server instead of the in-process mock.", valueName: "https://HOST:PORT"))
+    var host: String?
+
+    @Option(help: "How many notifications to send.")
+    var count: Int = 100_000
+
+    @OptionGroup(title: "Connections") var tuning: ConnectionTuningOptions
+    @OptionGroup(title: "Token authentication") var credentials: CredentialOptions
+    @OptionGroup(title: "Certificate authentication") var certificate: CertificateOptions
+
+    @Option(help: "apns-topic (default: com.example.herald).")
+    var topic: String = "com.example.herald"
+
+    @Option(name: .customLong("payload"), help: ArgumentHelp("A raw JSON payload file (default: a ~100-byte alert).", valueName: "FILE"))
+    var payloadFile: String?
+
+    @Option(help: "Output format: text or json.")
+    var output: OutputFormat = .text
+
+    func validate() throws {
+        guard count >= 1 else { throw ValidationError("--count must be at least 1") }
+    }
+
+    func run() async throws {
+        var mock: MockAPNSServer?
+        var environment: APNSEnvironment
+        var trust = try tuning.trustRoots()
+        var key = try credentials.makeProviderKey()
+        let identity = try certificate.makeIdentity()
+        if let host {
+            do {
+                environment = try APNSEnvironment(url: host)
+            } catch {
+                throw CommandFailure.usage("--host: \(error.message)")
+            }
+            if key == nil && identity == nil { key = ProviderKey.generate() }
+        } else {
+            if key == nil && identity == nil { key = ProviderKey.generate() }
+            var configuration = MockAPNSServer.Configuration()
+            configuration.recordLimit = 0
+            configuration.maximumConcurrentStreams = max(1000, tuning.concurrency)
+            if let key { configuration.registerProviderKey(key.publicKey, keyID: key.keyID, teamID: key.teamID) }
+            let server = try MockAPNSServer(configuration: configuration)
+            try await server.start()
+            mock = server
+            environment = server.environment
+            trust = .only(server.trustRoots)
+        }
+
+        let payload = try makePayload()
+        let headers = PushHeaders(pushType: .alert, topic: topic)
+        let tokens = try (0..<1024).map { i in try DeviceToken(bytes: (0..<32).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ i &* 13) }) }
+        let notifications = NotificationSequence(count: count) { PushNotification(token: tokens[$0 % tokens.count], headers: headers, payload: payload) }
+
+        var configuration = APNSClient.Configuration(
+            environment: environment, credentials: identity.map { .certificate($0) } ?? .providerToken(key!)
+        )
+        configuration.trustRoots = trust
+        configuration.maximumConnections = tuning.connections
+        configuration.maximumInFlight = tuning.concurrency
+        configuration.retry = .none
+
+        var histogram = Histogram<UInt64>(highestTrackableValue: 60_000_000, numberOfSignificantValueDigits: .three)
+        var accepted = 0
+        var rejected: [String: Int] = [:]
+        var failed: [String: Int] = [:]
+        let before = ProcessStats.now()
+        let clock = ContinuousClock()
+        let started = clock.now
+        let progress = ProgressBar(total: count, label: "sending")
+        try await withAPNSClient(configuration: configuration) { client in
+            for try await outcome in client.send(contentsOf: notifications) {
+                _ = histogram.record(UInt64(max(1, outcome.elapsed.components.seconds * 1_000_000 + outcome.elapsed.components.attoseconds / 1_000_000_000_000)))
+                switch outcome.result {
+                case .accepted: accepted += 1
+                case .rejected(let error): rejected[error.reason.rawValue, default: 0] += 1
+                case .failed(let error): failed[error.code.description, default: 0] += 1
+                }
+                progress.advance()
+            }
+        }
+        let seconds = (clock.now - started).seconds
+        progress.finish()
+        let after = ProcessStats.now()
+        try await mock?.shutdown()
+
+        let rate = Double(count) / seconds
+        let cpu = after.cpuSeconds - before.cpuSeconds
+        func ms(_ percentile: Double) -> Double { Double(histogram.valueAtPercentile(percentile)) / 1000 }
+        switch output {
+        case .text:
+            Terminal.line("herald bench: \(count) notifications to \(mock == nil ? environment.authority : "the in-process mock (\(environment.authority))"), \(tuning.connections) connection(s), \(tuning.concurrency) in flight")
+            Terminal.line("accepted \(accepted), rejected \(rejected.values.reduce(0, +)), failed \(failed.values.reduce(0, +))")
+            for (reason, n) in rejected.sorted(by: { $0.key < $1.key }) { Terminal.line("  rejected \(reason): \(n)") }
+            for (code, n) in failed.sorted(by: { $0.key < $1.key }) { Terminal.line("  failed \(code): \(n)") }
+            Terminal.line("rate        \(Int(rate)) notifications/s in \(format(seconds)) s")
+            Terminal.line("latency     p50 \(format(ms(50))) ms, p90 \(format(ms(90))) ms, p99 \(format(ms(99))) ms, max \(format(Double(histogram.max) / 1000)) ms")
+            Terminal.line("cpu         \(format(cpu)) s (\(format(cpu / seconds * 100)) % of one core)")
+            Terminal.line("peak memory \(format(Double(after.peakResidentBytes) / 1_048_576)) MiB")
+        case .json:
+            var writer = JSONWriter()
+            writer.beginObject()
+            writer.key("count"); writer.int(count)
+            writer.key("connections"); writer.int(tuning.connections)
+            writer.key("concurrency"); writer.int(tuning.concurrency)
+            writer.key("accepted"); writer.int(accepted)
+            writer.key("rejected"); writer.value(.object(rejected.mapValues { .int($0) }))
+            writer.key("failed"); writer.value(.object(failed.mapValues { .int($0) }))
+            writer.key("seconds"); writer.double(seconds)
+            writer.key("rate"); writer.double(rate.rounded())
+            writer.key("latency_ms")
+            writer.value(["p50": .double(ms(50)), "p90": .double(ms(90)), "p99": .double(ms(99)), "max": .double(Double(histogram.max) / 1000)])
+            writer.key("cpu_seconds"); writer.double(cpu)
+            writer.key("peak_memory_bytes"); writer.int(after.peakResidentBytes)
+            writer.endObject()
+            Terminal.line(bytes: writer.bytes)
+        }
+        Terminal.flush()
+        if accepted != count { throw ExitCode(1) }
+    }
+
+    private func makePayload() throws -> EncodedPayload {
+        if let payloadFile {
+            do {
+                return try EncodedPayload(validating: FileContents.readArgument(payloadFile, what: "payload file"))
+            } catch let error as PayloadError {
+                throw CommandFailure.usage("payload file '\(payloadFile)': \(error.message)")
+            }
+        }
+        // About 100 bytes, like a typical alert.
+        return try Payload(aps: APS(alert: .text("Herald benchmark: a short alert body of about one hundred bytes."))).encode()
+    }
+}
+
+func format(_ value: Double) -> String {
+    let rounded = (value * 100).rounded() / 100
+    return String(rounded)
+}
+
+extension Duration {
+    var seconds: Double {
+        let (whole, fraction) = components
+        return Double(whole) + Double(fraction) / 1e18
+    }
+}
+
+/// `count` notifications made on demand, so a million of them cost no memory up front.
+struct NotificationSequence: Sequence, Sendable {
+    let count: Int
+    let make: @Sendable (Int) -> PushNotification
+
+    struct Iterator: IteratorProtocol {
+        var index = 0
+        let count: Int
+        let make: @Sendable (Int) -> PushNotification
+
+        mutating func next() -> PushNotification? {
+            guard index < count else { return nil }
+            defer { index += 1 }
+            return make(index)
+        }
+    }
+
+    func makeIterator() -> Iterator { Iterator(count: count, make: make) }
+}

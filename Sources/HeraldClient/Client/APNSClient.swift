@@ -1,0 +1,293 @@
+import HeraldCore
+import HeraldIdentity
+import Logging
+import NIOCore
+import NIOPosix
+import NIOSSL
+
+/// Sends notifications to APNs over HTTP/2 and TLS.
+///
+/// One client holds a pool of connections to one environment with one credential. It bounds the
+/// notifications in flight (``Configuration/maximumInFlight``): `send` suspends at the bound. Every
+/// notification ends with exactly one outcome: accepted, rejected with its APNs reason, or failed
+/// with the reason it could not be delivered.
+///
+/// Shut it down with ``shutdown()``, or use ``withAPNSClient(configuration:eventLoopGroup:logger:_:)``,
+/// or run it as a swift-service-lifecycle `Service`.
+public final class APNSClient: Sendable {
+    /// The configuration the client was made with.
+    public let configuration: Configuration
+    private let pool: ConnectionPool
+    private let limiter: InFlightLimiter
+    private let logger: Logger
+    private let issuer: ProviderTokenIssuer?
+    private let identity: CertificateIdentity?
+
+    /// A client for `configuration`.
+    ///
+    /// - Parameters:
+    ///   - eventLoopGroup: where connections run; the shared NIO group by default.
+    ///   - logger: the background logger, for connection events. Per-notification logging uses the
+    ///     logger given to `send`. Secrets are never logged.
+    /// - Throws: ``APNSClientError`` when the TLS configuration cannot be built.
+    public init(
+        configuration: Configuration,
+        eventLoopGroup: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton,
+        logger: Logger = Logger(label: "herald.apns", factory: { _ in SwiftLogNoOpLogHandler() })
+    ) throws {
+        self.configuration = configuration
+        self.logger = logger
+        self.limiter = InFlightLimiter(limit: configuration.maximumInFlight)
+
+        var tls = TLSConfiguration.makeClientConfiguration()
+        tls.minimumTLSVersion = .tlsv12  // apns-spec §1.2
+        tls.applicationProtocols = ["h2"]
+        tls.certificateVerification = .fullVerification
+        switch configuration.trustRoots {
+        case .system:
+            tls.trustRoots = .default
+        case .systemAnd(let extra):
+            tls.trustRoots = .default
+            tls.additionalTrustRoots = [.certificates(extra)]
+        case .only(let roots):
+            tls.trustRoots = .certificates(roots)
+        }
+        switch configuration.credentials {
+        case .providerToken(let key):
+            issuer = ProviderTokenIssuer.shared(for: key)
+            identity = nil
+        case .certificate(let certificate):
+            issuer = nil
+            identity = certificate
+            tls.certificateChain = certificate.tlsCertificateChain.map { .certificate($0) }
+            tls.privateKey = .privateKey(certificate.tlsPrivateKey)
+        }
+        let sslContext: NIOSSLContext
+        do {
+            sslContext = try NIOSSLContext(configuration: tls)
+        } catch {
+            throw APNSClientError(.tlsFailed, "the TLS configuration could not be built: \(error)")
+        }
+
+        let environment = configuration.environment
+        let stateConfiguration = ConnectionStateMachine<RequestJob>.Configuration(
+            maximumStreams: configuration.streamsPerConnection,
+            requestTimeout: .init(configuration.requestTimeout),
+            idlePingInterval: .init(configuration.idlePingInterval),
+            responseOverdueAfter: .init(configuration.responseOverdueAfter),
+            pingTimeout: .init(configuration.pingTimeout),
+            maximumStreamsPerConnection: configuration.maximumStreamsPerConnectionLifetime,
+            maximumAge: configuration.maximumConnectionAge.map { .init($0) }
+        )
+        let shortest = [configuration.requestTimeout, configuration.pingTimeout, configuration.responseOverdueAfter, configuration.idlePingInterval].min()!
+        let tick = TimeAmount(min(max(shortest / 4, .milliseconds(10)), .seconds(1)))
+        let decider = RetryDecider(policy: configuration.retry, usesProviderTokens: issuer != nil)
+        let metrics = ClientMetrics()
+        let issuer = self.issuer
+        let proxy = configuration.proxy
+        let connectTimeout = TimeAmount(configuration.connectTimeout)
+        let group = eventLoopGroup
+
+        pool = ConnectionPool(
+            configuration: .init(
+                maximumConnections: max(1, configuration.maximumConnections),
+                reconnectInitialBackoff: .init(configuration.reconnectInitialBackoff),
+                reconnectMaximumBackoff: .init(configuration.reconnectMaximumBackoff),
+                maximumConnectAttempts: max(1, configuration.maximumConnectAttempts)
+            ),
+            group: eventLoopGroup,
+            logger: logger
+        ) { id, pool in
+            let shared = ConnectionHandler.Shared(
+                pool: pool, authority: environment.authority, issuer: issuer, decider: decider, metrics: metrics,
+                stateConfiguration: stateConfiguration, tickInterval: tick, connectTimeout: connectTimeout
+            )
+            Self.openConnection(
+                id: id, shared: shared, environment: environment, proxy: proxy, sslContext: sslContext,
+                connectTimeout: connectTimeout, eventLoop: group.next()
+            )
+        }
+    }
+
+    // MARK: Sending
+
+    /// Sends one notification and waits for its outcome, retrying by reason (apns-spec §1.7).
+    ///
+    /// Suspends first while ``Configuration/maximumInFlight`` notifications are in flight.
+    ///
+    /// - Returns: the apns-id (and, in the development environment, the apns-unique-id).
+    /// - Throws: ``APNSError`` when APNs rejected it, or when local validation refused it with the
+    ///   reason APNs would give; ``APNSClientError`` when it could not be delivered.
+    public func send(_ notification: PushNotification, logger: Logger? = nil) async throws -> APNSResponse {
+        let prepared = try prepare(notification)
+        _ = try await limiter.acquire()
+        defer { limiter.release() }
+        let logger = self.logger(for: prepared, base: logger)
+        return try await withCheckedThrowingContinuation { continuation in
+            let job = RequestJob(notification: prepared, index: 0, completion: .single(continuation), logger: logger)
+            if !pool.submit(CollectionOfOne(job)) {
+                continuation.resume(throwing: APNSClientError(.shutdown, "the client is shutting down"))
+            }
+        }
+    }
+
+    /// Sends every notification of a (possibly huge) sequence and yields exactly one final outcome
+    /// per notification, in the order they complete, keeping up to the in-flight bound busy.
+    ///
+    /// Sending starts when iteration starts and proceeds as fast as outcomes are taken: memory
+    /// stays flat whatever the number of notifications. Stopping the iteration early stops sending
+    /// more (those already sent still finish).
+    public func send<Notifications: Sequence & Sendable>(
+        contentsOf notifications: Notifications, logger: Logger? = nil
+    ) -> APNSBulkSend where Notifications.Element == PushNotification {
+        APNSBulkSend(limiter: limiter) { [self] sink in
+            await produce(from: SequenceOfNotifications(base: notifications), into: sink, logger: logger)
+        }
+    }
+
+    /// Sends every notification of an async sequence; see ``send(contentsOf:logger:)-(Sequence,_)``.
+    public func send<Notifications: AsyncSequence & Sendable>(
+        contentsOf notifications: Notifications, logger: Logger? = nil
+    ) -> APNSBulkSend where Notifications.Element == PushNotification {
+        APNSBulkSend(limiter: limiter) { [self] sink in
+            await produce(from: notifications, into: sink, logger: logger)
+        }
+    }
+
+    private func produce<Notifications: AsyncSequence>(
+        from notifications: Notifications, into sink: BulkSink, logger base: Logger?
+    ) async where Notifications.Element == PushNotification {
+        var permits = 0
+        var index = 0
+        do {
+            for try await notification in notifications {
+                if permits == 0 { permits = try await limiter.acquire(maximum: 64) }
+                permits -= 1
+                sink.submitted(1)
+                defer { index += 1 }
+                let prepared: PushNotification
+                do {
+                    prepared = try prepare(notification)
+                } catch {
+                    // Refused before sending: its outcome goes straight to the sink, and its permit
+                    // comes back when the consumer takes it, like any other.
+                    let result: APNSOutcome.Result = (error as? APNSError).map { .rejected($0) }
+                        ?? .failed(error as? APNSClientError ?? APNSClientError(.invalidCredentials, "\(error)"))
+                    sink.deliver(APNSOutcome(notification: notification, index: index, result: result, attempts: 0))
+                    continue
+                }
+                let job = RequestJob(
+                    notification: prepared, index: index, completion: .bulk(sink), logger: self.logger(for: prepared, base: base)
+                )
+                if !pool.submit(CollectionOfOne(job)) {
+                    job.complete(.failed(APNSClientError(.shutdown, "the client is shutting down")))
+                }
+            }
+            limiter.release(permits)
+            sink.producerFinished()
+        } catch {
+            limiter.release(permits)
+            sink.producerFinished(error: error is CancellationError ? nil : error)
+        }
+    }
+
+    /// Local checks before anything is sent: APNs's own rules (``PushNotification/validate()``)
+    /// and what the credentials allow.
+    private func prepare(_ notification: PushNotification) throws -> PushNotification {
+        var notification = notification
+        if let identity {
+            if notification.headers.pushType == .location {
+                throw APNSClientError(.invalidCredentials, "location pushes need token authentication, not a certificate (apns-spec §1.5)")
+            }
+            if notification.headers.topic == nil {
+                guard let topic = identity.defaultTopic else {
+                    throw APNSError(local: .missingTopic, "the certificate lists several topics (\(identity.listedTopics.joined(separator: ", "))); set apns-topic")
+                }
+                notification.headers.topic = topic
+            }
+        } else if notification.headers.topic == nil {
+            throw APNSError(local: .missingTopic, "token authentication needs apns-topic: the app's bundle ID")
+        }
+        try notification.validate()
+        return notification
+    }
+
+    private func logger(for notification: PushNotification, base: Logger?) -> Logger {
+        var logger = base ?? self.logger
+        if let apnsID = notification.headers.apnsID {
+            logger[metadataKey: "apns-id"] = "\(apnsID.uuidString.lowercased())"
+        }
+        return logger
+    }
+
+    // MARK: Shutdown
+
+    /// Stops taking notifications, waits until every one in flight has its outcome (retries
+    /// included), then closes the connections. Sends after this fail with
+    /// ``APNSClientError/Code/shutdown``.
+    public func shutdown() async {
+        await pool.shutdown()
+    }
+
+    /// Connections open or opening now.
+    public var connectionCount: Int { pool.connectionCount }
+
+    // MARK: Connections
+
+    private static func openConnection(
+        id: Int, shared: ConnectionHandler.Shared, environment: APNSEnvironment, proxy: Proxy?,
+        sslContext: NIOSSLContext, connectTimeout: TimeAmount, eventLoop: any EventLoop
+    ) {
+        let host = environment.host
+        let serverHostname = isIPAddress(host) ? nil : host
+        let authority = environment.authority
+        let addProtocol: @Sendable (any Channel) throws -> Void = { channel in
+            let sync = channel.pipeline.syncOperations
+            try sync.addHandler(NIOSSLClientHandler(context: sslContext, serverHostname: serverHostname))
+            try sync.addHandler(ConnectionHandler(id: id, shared: shared))
+        }
+        ClientBootstrap(group: eventLoop)
+            .connectTimeout(connectTimeout)
+            .channelOption(.socketOption(.tcp_nodelay), value: 1)
+            .channelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    if let proxy {
+                        try channel.pipeline.syncOperations.addHandler(
+                            HTTPConnectProxyHandler(target: authority, authorization: proxy.authorization, established: addProtocol)
+                        )
+                    } else {
+                        try addProtocol(channel)
+                    }
+                }
+            }
+            .connect(host: proxy?.host ?? host, port: proxy?.port ?? environment.port)
+            .whenFailure { error in
+                let target = proxy.map { "proxy \($0.host):\($0.port)" } ?? authority
+                shared.pool.connectionFailed(id, error: APNSClientError(.connectionFailed, "cannot connect to \(target): \(error)"))
+            }
+    }
+
+    private static func isIPAddress(_ host: String) -> Bool {
+        (try? SocketAddress(ipAddress: host, port: 0)) != nil
+    }
+}
+
+/// Adapts a `Sequence` to `AsyncSequence` without suspending between elements.
+struct SequenceOfNotifications<Base: Sequence & Sendable>: AsyncSequence, Sendable where Base.Element == PushNotification {
+    typealias Element = PushNotification
+    let base: Base
+
+    struct AsyncIterator: AsyncIteratorProtocol {
+        var iterator: Base.Iterator
+        mutating func next() async -> PushNotification? { iterator.next() }
+    }
+
+    func makeAsyncIterator() -> AsyncIterator { AsyncIterator(iterator: base.makeIterator()) }
+}
+
+extension TimeAmount {
+    init(_ duration: Duration) {
+        let (seconds, attoseconds) = duration.components
+        self = .nanoseconds(seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
+    }
+}

@@ -1,0 +1,96 @@
+import NIOCore
+import Synchronization
+
+/// Where the outcomes of a bulk send gather until the consumer takes them. Permits of the
+/// in-flight bound are returned as outcomes are taken, so a slow consumer slows the sending
+/// instead of letting outcomes pile up.
+final class BulkSink: Sendable {
+    private struct State {
+        var buffer = CircularBuffer<APNSOutcome>(initialCapacity: 256)
+        var waiter: CheckedContinuation<Void, Never>?
+        var submitted = 0
+        var delivered = 0
+        var producerDone = false
+        var producerError: (any Error)?
+        var abandoned = false
+    }
+
+    private let state = Mutex(State())
+    private let limiter: InFlightLimiter
+
+    init(limiter: InFlightLimiter) {
+        self.limiter = limiter
+    }
+
+    /// The producer handed `count` more notifications to the client.
+    func submitted(_ count: Int) {
+        state.withLock { $0.submitted += count }
+    }
+
+    /// The producer has no more notifications (or failed with `error`).
+    func producerFinished(error: (any Error)? = nil) {
+        let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
+            state.producerDone = true
+            state.producerError = error
+            defer { state.waiter = nil }
+            return state.waiter
+        }
+        waiter?.resume()
+    }
+
+    /// A final outcome, from any thread.
+    func deliver(_ outcome: APNSOutcome) {
+        let (waiter, abandoned) = state.withLock { state -> (CheckedContinuation<Void, Never>?, Bool) in
+            state.delivered += 1
+            if state.abandoned { return (nil, true) }
+            state.buffer.append(outcome)
+            defer { state.waiter = nil }
+            return (state.waiter, false)
+        }
+        if abandoned { limiter.release(1) }
+        waiter?.resume()
+    }
+
+    /// Takes every outcome gathered so far, waiting for at least one; an empty result means all
+    /// outcomes have been taken.
+    func take() async throws -> CircularBuffer<APNSOutcome> {
+        while true {
+            enum Step { case outcomes(CircularBuffer<APNSOutcome>), finished((any Error)?), wait }
+            let step = state.withLock { state -> Step in
+                if !state.buffer.isEmpty {
+                    defer { state.buffer = CircularBuffer(initialCapacity: 256) }
+                    return .outcomes(state.buffer)
+                }
+                if state.producerDone, state.delivered == state.submitted { return .finished(state.producerError) }
+                return .wait
+            }
+            switch step {
+            case .outcomes(let outcomes):
+                limiter.release(outcomes.count)
+                return outcomes
+            case .finished(let error):
+                if let error { throw error }
+                return CircularBuffer()
+            case .wait:
+                await withCheckedContinuation { continuation in
+                    let ready = state.withLock { state -> Bool in
+                        if !state.buffer.isEmpty || (state.producerDone && state.delivered == state.submitted) { return true }
+                        state.waiter = continuation
+                        return false
+                    }
+                    if ready { continuation.resume() }
+                }
+            }
+        }
+    }
+
+    /// The consumer stopped early: outcomes still to come release their permits on arrival.
+    func abandon() {
+        let count = state.withLock { state -> Int in
+            state.abandoned = true
+            defer { state.buffer = CircularBuffer() }
+            return state.buffer.count
+        }
+        limiter.release(count)
+    }
+}

@@ -1,0 +1,472 @@
+import HeraldCore
+import HeraldHTTP2
+import Logging
+import NIOCore
+import NIOSSL
+import NIOTLS
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
+/// Runs one APNs connection: the HTTP/2 frames of many notifications over one TLS channel. It
+/// feeds bytes to ``HTTP2Connection``, performs what ``ConnectionStateMachine`` decides, and
+/// reports to the pool. Everything it writes during a read burst or a pull goes out in one write.
+/// Lives on its channel's event loop.
+final class ConnectionHandler: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = ByteBuffer
+    typealias OutboundOut = ByteBuffer
+
+    /// What every connection of a client shares.
+    struct Shared: Sendable {
+        var pool: ConnectionPool
+        var authority: String
+        var issuer: ProviderTokenIssuer?
+        var decider: RetryDecider
+        var metrics: ClientMetrics
+        var stateConfiguration: ConnectionStateMachine<RequestJob>.Configuration
+        var tickInterval: TimeAmount
+        var connectTimeout: TimeAmount
+    }
+
+    /// A request body waiting for flow-control window (only when the server's windows are tiny).
+    private struct BlockedBody {
+        var streamID: HTTP2StreamNumber
+        var bytes: ByteBuffer
+        var window: Int
+    }
+
+    let id: Int
+    private let shared: Shared
+    private var state: ConnectionStateMachine<RequestJob>
+    private var http2: HTTP2Connection
+    private var context: ChannelHandlerContext?
+    private var output: ByteBuffer
+    private var events: [HTTP2Connection.Event] = []
+    private var blocked: [BlockedBody] = []
+    private var timer: RepeatedTask?
+    private var started = false
+    private var ready = false
+    private var closing = false
+    private var failure: APNSClientError?
+    private var pullPending = false
+    private var logger: Logger
+    private var authorization: (generation: Int, field: ByteBuffer)?
+    private let openedAt = NIODeadline.now()
+
+    /// What this client advertises: no push, a large window for answers.
+    static let localSettings: HTTP2Connection.Settings = {
+        var settings = HTTP2Connection.Settings()
+        settings.enablePush = 0
+        settings.maxConcurrentStreams = 0
+        settings.initialWindowSize = 1 << 20
+        settings.maxHeaderListSize = 16 << 10
+        return settings
+    }()
+
+    init(id: Int, shared: Shared) {
+        self.id = id
+        self.shared = shared
+        self.state = ConnectionStateMachine(configuration: shared.stateConfiguration, now: .now())
+        self.http2 = HTTP2Connection(role: .client, local: Self.localSettings)
+        self.output = ByteBuffer()
+        self.output.reserveCapacity(64 << 10)
+        var logger = shared.pool.logger
+        logger[metadataKey: "connection"] = "\(id)"
+        self.logger = logger
+    }
+
+    // MARK: Channel events
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        self.context = context
+        // The timer is cancelled when the channel closes, which ends the reference cycle.
+        let handler = NIOLoopBound(self, eventLoop: context.eventLoop)
+        let interval = shared.tickInterval
+        timer = context.eventLoop.scheduleRepeatedTask(initialDelay: interval, delay: interval) { _ in
+            handler.value.tick()
+        }
+        if context.channel.isActive { start(context) }
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        timer?.cancel()
+        timer = nil
+        self.context = nil
+    }
+
+    func channelActive(context: ChannelHandlerContext) {
+        start(context)
+        context.fireChannelActive()
+    }
+
+    private func start(_ context: ChannelHandlerContext) {
+        guard !started else { return }
+        started = true
+        // NIOSSL holds these bytes until the handshake completes.
+        http2.start(into: &output)
+        flush(context)
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        var bytes = unwrapInboundIn(data)
+        let now = NIODeadline.now()
+        state.read(now: now)
+        do {
+            try http2.receive(&bytes, events: &events, output: &output)
+        } catch {
+            fail(context, code: error.code, APNSClientError(.protocolError, "\(shared.authority) broke HTTP/2: \(error.message)"))
+            return
+        }
+        for event in events { handle(event, context: context, now: now) }
+        events.removeAll(keepingCapacity: true)
+    }
+
+    func channelReadComplete(context: ChannelHandlerContext) {
+        if pullPending {
+            pullPending = false
+            pull()
+        }
+        flush(context)
+        context.fireChannelReadComplete()
+    }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if case TLSUserEvent.handshakeCompleted(let negotiated) = event, negotiated != "h2" {
+            // APNs is HTTP/2 only (ALPN h2, apns-spec §1.2).
+            failure = APNSClientError(.tlsFailed, "\(shared.authority) did not agree to HTTP/2 (ALPN h2); it is not an APNs server")
+            context.close(promise: nil)
+        }
+        context.fireUserInboundEventTriggered(event)
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        if failure == nil { failure = Self.classify(error, authority: shared.authority) }
+        logger.debug("APNs connection error", metadata: ["error": "\(error)"])
+        context.close(promise: nil)
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        timer?.cancel()
+        timer = nil
+        let outcomes = state.channelClosed()
+        blocked = []
+        if ready {
+            shared.metrics.connectionsClosed.increment()
+            shared.pool.connectionClosed(id)
+        } else {
+            shared.pool.connectionFailed(id, error: failure ?? APNSClientError(.connectionFailed, "\(shared.authority) closed the connection during setup"))
+        }
+        for outcome in outcomes { handle(outcome) }
+        context.fireChannelInactive()
+    }
+
+    // MARK: HTTP/2 events
+
+    private func handle(_ event: HTTP2Connection.Event, context: ChannelHandlerContext, now: NIODeadline) {
+        switch event {
+        case .headers(let streamID, let headers, let endStream):
+            let status = headers.first(name: ":status").flatMap { Int($0) }
+            if let outcome = state.headersReceived(
+                streamID: streamID, status: status, apnsID: headers.first(name: "apns-id"),
+                uniqueID: headers.first(name: "apns-unique-id"), endStream: endStream, now: now
+            ) {
+                finishedStream(streamID, outcome)
+            }
+        case .data(let streamID, let bytes, let endStream):
+            if let outcome = state.dataReceived(streamID: streamID, bytes: bytes, endStream: endStream, now: now) {
+                finishedStream(streamID, outcome)
+            }
+        case .resetStream(let streamID, let code):
+            dropBlocked(streamID)
+            if let outcome = state.streamClosed(streamID: streamID, reason: code, now: now) {
+                handle(outcome)
+                pullPending = true
+            }
+            closeIfDrained()
+        case .settings(let first, let maxConcurrentStreams, let delta):
+            // The stream budget follows SETTINGS_MAX_CONCURRENT_STREAMS live (apns-spec §1.3).
+            let grew = state.settingsReceived(maximumConcurrentStreams: maxConcurrentStreams == .max ? nil : maxConcurrentStreams)
+            logger.trace("server settings", metadata: ["max_concurrent_streams": "\(maxConcurrentStreams)"])
+            if delta != 0 {
+                for index in blocked.indices { blocked[index].window += delta }
+                sendBlocked()
+            }
+            if first, state.phase == .active {
+                ready = true
+                shared.metrics.connectionsOpened.increment()
+                shared.pool.connectionReady(ConnectionHandle(id: id, channel: context.channel, handler: self))
+                pullPending = true
+            } else if grew {
+                pullPending = true
+            }
+        case .streamWindowUpdate(let streamID, let increment):
+            if let index = blocked.firstIndex(where: { $0.streamID == streamID }) {
+                blocked[index].window += increment
+                sendBlocked()
+            }
+        case .connectionWindowUpdate:
+            sendBlocked()
+        case .pingAck(let data):
+            state.pingAckReceived(data)
+        case .settingsAck:
+            break
+        case .goAway(let lastStreamID, let code, let debugData):
+            // APNs says why in JSON, e.g. {"reason":"Shutdown"} (apns-spec §1.3).
+            logger.notice(
+                "APNs sent GOAWAY",
+                metadata: ["last_stream_id": "\(lastStreamID)", "error_code": "\(code)", "reason": "\(String(buffer: debugData))"]
+            )
+            let outcomes = state.goAwayReceived(lastStreamID: lastStreamID)
+            shared.pool.connectionDraining(id)
+            for outcome in outcomes { handle(outcome) }
+            closeIfDrained()
+        }
+    }
+
+    private func finishedStream(_ streamID: HTTP2StreamNumber, _ outcome: ConnectionStateMachine<RequestJob>.StreamOutcome) {
+        if dropBlocked(streamID) {
+            // Answered before the whole body was sent: stop sending it (RFC 9113 §8.1).
+            output.writeHTTP2RstStream(streamID: streamID, code: .noError)
+        }
+        handle(outcome)
+        pullPending = true
+        closeIfDrained()
+    }
+
+    // MARK: Sending
+
+    /// Opens streams for queued notifications while the stream budget allows, in one write.
+    func pull() {
+        guard let context else { return }
+        let available = state.availableStreams
+        guard available > 0 else { return }
+        let jobs = shared.pool.dequeue(for: id, maximum: available)
+        guard !jobs.isEmpty else { return }
+        var token: ProviderToken?
+        if let issuer = shared.issuer {
+            do {
+                token = try issuer.currentToken()
+            } catch {
+                let failure = APNSClientError(.invalidCredentials, "provider token could not be signed: \(error)")
+                for job in jobs { shared.pool.finished(job, .failed(failure)) }
+                return
+            }
+        }
+        let field = token.map(authorizationField)
+        let now = NIODeadline.now()
+        for job in jobs {
+            job.providerToken = token
+            write(job, authorization: field, now: now)
+        }
+        if state.phase == .draining { shared.pool.connectionDraining(id) }
+        flush(context)
+    }
+
+    private func authorizationField(_ token: ProviderToken) -> ByteBuffer {
+        if let cached = authorization, cached.generation == token.generation { return cached.field }
+        let field = RequestEncoder.authorizationField(token)
+        authorization = (token.generation, field)
+        return field
+    }
+
+    private func write(_ job: RequestJob, authorization: ByteBuffer?, now: NIODeadline) {
+        job.attempts += 1
+        shared.metrics.sent.increment()
+        let streamID = state.openStream(for: job, now: now)
+        RequestEncoder.writeHeaders(
+            for: job.notification, streamID: streamID, authority: shared.authority, authorization: authorization,
+            connection: &http2, into: &output
+        )
+        let body = job.notification.payload.bytes
+        let window = http2.remote.initialWindowSize
+        if blocked.isEmpty, body.count <= window, body.count <= http2.connectionSendWindow, body.count <= http2.remote.maxFrameSize {
+            output.writeHTTP2Data(streamID: streamID, bytes: body, endStream: true)
+            http2.consumeSendWindow(body.count)
+        } else {
+            blocked.append(BlockedBody(streamID: streamID, bytes: ByteBuffer(bytes: body), window: window))
+            sendBlocked()
+        }
+    }
+
+    /// Sends what flow control allows of waiting bodies, in order.
+    private func sendBlocked() {
+        while !blocked.isEmpty {
+            let allowed = min(blocked[0].window, http2.connectionSendWindow, http2.remote.maxFrameSize)
+            guard allowed > 0 || blocked[0].bytes.readableBytes == 0 else { return }
+            let count = min(allowed, blocked[0].bytes.readableBytes)
+            let chunk = blocked[0].bytes.readSlice(length: count)!
+            let last = blocked[0].bytes.readableBytes == 0
+            output.writeHTTP2Data(streamID: blocked[0].streamID, bytes: chunk.readableBytesView, endStream: last)
+            http2.consumeSendWindow(count)
+            blocked[0].window -= count
+            if last { blocked.removeFirst() } else { return }
+        }
+    }
+
+    @discardableResult
+    private func dropBlocked(_ streamID: HTTP2StreamNumber) -> Bool {
+        guard let index = blocked.firstIndex(where: { $0.streamID == streamID }) else { return false }
+        blocked.remove(at: index)
+        return true
+    }
+
+    private func flush(_ context: ChannelHandlerContext) {
+        guard output.readableBytes > 0 else { return }
+        context.writeAndFlush(wrapOutboundOut(output), promise: nil)
+        output.clear(minimumCapacity: 16 << 10)
+    }
+
+    // MARK: Outcomes
+
+    private func handle(_ outcome: ConnectionStateMachine<RequestJob>.StreamOutcome) {
+        let job: RequestJob
+        let result: AttemptResult
+        switch outcome {
+        case .response(let answered, let response):
+            job = answered
+            shared.metrics.latency.recordNanoseconds(response.latency.nanoseconds)
+            if response.status == 200 {
+                let apnsID = response.apnsID?.lowercased() ?? job.notification.headers.apnsID?.uuidString.lowercased() ?? ""
+                result = .accepted(APNSResponse(apnsID: apnsID, apnsUniqueID: response.uniqueID))
+            } else {
+                result = .rejected(APNSError(status: response.status, responseBody: response.body, apnsID: response.apnsID))
+            }
+        case .unprocessed(let refused):
+            job = refused
+            result = .unprocessed
+        case .lost(let lostJob, let why):
+            job = lostJob
+            result = .lost(why)
+        case .timedOut(let late):
+            job = late
+            result = .timedOut
+        }
+
+        let decision = shared.decider.decide(
+            result, attempts: job.attempts, expiredTokenRetries: job.expiredTokenRetries,
+            unprocessedResends: job.unprocessedResends, expiration: job.expiration, now: Date(), random: Double.random(in: 0..<1)
+        )
+        switch decision {
+        case .final(let final):
+            record(final, job: job)
+            shared.pool.finished(job, final)
+        case .retry(let delay, let renewToken, let avoidConnection):
+            shared.metrics.retried.increment()
+            if case .unprocessed = result {
+                job.unprocessedResends += 1
+                job.attempts -= 1  // never reached the server
+            }
+            if renewToken, let issuer = shared.issuer, let rejected = job.providerToken {
+                job.expiredTokenRetries += 1
+                _ = try? issuer.renew(afterRejectionOf: rejected)
+            }
+            if avoidConnection, state.isAccepting {
+                state.drain()
+                shared.pool.connectionDraining(id)
+            }
+            job.logger.debug(
+                "APNs notification will be retried",
+                metadata: ["attempt": "\(job.attempts)", "delay": "\(delay)", "result": "\(Self.describe(result))"]
+            )
+            shared.pool.retry(job, after: .nanoseconds(Int64(delay.seconds * 1e9)))
+        }
+    }
+
+    private func record(_ final: RetryDecision.FinalResult, job: RequestJob) {
+        switch final {
+        case .accepted(let response):
+            shared.metrics.accepted.increment()
+            job.logger.trace("APNs accepted the notification", metadata: ["apns-id": "\(response.apnsID)"])
+        case .rejected(let error):
+            shared.metrics.rejected(error.reason)
+            job.logger.debug(
+                "APNs rejected the notification",
+                metadata: ["apns-id": "\(error.apnsID ?? "")", "reason": "\(error.reason)", "status": "\(error.status ?? 0)"]
+            )
+        case .failed(let error):
+            shared.metrics.failed.increment()
+            job.logger.debug("APNs notification could not be delivered", metadata: ["error": "\(error)"])
+        }
+    }
+
+    // MARK: Timer and closing
+
+    private func tick() {
+        guard let context else { return }
+        if !ready, NIODeadline.now() - openedAt >= shared.connectTimeout {
+            failure = APNSClientError(.connectionFailed, "\(shared.authority) did not complete TLS and HTTP/2 setup within \(shared.connectTimeout)")
+            context.close(promise: nil)
+            return
+        }
+        let actions = state.tick(now: .now())
+        if let ping = actions.ping { output.writeHTTP2Ping(ping, ack: false) }
+        for streamID in actions.cancelStreams {
+            dropBlocked(streamID)
+            output.writeHTTP2RstStream(streamID: streamID, code: .cancel)
+        }
+        for outcome in actions.outcomes { handle(outcome) }
+        if let dead = actions.deadReason {
+            logger.warning("APNs connection is dead; closing it and re-sending its notifications", metadata: ["reason": "\(dead)"])
+        }
+        if state.phase == .draining { shared.pool.connectionDraining(id) }
+        if actions.closeConnection {
+            close(context)
+        } else {
+            pull()
+            flush(context)
+        }
+    }
+
+    /// Stops taking work and closes once the open streams end.
+    func drainAndClose() {
+        state.drain()
+        shared.pool.connectionDraining(id)
+        closeIfDrained()
+    }
+
+    private func closeIfDrained() {
+        if state.isDrained, let context { close(context) }
+    }
+
+    /// Says goodbye with GOAWAY, then closes.
+    private func close(_ context: ChannelHandlerContext) {
+        guard !closing else { return }
+        closing = true
+        output.writeHTTP2GoAway(lastStreamID: 0, code: .noError)
+        flush(context)
+        context.close(promise: nil)
+    }
+
+    private func fail(_ context: ChannelHandlerContext, code: HTTP2ErrorCode, _ error: APNSClientError) {
+        failure = failure ?? error
+        logger.warning("closing APNs connection", metadata: ["error": "\(error)"])
+        guard !closing else { return }
+        closing = true
+        output.writeHTTP2GoAway(lastStreamID: 0, code: code)
+        flush(context)
+        context.close(promise: nil)
+    }
+
+    private static func classify(_ error: any Error, authority: String) -> APNSClientError {
+        if error is NIOSSLError || error is BoringSSLError {
+            return APNSClientError(.tlsFailed, "TLS with \(authority) failed: \(error)")
+        }
+        if let proxy = error as? HTTPConnectProxyHandler.ProxyError {
+            return APNSClientError(.connectionFailed, proxy.description)
+        }
+        return APNSClientError(.connectionLost, "connection to \(authority) failed: \(error)")
+    }
+
+    private static func describe(_ result: AttemptResult) -> String {
+        switch result {
+        case .accepted: "accepted"
+        case .rejected(let error): error.reason.rawValue
+        case .unprocessed: "not processed by the server"
+        case .lost(let why): why
+        case .timedOut: "timed out"
+        }
+    }
+}

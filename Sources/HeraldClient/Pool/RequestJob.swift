@@ -1,0 +1,63 @@
+import HeraldCore
+import Logging
+import NIOCore
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
+/// One notification on its way: its history of attempts and where its outcome goes.
+///
+/// A job is owned by one place at a time (the pool's queue, one connection's event loop, or a
+/// retry timer) and handed over through the pool's lock, so its mutable state is never shared.
+final class RequestJob: @unchecked Sendable {
+    enum Completion {
+        case single(CheckedContinuation<APNSResponse, any Error>)
+        case bulk(BulkSink)
+    }
+
+    let notification: PushNotification
+    let index: Int
+    let completion: Completion
+    let logger: Logger
+    /// From apns-expiration: no retry outlives it.
+    let expiration: Date?
+    var attempts = 0
+    var expiredTokenRetries = 0
+    var unprocessedResends = 0
+    /// The provider token the last attempt carried, to renew exactly that one on `ExpiredProviderToken`.
+    var providerToken: ProviderToken?
+    /// When the client took it.
+    let createdAt = NIODeadline.now()
+
+    init(notification: PushNotification, index: Int, completion: Completion, logger: Logger) {
+        self.notification = notification
+        self.index = index
+        self.completion = completion
+        self.logger = logger
+        self.expiration = notification.headers.expiration?.deadline
+    }
+
+    /// Delivers the final outcome. Called exactly once.
+    func complete(_ result: RetryDecision.FinalResult) {
+        switch completion {
+        case .single(let continuation):
+            switch result {
+            case .accepted(let response): continuation.resume(returning: response)
+            case .rejected(let error): continuation.resume(throwing: error)
+            case .failed(let error): continuation.resume(throwing: error)
+            }
+        case .bulk(let sink):
+            let outcome: APNSOutcome.Result
+            switch result {
+            case .accepted(let response): outcome = .accepted(response)
+            case .rejected(let error): outcome = .rejected(error)
+            case .failed(let error): outcome = .failed(error)
+            }
+            let elapsed = Duration.nanoseconds((NIODeadline.now() - createdAt).nanoseconds)
+            sink.deliver(APNSOutcome(notification: notification, index: index, result: outcome, attempts: attempts, elapsed: elapsed))
+        }
+    }
+}

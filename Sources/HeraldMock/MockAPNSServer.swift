@@ -1,0 +1,178 @@
+import Crypto
+import HeraldCore
+import HeraldIdentity
+import Logging
+import NIOCore
+import NIOPosix
+import NIOSSL
+import Synchronization
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
+/// A mock APNs server: real HTTP/2 over TLS, answering like APNs (apns-spec §1), with scripted
+/// faults, counting and recording what it accepted so tests can prove what was delivered.
+///
+/// ```swift
+/// let server = try MockAPNSServer(configuration: .init())
+/// try await server.start()
+/// // point an APNs client at server.url, trusting server.certificateAuthorityPEM
+/// try await server.shutdown()
+/// ```
+public final class MockAPNSServer: Sendable {
+    /// How the mock behaves.
+    public struct Configuration: Sendable {
+        /// Address to bind; loopback by default.
+        public var host = "127.0.0.1"
+        /// Port to bind; 0 picks a free one.
+        public var port = 0
+        /// The TLS certificate: `nil` makes one for 127.0.0.1, ::1 and localhost from a fresh CA.
+        public var tlsIdentity: CertificateIdentity?
+        /// SETTINGS_MAX_CONCURRENT_STREAMS sent to each client. Default 1000.
+        public var maximumConcurrentStreams = 1000
+        /// Answer like the development environment: with `apns-unique-id`.
+        public var sandbox = false
+        /// Provider-token keys by key ID, with their team (`nil`: any team). With none, any
+        /// well-formed ES256 token is accepted without checking its signature.
+        public var providerKeys: [String: (publicKey: P256.Signing.PublicKey, teamID: String?)] = [:]
+        /// Require client certificates issued by these CAs (certificate authentication).
+        public var clientCertificateAuthorities: [NIOSSLCertificate]?
+        /// How many accepted and rejected notifications to keep for inspection (the counts are always exact).
+        public var recordLimit = 10_000
+        /// Faults and unregistered tokens.
+        public var script = MockScript()
+        /// The mock's clock, for provider-token expiry.
+        public var now: @Sendable () -> Date = { Date() }
+
+        public init() {}
+
+        /// Registers a provider-token key: tokens with `kid` = `keyID` must verify with `publicKey`.
+        public mutating func registerProviderKey(_ publicKey: P256.Signing.PublicKey, keyID: String, teamID: String?) {
+            providerKeys[keyID] = (publicKey, teamID)
+        }
+    }
+
+    public let configuration: Configuration
+    private let group: any EventLoopGroup
+    private let logger: Logger
+    private let state: MockServerState
+    private let serverIdentity: CertificateIdentity
+    /// The CA that issued the server's certificate, when the mock made it.
+    public let certificateAuthority: MockCertificateAuthority?
+    private let channel = Mutex<(any Channel)?>(nil)
+
+    public init(
+        configuration: Configuration = Configuration(),
+        eventLoopGroup: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton,
+        logger: Logger = Logger(label: "herald.mock", factory: { _ in SwiftLogNoOpLogHandler() })
+    ) throws {
+        self.configuration = configuration
+        self.group = eventLoopGroup
+        self.logger = logger
+        self.state = MockServerState(script: configuration.script, recordLimit: configuration.recordLimit)
+        if let identity = configuration.tlsIdentity {
+            serverIdentity = identity
+            certificateAuthority = nil
+        } else {
+            let authority = try MockCertificateAuthority()
+            serverIdentity = try authority.issueServerIdentity()
+            certificateAuthority = authority
+        }
+    }
+
+    /// Binds and starts serving.
+    public func start() async throws {
+        var tls = TLSConfiguration.makeServerConfiguration(
+            certificateChain: serverIdentity.tlsCertificateChain.map { .certificate($0) },
+            privateKey: .privateKey(serverIdentity.tlsPrivateKey)
+        )
+        tls.applicationProtocols = ["h2"]
+        tls.minimumTLSVersion = .tlsv12
+        if let authorities = configuration.clientCertificateAuthorities {
+            tls.certificateVerification = .noHostnameVerification
+            tls.trustRoots = .certificates(authorities)
+        }
+        let sslContext = try NIOSSLContext(configuration: tls)
+        let shared = MockConnectionHandler.Shared(
+            state: state,
+            validator: MockRequestValidator(verifier: MockTokenVerifier(keys: configuration.providerKeys)),
+            sandbox: configuration.sandbox,
+            mutualTLS: configuration.clientCertificateAuthorities != nil,
+            maximumConcurrentStreams: configuration.maximumConcurrentStreams,
+            now: configuration.now,
+            logger: logger
+        )
+        let bound = try await ServerBootstrap(group: group)
+            .serverChannelOption(.backlog, value: 256)
+            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+            .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
+            .childChannelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    let sync = channel.pipeline.syncOperations
+                    try sync.addHandler(NIOSSLServerHandler(context: sslContext))
+                    try sync.addHandler(MockConnectionHandler(shared: shared))
+                }
+            }
+            .bind(host: configuration.host, port: configuration.port)
+            .get()
+        channel.withLock { $0 = bound }
+        logger.info("mock APNs listening", metadata: ["url": "\(url)"])
+    }
+
+    /// Stops listening and closes every connection.
+    public func shutdown() async throws {
+        let bound = channel.withLock { channel -> (any Channel)? in
+            defer { channel = nil }
+            return channel
+        }
+        try await bound?.close()
+    }
+
+    /// The port it listens on (after ``start()``).
+    public var port: Int {
+        channel.withLock { $0?.localAddress?.port } ?? configuration.port
+    }
+
+    /// `https://HOST:PORT`.
+    public var url: String {
+        let host = configuration.host.contains(":") ? "[\(configuration.host)]" : configuration.host
+        return "https://\(host):\(port)"
+    }
+
+    /// Where clients send: a custom environment for this server.
+    public var environment: APNSEnvironment { .custom(host: configuration.host, port: port) }
+
+    /// The CA certificate clients must trust, as PEM (`nil` when a certificate was given).
+    public var certificateAuthorityPEM: String? { certificateAuthority?.certificatePEM }
+
+    /// The CA certificate clients must trust, for NIOSSL trust roots.
+    public var trustRoots: [NIOSSLCertificate] {
+        (try? certificateAuthority?.tlsCertificate).map { [$0] } ?? []
+    }
+
+    // MARK: Inspection
+
+    /// Notifications accepted (exact, whatever the record limit).
+    public var acceptedCount: Int { state.acceptedCount }
+    /// Requests received (streams opened by clients).
+    public var requestCount: Int { state.requestCount }
+    /// Connections accepted.
+    public var connectionCount: Int { state.connectionCount }
+    /// The latest accepted notifications, up to the record limit, oldest first.
+    public var accepted: [AcceptedNotification] { state.acceptedRecords }
+    /// The first rejected requests, up to the record limit.
+    public var rejected: [RejectedNotification] { state.rejectedRecords }
+    /// Rejections counted by reason.
+    public var rejectionsByReason: [String: Int] { state.rejectedByReason }
+
+    /// The current script.
+    public var script: MockScript { state.script }
+
+    /// Changes the script while the server runs; connection events apply to new connections.
+    public func updateScript(_ body: (inout MockScript) -> Void) {
+        state.updateScript(body)
+    }
+}

@@ -1,0 +1,395 @@
+import HeraldCore
+import HeraldHTTP2
+import HeraldIdentity
+import Logging
+import NIOCore
+import NIOHPACK
+import NIOSSL
+import NIOTLS
+import X509
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
+/// Serves one client connection: reads request frames, answers like APNs, and plays the script's
+/// faults. Built on ``HTTP2Connection`` over the TLS bytes, so the mock is fast enough to be a
+/// benchmark target.
+final class MockConnectionHandler: ChannelInboundHandler {
+    typealias InboundIn = ByteBuffer
+    typealias OutboundOut = ByteBuffer
+
+    struct Shared: Sendable {
+        var state: MockServerState
+        var validator: MockRequestValidator
+        var sandbox: Bool
+        var mutualTLS: Bool
+        var maximumConcurrentStreams: Int
+        var now: @Sendable () -> Date
+        var logger: Logger
+    }
+
+    private struct PendingStream {
+        var head: MockRequestHead
+        var body: [UInt8] = []
+        var bodySize = 0
+        var fault: MockFault?
+        var answered = false
+    }
+
+    private struct BlockedBody {
+        var streamID: HTTP2StreamNumber
+        var bytes: ByteBuffer
+        var window: Int
+    }
+
+    private let shared: Shared
+    private let connection: Int
+    private var http2: HTTP2Connection
+    private var auth = MockConnectionAuth()
+    private var streams: [HTTP2StreamNumber: PendingStream] = [:]
+    private var streamsSeen = 0
+    private var highestStreamID: HTTP2StreamNumber = 0
+    private var lastProcessedStreamID: HTTP2StreamNumber = 0
+    private var goingAway = false
+    private var closing = false
+    private var output = ByteBuffer()
+    private var events: [HTTP2Connection.Event] = []
+    private var blocked: [BlockedBody] = []
+    private var streamLimit: Int
+    private var pendingStreamLimits: [Int] = []
+    private let connectionEvents: (goAway: (count: Int, reason: String)?, drop: Int?, limits: [(afterStreams: Int, limit: Int)])
+    private var context: ChannelHandlerContext?
+    private var started = false
+
+    init(shared: Shared) {
+        self.shared = shared
+        self.connection = shared.state.nextConnectionNumber()
+        self.connectionEvents = shared.state.connectionScript(connection: connection)
+        var settings = HTTP2Connection.Settings()
+        settings.maxConcurrentStreams = shared.maximumConcurrentStreams
+        settings.initialWindowSize = 1 << 20
+        settings.maxHeaderListSize = 16 << 10
+        self.http2 = HTTP2Connection(role: .server, local: settings)
+        self.streamLimit = shared.maximumConcurrentStreams
+        output.reserveCapacity(64 << 10)
+    }
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        self.context = context
+        if context.channel.isActive { start(context) }
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        self.context = nil
+    }
+
+    func channelActive(context: ChannelHandlerContext) {
+        start(context)
+        context.fireChannelActive()
+    }
+
+    private func start(_ context: ChannelHandlerContext) {
+        guard !started else { return }
+        started = true
+        http2.start(into: &output)
+        flush(context)
+    }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if case TLSUserEvent.handshakeCompleted = event, shared.mutualTLS {
+            if let tls = try? context.pipeline.syncOperations.handler(type: NIOSSLServerHandler.self),
+                let peer = tls.peerCertificate, let certificate = try? Certificate(derEncoded: peer.toDERBytes())
+            {
+                auth.certificate = (certificate.apnsSubjectUID, certificate.apnsListedTopics)
+            }
+        }
+        context.fireUserInboundEventTriggered(event)
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        var bytes = unwrapInboundIn(data)
+        do {
+            try http2.receive(&bytes, events: &events, output: &output)
+        } catch {
+            shared.logger.debug("client broke HTTP/2", metadata: ["error": "\(error)"])
+            output.writeHTTP2GoAway(lastStreamID: highestStreamID, code: error.code, debugData: Array(error.message.utf8.prefix(200)))
+            flush(context)
+            context.close(promise: nil)
+            return
+        }
+        for event in events { handle(event, context: context) }
+        events.removeAll(keepingCapacity: true)
+    }
+
+    func channelReadComplete(context: ChannelHandlerContext) {
+        flush(context)
+        context.fireChannelReadComplete()
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        streams = [:]
+        context.fireChannelInactive()
+    }
+
+    // MARK: HTTP/2 events
+
+    private func handle(_ event: HTTP2Connection.Event, context: ChannelHandlerContext) {
+        switch event {
+        case .headers(let streamID, let headers, let endStream):
+            if let stream = streams[streamID] {
+                // Trailers: the request ends here.
+                _ = stream
+                if endStream { complete(streamID, context: context) }
+            } else {
+                receivedHeaders(headers, streamID: streamID, endStream: endStream, context: context)
+            }
+        case .data(let streamID, let data, let endStream):
+            guard var stream = streams[streamID], !stream.answered else { return }
+            stream.bodySize += data.readableBytes
+            // Keep the body only up to just past the largest limit: enough to record and to size-check.
+            if stream.body.count <= 5121 { stream.body.append(contentsOf: data.readableBytesView.prefix(5122 - stream.body.count)) }
+            streams[streamID] = stream
+            if endStream {
+                complete(streamID, context: context)
+            } else if stream.bodySize > PushType.voip.maximumPayloadSize {
+                // Too large whatever the push type: answer now rather than read the rest.
+                answer(streamID, context: context)
+                output.writeHTTP2RstStream(streamID: streamID, code: .noError)
+            }
+        case .resetStream(let streamID, _):
+            streams[streamID] = nil
+            blocked.removeAll { $0.streamID == streamID }
+        case .settings(_, _, let delta):
+            if delta != 0 {
+                for index in blocked.indices { blocked[index].window += delta }
+                sendBlocked()
+            }
+        case .settingsAck:
+            // A lowered stream limit binds once the client has seen it.
+            if !pendingStreamLimits.isEmpty { streamLimit = pendingStreamLimits.removeFirst() }
+        case .streamWindowUpdate(let streamID, let increment):
+            if let index = blocked.firstIndex(where: { $0.streamID == streamID }) {
+                blocked[index].window += increment
+                sendBlocked()
+            }
+        case .connectionWindowUpdate:
+            sendBlocked()
+        case .pingAck, .goAway:
+            break
+        }
+    }
+
+    // MARK: Requests
+
+    private func receivedHeaders(_ headers: HPACKHeaders, streamID: HTTP2StreamNumber, endStream: Bool, context: ChannelHandlerContext) {
+        guard streamID % 2 == 1, streamID > highestStreamID else {
+            fail(context, .protocolError, "stream \(streamID) is not a new client stream")
+            return
+        }
+        highestStreamID = streamID
+        guard !goingAway else { return }  // above the GOAWAY's last stream: not processed
+        let activeStreams = streams.count
+        if activeStreams >= streamLimit {
+            output.writeHTTP2RstStream(streamID: streamID, code: .refusedStream)
+            return
+        }
+        shared.state.countRequest()
+        let index = streamsSeen
+        streamsSeen += 1
+
+        if let goAway = connectionEvents.goAway, index == goAway.count {
+            sendGoAway(reason: goAway.reason, context: context)
+            return
+        }
+        if let drop = connectionEvents.drop, index == drop {
+            context.close(promise: nil)
+            return
+        }
+        for change in connectionEvents.limits where change.afterStreams == index {
+            setStreamLimit(change.limit)
+        }
+
+        let head = MockRequestHead(headers)
+        var stream = PendingStream(head: head)
+        if let token = head.token {
+            stream.fault = shared.state.fault(for: token)
+        }
+        switch stream.fault {
+        case .dropConnection:
+            context.close(promise: nil)
+            return
+        case .goAway(let reason):
+            sendGoAway(reason: reason, context: context)
+            return
+        case .setMaximumConcurrentStreams(let limit):
+            setStreamLimit(limit)
+        default:
+            break
+        }
+        lastProcessedStreamID = streamID
+        streams[streamID] = stream
+        if case .answerBeforeBody = stream.fault {
+            // Answer now, then reset the stream with NO_ERROR: the client must take the answer.
+            answer(streamID, context: context)
+            output.writeHTTP2RstStream(streamID: streamID, code: .noError)
+            return
+        }
+        if endStream { complete(streamID, context: context) }
+    }
+
+    private func complete(_ streamID: HTTP2StreamNumber, context: ChannelHandlerContext) {
+        guard let stream = streams[streamID], !stream.answered else { return }
+        switch stream.fault {
+        case .noResponse:
+            streams[streamID]?.answered = true  // hangs until the client gives up
+        case .delay(let delay):
+            streams[streamID]?.answered = true
+            let handler = NIOLoopBound(self, eventLoop: context.eventLoop)
+            let (seconds, attoseconds) = delay.components
+            context.eventLoop.scheduleTask(in: .nanoseconds(seconds * 1_000_000_000 + attoseconds / 1_000_000_000)) {
+                guard let context = handler.value.context else { return }
+                handler.value.answer(streamID, context: context, ignoringFault: true, stream: stream)
+                handler.value.flush(context)
+            }
+        default:
+            answer(streamID, context: context)
+        }
+    }
+
+    private func answer(_ streamID: HTTP2StreamNumber, context: ChannelHandlerContext, ignoringFault: Bool = false, stream known: PendingStream? = nil) {
+        guard let stream = known ?? streams[streamID] else { return }
+        streams[streamID] = nil
+        let token = stream.head.token.map(String.init) ?? ""
+        if !ignoringFault, case .reject(let status, let reason, let timestamp) = stream.fault {
+            respond(streamID, rejection: MockRejection(status: status, reason: reason, timestamp: timestamp), apnsID: stream.head.apnsID, token: token, context: context)
+            return
+        }
+        let bodySize = stream.fault == .answerBeforeBody ? 1 : stream.bodySize
+        switch shared.validator.validate(stream.head, body: bodySize, auth: &auth, unregistered: shared.state.unregistered, now: shared.now()) {
+        case .failure(let rejection):
+            respond(streamID, rejection: rejection, apnsID: stream.head.apnsID, token: token, context: context)
+        case .success(let accepted):
+            let frameStart = output.writerIndex
+            output.writeHTTP2FrameHeader(length: 0, type: .headers, flags: HTTP2Flag.endHeaders | HTTP2Flag.endStream, streamID: streamID)
+            let blockStart = output.writerIndex
+            http2.encoder.beginBlock(into: &output)
+            http2.encoder.indexed(HPACKBlockEncoder.Static.status200, into: &output)
+            http2.encoder.literal(name: "apns-id", value: accepted.apnsID, into: &output)
+            if shared.sandbox {
+                http2.encoder.literal(name: "apns-unique-id", value: UUID().uuidString.lowercased(), into: &output)
+            }
+            patchLength(frameStart: frameStart, blockStart: blockStart)
+            let connection = self.connection
+            shared.state.accepted(
+                AcceptedNotification(
+                    token: accepted.token, apnsID: accepted.apnsID, topic: accepted.topic, pushType: accepted.pushType.rawValue,
+                    priority: accepted.priority, payload: stream.body, connection: connection
+                )
+            )
+        }
+        closeIfGoneAway(context)
+    }
+
+    private func respond(_ streamID: HTTP2StreamNumber, rejection: MockRejection, apnsID: String?, token: String, context: ChannelHandlerContext) {
+        let frameStart = output.writerIndex
+        output.writeHTTP2FrameHeader(length: 0, type: .headers, flags: HTTP2Flag.endHeaders, streamID: streamID)
+        let blockStart = output.writerIndex
+        http2.encoder.beginBlock(into: &output)
+        if let index = HPACKBlockEncoder.Static.statusIndex[rejection.status] {
+            http2.encoder.indexed(index, into: &output)
+        } else {
+            http2.encoder.literal(staticNameIndex: HPACKBlockEncoder.Static.status, value: String(rejection.status), into: &output)
+        }
+        http2.encoder.indexing(name: "content-type", value: "application/json", staticNameIndex: HPACKBlockEncoder.Static.contentType, into: &output)
+        http2.encoder.literal(name: "apns-id", value: (apnsID ?? UUID().uuidString).lowercased(), into: &output)
+        patchLength(frameStart: frameStart, blockStart: blockStart)
+
+        var body = JSONWriter(capacity: 64)
+        body.beginObject()
+        body.key("reason")
+        body.string(rejection.reason)
+        if let timestamp = rejection.timestamp {
+            body.key("timestamp")  // milliseconds since the epoch (apns-spec §1.6)
+            body.int(Int(timestamp.timeIntervalSince1970 * 1000))
+        }
+        body.endObject()
+        sendBody(streamID: streamID, ByteBuffer(bytes: body.bytes))
+        shared.state.rejected(RejectedNotification(token: token, status: rejection.status, reason: rejection.reason))
+        closeIfGoneAway(context)
+    }
+
+    private func patchLength(frameStart: Int, blockStart: Int) {
+        let length = output.writerIndex - blockStart
+        output.setInteger(UInt8(truncatingIfNeeded: length >> 16), at: frameStart)
+        output.setInteger(UInt16(truncatingIfNeeded: length), at: frameStart + 1)
+    }
+
+    private func sendBody(streamID: HTTP2StreamNumber, _ bytes: ByteBuffer) {
+        blocked.append(BlockedBody(streamID: streamID, bytes: bytes, window: http2.remote.initialWindowSize))
+        sendBlocked()
+    }
+
+    /// Sends what flow control allows of waiting bodies, in order.
+    private func sendBlocked() {
+        while !blocked.isEmpty {
+            let allowed = min(blocked[0].window, http2.connectionSendWindow, http2.remote.maxFrameSize)
+            guard allowed > 0 || blocked[0].bytes.readableBytes == 0 else { return }
+            let count = min(allowed, blocked[0].bytes.readableBytes)
+            let chunk = blocked[0].bytes.readSlice(length: count)!
+            let last = blocked[0].bytes.readableBytes == 0
+            output.writeHTTP2Data(streamID: blocked[0].streamID, bytes: chunk.readableBytesView, endStream: last)
+            http2.consumeSendWindow(count)
+            blocked[0].window -= count
+            if last { blocked.removeFirst() } else { return }
+        }
+    }
+
+    // MARK: Connection events
+
+    private func setStreamLimit(_ limit: Int) {
+        output.writeHTTP2Settings([(.maxConcurrentStreams, limit)])
+        pendingStreamLimits.append(limit)
+    }
+
+    private func sendGoAway(reason: String, context: ChannelHandlerContext) {
+        goingAway = true
+        var debug = JSONWriter(capacity: 32)
+        debug.beginObject()
+        debug.key("reason")
+        debug.string(reason)
+        debug.endObject()
+        output.writeHTTP2GoAway(lastStreamID: lastProcessedStreamID, code: .noError, debugData: debug.bytes)
+        // Streams above the last processed one were never started here.
+        for id in streams.keys where id > lastProcessedStreamID { streams[id] = nil }
+        closeIfGoneAway(context)
+    }
+
+    private func closeIfGoneAway(_ context: ChannelHandlerContext) {
+        guard goingAway, !closing else { return }
+        // Close once every stream that will be answered has been (hung streams do not count).
+        if streams.values.allSatisfy({ $0.answered && $0.fault == .noResponse }) {
+            closing = true
+            flush(context)
+            // Give the last answers and the GOAWAY time to reach the client before closing.
+            let handler = NIOLoopBound(self, eventLoop: context.eventLoop)
+            context.eventLoop.scheduleTask(in: .milliseconds(100)) {
+                handler.value.context?.close(promise: nil)
+            }
+        }
+    }
+
+    private func fail(_ context: ChannelHandlerContext, _ code: HTTP2ErrorCode, _ message: String) {
+        output.writeHTTP2GoAway(lastStreamID: highestStreamID, code: code, debugData: Array(message.utf8))
+        flush(context)
+        context.close(promise: nil)
+    }
+
+    private func flush(_ context: ChannelHandlerContext) {
+        guard output.readableBytes > 0 else { return }
+        context.writeAndFlush(wrapOutboundOut(output), promise: nil)
+        output.clear(minimumCapacity: 16 << 10)
+    }
+}

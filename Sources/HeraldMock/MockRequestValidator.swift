@@ -1,0 +1,163 @@
+import HeraldCore
+import NIOHPACK
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
+/// The request headers the mock looks at, read in one pass.
+struct MockRequestHead {
+    var method: String?
+    var path: String?
+    var authorization: String?
+    var topic: String?
+    var pushType: String?
+    var priority: String?
+    var expiration: String?
+    var apnsID: String?
+    var collapseID: String?
+    /// An `apns-*` or `authorization` header that appeared twice.
+    var duplicate: String?
+
+    init(_ headers: HPACKHeaders) {
+        var duplicate: String?
+        func set(_ field: inout String?, _ value: String, _ name: String) {
+            if field != nil { duplicate = name }
+            field = value
+        }
+        for (name, value, _) in headers {
+            switch name {
+            case ":method": method = value
+            case ":path": path = value
+            case "authorization": set(&authorization, value, name)
+            case "apns-topic": set(&topic, value, name)
+            case "apns-push-type": set(&pushType, value, name)
+            case "apns-priority": set(&priority, value, name)
+            case "apns-expiration": set(&expiration, value, name)
+            case "apns-id": set(&apnsID, value, name)
+            case "apns-collapse-id": set(&collapseID, value, name)
+            default: break
+            }
+        }
+        self.duplicate = duplicate
+    }
+
+    /// The device token in `/3/device/<token>`, lower-cased, or `nil` when the path is another one.
+    var token: Substring? {
+        guard let path, path.hasPrefix("/3/device/") else { return nil }
+        return path.dropFirst("/3/device/".count)
+    }
+}
+
+/// How a connection authenticated: a client certificate's topics, or the provider token last seen.
+struct MockConnectionAuth {
+    /// With mutual TLS: the certificate's subject UID and listed topics.
+    var certificate: (uid: String?, topics: [String])?
+    var currentToken: String?
+    var currentTokenIssuedAt: Int?
+}
+
+/// A request the mock will accept.
+struct MockAcceptance {
+    var token: String
+    var apnsID: String
+    var topic: String
+    var pushType: PushType
+    var priority: Int
+}
+
+/// The checks APNs makes on a request, in order, with the status and reason it answers
+/// (apns-spec §1.4-§1.8). Pure: no I/O, no clock of its own.
+struct MockRequestValidator: Sendable {
+    var verifier: MockTokenVerifier
+    /// Whether provider tokens are checked against registered keys; with no keys registered any
+    /// well-formed ES256 token is taken.
+    var checksSignatures: Bool { !verifier.keys.isEmpty }
+
+    func validate(
+        _ head: MockRequestHead, body: Int, auth: inout MockConnectionAuth, unregistered: [String: Date], now: Date
+    ) -> Result<MockAcceptance, MockRejection> {
+        guard head.method == "POST" else { return .failure(.reason("MethodNotAllowed")) }
+        guard let rawToken = head.token else { return .failure(.reason("BadPath")) }
+        guard !rawToken.isEmpty else { return .failure(.reason("MissingDeviceToken")) }
+        guard let token = try? DeviceToken(String(rawToken)) else { return .failure(.reason("BadDeviceToken")) }
+        if head.duplicate != nil { return .failure(.reason("DuplicateHeaders")) }
+
+        // Authentication: a client certificate, else a provider token.
+        var topic = head.topic
+        if let certificate = auth.certificate {
+            if topic == nil {
+                guard certificate.topics.isEmpty, let uid = certificate.uid else { return .failure(.reason("MissingTopic")) }
+                topic = uid
+            }
+            let allowed = certificate.topics.isEmpty
+                ? certificate.uid.map { topic == $0 || topic!.hasPrefix($0 + ".") } ?? false
+                : certificate.topics.contains(topic!) || topic == certificate.uid
+            if !allowed { return .failure(.reason("BadTopic")) }
+        } else {
+            guard let authorization = head.authorization else { return .failure(.reason("MissingProviderToken")) }
+            guard authorization.hasPrefix("bearer ") else { return .failure(.reason("InvalidProviderToken")) }
+            let jwt = authorization.dropFirst("bearer ".count)
+            if !(auth.currentToken.map { $0.utf8.elementsEqual(jwt.utf8) } ?? false) {
+                let issuedAt: Int
+                if checksSignatures {
+                    switch verifier.verify(jwt, now: now) {
+                    case .failure(let rejection): return .failure(rejection)
+                    case .success(let verified): issuedAt = verified.issuedAt
+                    }
+                } else {
+                    guard let claims = jwt.split(separator: ".").dropFirst().first.flatMap({ Base64URL.decode($0) }),
+                        case .int(let iat) = (try? JSONValue(parsing: claims))?["iat"] ?? .null
+                    else { return .failure(.invalidProviderToken("not a JWT")) }
+                    issuedAt = iat
+                }
+                // A connection's token may change at most every 20 minutes (§2).
+                if let previous = auth.currentTokenIssuedAt, issuedAt - previous < 20 * 60 {
+                    return .failure(.reason("TooManyProviderTokenUpdates"))
+                }
+                auth.currentToken = String(jwt)
+                auth.currentTokenIssuedAt = issuedAt
+            } else if let issuedAt = auth.currentTokenIssuedAt, Double(issuedAt) < now.timeIntervalSince1970 - 3600 {
+                return .failure(.reason("ExpiredProviderToken"))
+            }
+            guard topic != nil else { return .failure(.reason("MissingTopic")) }
+        }
+        let finalTopic = topic!
+
+        let pushType: PushType
+        if let text = head.pushType {
+            guard let parsed = PushType(rawValue: text) else { return .failure(.reason("InvalidPushType")) }
+            pushType = parsed
+        } else {
+            pushType = .alert
+        }
+        if (try? pushType.validate(topic: finalTopic)) == nil { return .failure(.reason("BadTopic")) }
+
+        var priority = PushPriority.default(for: pushType)
+        if let text = head.priority {
+            guard let parsed = try? PushPriority(header: text) else { return .failure(.reason("BadPriority")) }
+            priority = parsed
+        }
+        if pushType == .background && priority != .throttled { return .failure(.reason("BadPriority")) }
+        if let text = head.expiration {
+            guard let seconds = Int(text), seconds >= 0 else { return .failure(.reason("BadExpirationDate")) }
+        }
+        var apnsID = ""
+        if let text = head.apnsID {
+            guard let uuid = try? PushHeaders.apnsID(text) else { return .failure(.reason("BadMessageId")) }
+            apnsID = uuid.uuidString.lowercased()
+        }
+        if let collapseID = head.collapseID, collapseID.utf8.isEmpty || collapseID.utf8.count > PushHeaders.maximumCollapseIDSize {
+            return .failure(.reason("BadCollapseId"))
+        }
+        if body == 0 { return .failure(.reason("PayloadEmpty")) }
+        if body > pushType.maximumPayloadSize { return .failure(.reason("PayloadTooLarge")) }
+        if let since = unregistered[token.hex] {
+            return .failure(MockRejection(status: 410, reason: "Unregistered", timestamp: since))
+        }
+        if apnsID.isEmpty { apnsID = UUID().uuidString.lowercased() }
+        return .success(MockAcceptance(token: token.hex, apnsID: apnsID, topic: finalTopic, pushType: pushType, priority: priority.rawValue))
+    }
+}

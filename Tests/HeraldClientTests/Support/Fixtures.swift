@@ -1,0 +1,58 @@
+import Foundation
+import HeraldClient
+import HeraldCore
+import HeraldMock
+import Logging
+import NIOCore
+import NIOPosix
+import Testing
+
+/// A mock APNs server with a registered provider key, and clients configured to trust it.
+struct MockFixture {
+    let server: MockAPNSServer
+    let key: ProviderKey
+
+    static let topic = "com.example.herald"
+
+    /// Starts a mock; `configure` adjusts its configuration first.
+    static func start(_ configure: (inout MockAPNSServer.Configuration) -> Void = { _ in }) async throws -> MockFixture {
+        let key = ProviderKey.generate(keyID: "KEY\(UInt32.random(in: 1_000_000...9_999_999))", teamID: "HERALDTEAM")
+        var configuration = MockAPNSServer.Configuration()
+        configuration.registerProviderKey(key.publicKey, keyID: key.keyID, teamID: key.teamID)
+        configuration.recordLimit = 200_000
+        configure(&configuration)
+        let server = try MockAPNSServer(configuration: configuration)
+        try await server.start()
+        return MockFixture(server: server, key: key)
+    }
+
+    /// A client configuration for this mock with token authentication.
+    func clientConfiguration(_ configure: (inout APNSClient.Configuration) -> Void = { _ in }) -> APNSClient.Configuration {
+        var configuration = APNSClient.Configuration(environment: server.environment, credentials: .providerToken(key))
+        configuration.trustRoots = .only(server.trustRoots)
+        configuration.retry = RetryPolicy(
+            maximumAttempts: 5, initialBackoff: .milliseconds(20), maximumBackoff: .milliseconds(200), jitter: 0.2,
+            providerTokenUpdateDelay: .milliseconds(50)
+        )
+        configure(&configuration)
+        return configuration
+    }
+
+    func stop() async throws {
+        try await server.shutdown()
+    }
+}
+
+/// A notification to `token` with a small alert.
+func notification(to token: String, topic: String = MockFixture.topic, apnsID: UUID? = nil, body: String = "Hello") throws -> PushNotification {
+    try PushNotification(
+        token: DeviceToken(token),
+        headers: PushHeaders(pushType: .alert, topic: topic, apnsID: apnsID),
+        payload: Payload(aps: APS(alert: .text(body)))
+    )
+}
+
+/// A distinct 32-byte token for each number.
+func token(_ number: Int) -> String {
+    String(format: "%064x", number)
+}
