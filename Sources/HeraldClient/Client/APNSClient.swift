@@ -141,7 +141,7 @@ public final class APNSClient: Sendable {
         contentsOf notifications: Notifications, logger: Logger? = nil
     ) -> APNSBulkSend where Notifications.Element == PushNotification {
         APNSBulkSend(limiter: limiter) { [self] sink in
-            await produce(from: SequenceOfNotifications(base: notifications), into: sink, logger: logger)
+            await produce(fromSequence: notifications, into: sink, logger: logger)
         }
     }
 
@@ -151,6 +151,66 @@ public final class APNSClient: Sendable {
     ) -> APNSBulkSend where Notifications.Element == PushNotification {
         APNSBulkSend(limiter: limiter) { [self] sink in
             await produce(from: notifications, into: sink, logger: logger)
+        }
+    }
+
+    /// A synchronous sequence never suspends between elements, so notifications are taken and
+    /// queued in batches as large as the free in-flight permits: one lock and one wake-up per batch.
+    private func produce<Notifications: Sequence>(
+        fromSequence notifications: Notifications, into sink: BulkSink, logger base: Logger?
+    ) async where Notifications.Element == PushNotification {
+        var iterator = notifications.makeIterator()
+        var index = 0
+        var exhausted = false
+        while !exhausted {
+            let permits: Int
+            do {
+                permits = try await limiter.acquire(maximum: 256)
+            } catch {
+                break  // cancelled
+            }
+            var jobs: [RequestJob] = []
+            jobs.reserveCapacity(permits)
+            var refused: [APNSOutcome] = []
+            var taken = 0
+            while taken < permits {
+                guard let notification = iterator.next() else {
+                    exhausted = true
+                    break
+                }
+                taken += 1
+                switch prepared(notification, index: index, sink: sink, logger: base) {
+                case .job(let job): jobs.append(job)
+                case .refused(let outcome): refused.append(outcome)
+                }
+                index += 1
+            }
+            limiter.release(permits - taken)
+            sink.submitted(taken)
+            if !refused.isEmpty { sink.deliver(contentsOf: refused) }
+            if !jobs.isEmpty, !pool.submit(jobs) {
+                for job in jobs { job.complete(.failed(APNSClientError(.shutdown, "the client is shutting down"))) }
+            }
+            if Task.isCancelled { break }
+        }
+        sink.producerFinished()
+    }
+
+    private enum Prepared {
+        case job(RequestJob)
+        case refused(APNSOutcome)
+    }
+
+    /// A job for `notification`, or its outcome when it is refused before sending: its permit
+    /// comes back when the consumer takes that outcome, like any other.
+    private func prepared(_ notification: PushNotification, index: Int, sink: BulkSink, logger base: Logger?) -> Prepared {
+        do {
+            let prepared = try prepare(notification)
+            return .job(RequestJob(notification: prepared, index: index, completion: .bulk(sink), logger: logger(for: prepared, base: base)))
+        } catch {
+            let result: APNSOutcome.Result = (error as? APNSError).map { .rejected($0) }
+                ?? .failed(error as? APNSClientError ?? APNSClientError(.invalidCredentials, "\(error)"))
+            return .refused(APNSOutcome(notification: notification, index: index, result: result, attempts: 0))
         }
     }
 
@@ -165,22 +225,13 @@ public final class APNSClient: Sendable {
                 permits -= 1
                 sink.submitted(1)
                 defer { index += 1 }
-                let prepared: PushNotification
-                do {
-                    prepared = try prepare(notification)
-                } catch {
-                    // Refused before sending: its outcome goes straight to the sink, and its permit
-                    // comes back when the consumer takes it, like any other.
-                    let result: APNSOutcome.Result = (error as? APNSError).map { .rejected($0) }
-                        ?? .failed(error as? APNSClientError ?? APNSClientError(.invalidCredentials, "\(error)"))
-                    sink.deliver(APNSOutcome(notification: notification, index: index, result: result, attempts: 0))
-                    continue
-                }
-                let job = RequestJob(
-                    notification: prepared, index: index, completion: .bulk(sink), logger: self.logger(for: prepared, base: base)
-                )
-                if !pool.submit(CollectionOfOne(job)) {
-                    job.complete(.failed(APNSClientError(.shutdown, "the client is shutting down")))
+                switch prepared(notification, index: index, sink: sink, logger: base) {
+                case .refused(let outcome):
+                    sink.deliver(outcome)
+                case .job(let job):
+                    if !pool.submit(CollectionOfOne(job)) {
+                        job.complete(.failed(APNSClientError(.shutdown, "the client is shutting down")))
+                    }
                 }
             }
             limiter.release(permits)
@@ -270,19 +321,6 @@ public final class APNSClient: Sendable {
     private static func isIPAddress(_ host: String) -> Bool {
         (try? SocketAddress(ipAddress: host, port: 0)) != nil
     }
-}
-
-/// Adapts a `Sequence` to `AsyncSequence` without suspending between elements.
-struct SequenceOfNotifications<Base: Sequence & Sendable>: AsyncSequence, Sendable where Base.Element == PushNotification {
-    typealias Element = PushNotification
-    let base: Base
-
-    struct AsyncIterator: AsyncIteratorProtocol {
-        var iterator: Base.Iterator
-        mutating func next() async -> PushNotification? { iterator.next() }
-    }
-
-    func makeAsyncIterator() -> AsyncIterator { AsyncIterator(iterator: base.makeIterator()) }
 }
 
 extension TimeAmount {

@@ -38,17 +38,22 @@ final class BulkSink: Sendable {
         waiter?.resume()
     }
 
-    /// A final outcome, from any thread.
-    func deliver(_ outcome: APNSOutcome) {
+    /// Final outcomes, from any thread.
+    func deliver(contentsOf outcomes: some Collection<APNSOutcome>) {
         let (waiter, abandoned) = state.withLock { state -> (CheckedContinuation<Void, Never>?, Bool) in
-            state.delivered += 1
+            state.delivered += outcomes.count
             if state.abandoned { return (nil, true) }
-            state.buffer.append(outcome)
+            state.buffer.append(contentsOf: outcomes)
             defer { state.waiter = nil }
             return (state.waiter, false)
         }
-        if abandoned { limiter.release(1) }
+        if abandoned { limiter.release(outcomes.count) }
         waiter?.resume()
+    }
+
+    /// One final outcome, from any thread.
+    func deliver(_ outcome: APNSOutcome) {
+        deliver(contentsOf: CollectionOfOne(outcome))
     }
 
     /// Takes every outcome gathered so far, waiting for at least one; an empty result means all

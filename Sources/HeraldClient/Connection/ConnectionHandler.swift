@@ -52,6 +52,8 @@ final class ConnectionHandler: ChannelInboundHandler, RemovableChannelHandler {
     private var closing = false
     private var failure: APNSClientError?
     private var pullPending = false
+    /// Final outcomes of this burst, handed to the pool in one go.
+    private var completed: [(job: RequestJob, result: RetryDecision.FinalResult)] = []
     private var logger: Logger
     private var authorization: (generation: Int, field: ByteBuffer)?
     private let openedAt = NIODeadline.now()
@@ -125,6 +127,7 @@ final class ConnectionHandler: ChannelInboundHandler, RemovableChannelHandler {
     }
 
     func channelReadComplete(context: ChannelHandlerContext) {
+        deliverCompleted()
         if pullPending {
             pullPending = false
             pull()
@@ -160,6 +163,7 @@ final class ConnectionHandler: ChannelInboundHandler, RemovableChannelHandler {
             shared.pool.connectionFailed(id, error: failure ?? APNSClientError(.connectionFailed, "\(shared.authority) closed the connection during setup"))
         }
         for outcome in outcomes { handle(outcome) }
+        deliverCompleted()
         context.fireChannelInactive()
     }
 
@@ -321,6 +325,12 @@ final class ConnectionHandler: ChannelInboundHandler, RemovableChannelHandler {
 
     // MARK: Outcomes
 
+    private func deliverCompleted() {
+        guard !completed.isEmpty else { return }
+        shared.pool.finished(completed)
+        completed.removeAll(keepingCapacity: true)
+    }
+
     private func handle(_ outcome: ConnectionStateMachine<RequestJob>.StreamOutcome) {
         let job: RequestJob
         let result: AttemptResult
@@ -330,7 +340,10 @@ final class ConnectionHandler: ChannelInboundHandler, RemovableChannelHandler {
             shared.metrics.latency.recordNanoseconds(response.latency.nanoseconds)
             if response.status == 200 {
                 let apnsID = response.apnsID?.lowercased() ?? job.notification.headers.apnsID?.uuidString.lowercased() ?? ""
-                result = .accepted(APNSResponse(apnsID: apnsID, apnsUniqueID: response.uniqueID))
+                let final = RetryDecision.FinalResult.accepted(APNSResponse(apnsID: apnsID, apnsUniqueID: response.uniqueID))
+                record(final, job: job)
+                completed.append((job, final))
+                return
             } else {
                 result = .rejected(APNSError(status: response.status, responseBody: response.body, apnsID: response.apnsID))
             }
@@ -352,7 +365,7 @@ final class ConnectionHandler: ChannelInboundHandler, RemovableChannelHandler {
         switch decision {
         case .final(let final):
             record(final, job: job)
-            shared.pool.finished(job, final)
+            completed.append((job, final))
         case .retry(let delay, let renewToken, let avoidConnection):
             shared.metrics.retried.increment()
             if case .unprocessed = result {
@@ -408,6 +421,7 @@ final class ConnectionHandler: ChannelInboundHandler, RemovableChannelHandler {
             output.writeHTTP2RstStream(streamID: streamID, code: .cancel)
         }
         for outcome in actions.outcomes { handle(outcome) }
+        deliverCompleted()
         if let dead = actions.deadReason {
             logger.warning("APNs connection is dead; closing it and re-sending its notifications", metadata: ["reason": "\(dead)"])
         }

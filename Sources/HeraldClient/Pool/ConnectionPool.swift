@@ -100,8 +100,31 @@ final class ConnectionPool: Sendable {
     /// A notification reached its final outcome.
     func finished(_ job: RequestJob, _ result: RetryDecision.FinalResult) {
         job.complete(result)
+        jobsFinished(1)
+    }
+
+    /// Notifications reached their final outcomes: delivered with one lock per bulk send.
+    func finished(_ completions: [(job: RequestJob, result: RetryDecision.FinalResult)]) {
+        var index = 0
+        while index < completions.count {
+            guard case .bulk(let sink) = completions[index].job.completion else {
+                completions[index].job.complete(completions[index].result)
+                index += 1
+                continue
+            }
+            var outcomes: [APNSOutcome] = []
+            while index < completions.count, case .bulk(let next) = completions[index].job.completion, next === sink {
+                outcomes.append(completions[index].job.outcome(completions[index].result))
+                index += 1
+            }
+            sink.deliver(contentsOf: outcomes)
+        }
+        jobsFinished(completions.count)
+    }
+
+    private func jobsFinished(_ count: Int) {
         let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in
-            state.activeJobs -= 1
+            state.activeJobs -= count
             guard state.activeJobs == 0 else { return [] }
             defer { state.drainWaiters = [] }
             return state.drainWaiters

@@ -50,14 +50,19 @@ final class RequestJob: @unchecked Sendable {
             case .failed(let error): continuation.resume(throwing: error)
             }
         case .bulk(let sink):
-            let outcome: APNSOutcome.Result
-            switch result {
-            case .accepted(let response): outcome = .accepted(response)
-            case .rejected(let error): outcome = .rejected(error)
-            case .failed(let error): outcome = .failed(error)
-            }
-            let elapsed = Duration.nanoseconds((NIODeadline.now() - createdAt).nanoseconds)
-            sink.deliver(APNSOutcome(notification: notification, index: index, result: outcome, attempts: attempts, elapsed: elapsed))
+            sink.deliver(contentsOf: CollectionOfOne(outcome(result)))
         }
+    }
+
+    /// The outcome a bulk send yields for this notification.
+    func outcome(_ result: RetryDecision.FinalResult) -> APNSOutcome {
+        let outcome: APNSOutcome.Result
+        switch result {
+        case .accepted(let response): outcome = .accepted(response)
+        case .rejected(let error): outcome = .rejected(error)
+        case .failed(let error): outcome = .failed(error)
+        }
+        let elapsed = Duration.nanoseconds((NIODeadline.now() - createdAt).nanoseconds)
+        return APNSOutcome(notification: notification, index: index, result: outcome, attempts: attempts, elapsed: elapsed)
     }
 }

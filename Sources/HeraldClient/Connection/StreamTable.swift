@@ -1,27 +1,28 @@
+import HeraldHTTP2
 import NIOCore
 
 /// Open streams keyed by stream number, for one side that opens streams in increasing order:
 /// a ring where slot `i` holds stream `base + 2i`. Lookup, insert and removal are O(1), and the
 /// first entry is always the oldest open stream.
-package struct StreamTable<Value> {
+struct StreamTable<Value> {
     private var slots = CircularBuffer<Value?>(initialCapacity: 64)
     private var base: HTTP2StreamNumber
-    package private(set) var count = 0
+    private(set) var count = 0
 
     /// - Parameter firstStreamID: the number of the first stream (1 for clients).
-    package init(firstStreamID: HTTP2StreamNumber) {
+    init(firstStreamID: HTTP2StreamNumber) {
         base = firstStreamID
     }
 
     /// Adds the next stream; `id` must be 2 more than the last one added.
-    package mutating func append(_ id: HTTP2StreamNumber, _ value: Value) {
+    mutating func append(_ id: HTTP2StreamNumber, _ value: Value) {
         if slots.isEmpty { base = id }
         precondition(id == base + 2 * HTTP2StreamNumber(slots.count), "streams must be added in order")
         slots.append(value)
         count += 1
     }
 
-    package subscript(id: HTTP2StreamNumber) -> Value? {
+    subscript(id: HTTP2StreamNumber) -> Value? {
         get {
             guard let index = slot(id) else { return nil }
             return slots[slots.index(slots.startIndex, offsetBy: index)]
@@ -37,20 +38,20 @@ package struct StreamTable<Value> {
     }
 
     /// Removes and returns a stream.
-    package mutating func remove(_ id: HTTP2StreamNumber) -> Value? {
+    mutating func remove(_ id: HTTP2StreamNumber) -> Value? {
         guard let value = self[id] else { return nil }
         self[id] = nil
         return value
     }
 
     /// The oldest open stream.
-    package var first: (id: HTTP2StreamNumber, value: Value)? {
+    var first: (id: HTTP2StreamNumber, value: Value)? {
         guard let value = slots.first ?? nil else { return nil }
         return (base, value)
     }
 
     /// Every open stream, oldest first.
-    package var all: [(id: HTTP2StreamNumber, value: Value)] {
+    var all: [(id: HTTP2StreamNumber, value: Value)] {
         var result: [(id: HTTP2StreamNumber, value: Value)] = []
         result.reserveCapacity(count)
         for (offset, value) in slots.enumerated() {
@@ -59,7 +60,7 @@ package struct StreamTable<Value> {
         return result
     }
 
-    package mutating func removeAll() -> [Value] {
+    mutating func removeAll() -> [Value] {
         defer {
             slots.removeAll(keepingCapacity: true)
             count = 0
@@ -67,7 +68,7 @@ package struct StreamTable<Value> {
         return slots.compactMap { $0 }
     }
 
-    package var isEmpty: Bool { count == 0 }
+    var isEmpty: Bool { count == 0 }
 
     private func slot(_ id: HTTP2StreamNumber) -> Int? {
         guard id >= base, (id - base) % 2 == 0 else { return nil }
