@@ -36,24 +36,24 @@ extension CertificateIdentity {
     /// Loads a certificate and its private key from PEM text. The key may be RSA (PKCS#1 or PKCS#8)
     /// or EC (SEC1 or PKCS#8); further certificates after the first are kept as the chain.
     public init(certificatePEM: String, keyPEM: String, source: String = "the certificate") throws(IdentityError) {
-        let certificates: [NIOSSLCertificate]
-        do {
-            certificates = try NIOSSLCertificate.fromPEMBytes(Array(certificatePEM.utf8))
-        } catch {
-            throw IdentityError(.malformed, "\(source): no PEM certificate could be read ('-----BEGIN CERTIFICATE-----')")
+        // Certificate and key may share one file: pick the blocks by their labels.
+        let certificateBlocks = (try? PEMDocument.parseMultiple(pemString: certificatePEM)) ?? []
+        let certificates = certificateBlocks.filter { $0.discriminator == "CERTIFICATE" }.compactMap {
+            try? NIOSSLCertificate(bytes: $0.derBytes, format: .der)
         }
         guard !certificates.isEmpty else {
-            throw IdentityError(.noCertificate, "\(source) holds no '-----BEGIN CERTIFICATE-----' block")
+            throw IdentityError(.noCertificate, "\(source) holds no readable '-----BEGIN CERTIFICATE-----' block")
         }
-        guard keyPEM.contains("PRIVATE KEY-----") else {
-            throw IdentityError(.noPrivateKey, "\(source): no PEM private key found; give the key file with --cert-key")
-        }
-        if keyPEM.contains("ENCRYPTED PRIVATE KEY") {
+        let keyBlocks = (try? PEMDocument.parseMultiple(pemString: keyPEM)) ?? []
+        if keyBlocks.contains(where: { $0.discriminator == "ENCRYPTED PRIVATE KEY" }) {
             throw IdentityError(.malformed, "\(source): the private key is encrypted; decrypt it with `openssl pkey -in KEY -out key.pem`")
+        }
+        guard let keyBlock = keyBlocks.first(where: { $0.discriminator.hasSuffix("PRIVATE KEY") }) else {
+            throw IdentityError(.noPrivateKey, "\(source): no PEM private key found; give the key file with --cert-key")
         }
         let key: NIOSSLPrivateKey
         do {
-            key = try NIOSSLPrivateKey(bytes: Array(keyPEM.utf8), format: .pem)
+            key = try NIOSSLPrivateKey(bytes: Array(keyBlock.pemString.utf8), format: .pem)
         } catch {
             throw IdentityError(.malformed, "\(source): the private key could not be read (\(error))")
         }

@@ -161,6 +161,13 @@ public final class MockAPNSServer: Sendable {
     public var requestCount: Int { state.requestCount }
     /// Connections accepted.
     public var connectionCount: Int { state.connectionCount }
+    /// Distinct provider tokens clients have used.
+    public var providerTokenCount: Int { state.providerTokenCount }
+    /// For each scripted stream limit: the most streams a client had open when a new one was
+    /// accepted while that limit was in force. A client that follows SETTINGS stays within it.
+    public var peakStreamsByLimit: [Int: Int] { state.peakStreamsByLimit }
+    /// Streams refused with REFUSED_STREAM for going over the stream limit.
+    public var refusedStreamCount: Int { state.refusedStreamCount }
     /// The latest accepted notifications, up to the record limit, oldest first.
     public var accepted: [AcceptedNotification] { state.acceptedRecords }
     /// The first rejected requests, up to the record limit.

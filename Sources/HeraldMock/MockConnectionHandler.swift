@@ -193,6 +193,7 @@ final class MockConnectionHandler: ChannelInboundHandler {
         guard !goingAway else { return }  // above the GOAWAY's last stream: not processed
         let activeStreams = streams.count
         if activeStreams >= streamLimit {
+            shared.state.countRefusedStream()
             output.writeHTTP2RstStream(streamID: streamID, code: .refusedStream)
             return
         }
@@ -231,6 +232,9 @@ final class MockConnectionHandler: ChannelInboundHandler {
         }
         lastProcessedStreamID = streamID
         streams[streamID] = stream
+        if streamLimit != shared.maximumConcurrentStreams {
+            shared.state.openStreams(streams.count, underLimit: streamLimit)
+        }
         if case .answerBeforeBody = stream.fault {
             // Answer now, then reset the stream with NO_ERROR: the client must take the answer.
             answer(streamID, context: context)
@@ -268,7 +272,12 @@ final class MockConnectionHandler: ChannelInboundHandler {
             return
         }
         let bodySize = stream.fault == .answerBeforeBody ? 1 : stream.bodySize
-        switch shared.validator.validate(stream.head, body: bodySize, auth: &auth, unregistered: shared.state.unregistered, now: shared.now()) {
+        let result = shared.validator.validate(stream.head, body: bodySize, auth: &auth, unregistered: shared.state.unregistered, now: shared.now())
+        if auth.tokenChanged, let token = auth.currentToken {
+            auth.tokenChanged = false
+            shared.state.sawProviderToken(token)
+        }
+        switch result {
         case .failure(let rejection):
             respond(streamID, rejection: rejection, apnsID: stream.head.apnsID, token: token, context: context)
         case .success(let accepted):

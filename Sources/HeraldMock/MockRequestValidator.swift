@@ -57,6 +57,8 @@ struct MockConnectionAuth {
     var certificate: (uid: String?, topics: [String])?
     var currentToken: String?
     var currentTokenIssuedAt: Int?
+    /// Set when the request brought a token new to this connection.
+    var tokenChanged = false
 }
 
 /// A request the mock will accept.
@@ -119,6 +121,7 @@ struct MockRequestValidator: Sendable {
                 }
                 auth.currentToken = String(jwt)
                 auth.currentTokenIssuedAt = issuedAt
+                auth.tokenChanged = true
             } else if let issuedAt = auth.currentTokenIssuedAt, Double(issuedAt) < now.timeIntervalSince1970 - 3600 {
                 return .failure(.reason("ExpiredProviderToken"))
             }

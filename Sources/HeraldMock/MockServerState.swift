@@ -16,6 +16,8 @@ final class MockServerState: Sendable {
         var rejectedByReason: [String: Int] = [:]
         var script: MockScript
         var random: SplitMix64
+        var providerTokens: Set<String> = []
+        var peakStreamsByLimit: [Int: Int] = [:]
     }
 
     let recordLimit: Int
@@ -23,6 +25,7 @@ final class MockServerState: Sendable {
     private let acceptedTotal = Atomic<Int>(0)
     private let requestTotal = Atomic<Int>(0)
     private let connectionTotal = Atomic<Int>(0)
+    private let refusedTotal = Atomic<Int>(0)
 
     init(script: MockScript, recordLimit: Int) {
         self.recordLimit = recordLimit
@@ -36,6 +39,29 @@ final class MockServerState: Sendable {
     func nextConnectionNumber() -> Int {
         connectionTotal.wrappingAdd(1, ordering: .relaxed).newValue
     }
+
+    var refusedStreamCount: Int { refusedTotal.load(ordering: .relaxed) }
+
+    func countRefusedStream() {
+        refusedTotal.wrappingAdd(1, ordering: .relaxed)
+    }
+
+    /// A connection started using a provider token (first use, or a change).
+    func sawProviderToken(_ token: String) {
+        records.withLock { _ = $0.providerTokens.insert(token) }
+    }
+
+    var providerTokenCount: Int { records.withLock { $0.providerTokens.count } }
+
+    /// A connection accepted a stream with `open` streams open (this one included) while `limit`
+    /// was its stream limit, acknowledged by the client.
+    func openStreams(_ open: Int, underLimit limit: Int) {
+        records.withLock { records in
+            records.peakStreamsByLimit[limit] = max(records.peakStreamsByLimit[limit] ?? 0, open)
+        }
+    }
+
+    var peakStreamsByLimit: [Int: Int] { records.withLock { $0.peakStreamsByLimit } }
 
     func countRequest() {
         requestTotal.wrappingAdd(1, ordering: .relaxed)

@@ -1,5 +1,8 @@
 import ArgumentParser
+import HeraldClient
 import HeraldCore
+import HeraldIdentity
+import Synchronization
 
 /// `herald push`: build notifications for tokens and send them, or print them with `--dry-run`.
 struct PushCommand: AsyncParsableCommand {
@@ -17,6 +20,8 @@ struct PushCommand: AsyncParsableCommand {
     @OptionGroup(title: "Headers") var headers: HeaderOptions
     @OptionGroup(title: "Environment") var environment: EnvironmentOptions
     @OptionGroup(title: "Token authentication") var credentials: CredentialOptions
+    @OptionGroup(title: "Certificate authentication") var certificate: CertificateOptions
+    @OptionGroup(title: "Connections") var tuning: ConnectionTuningOptions
 
     @Flag(name: .customLong("dry-run"), help: "Print the HTTP/2 request for each token instead of sending it.")
     var dryRun = false
@@ -27,25 +32,65 @@ struct PushCommand: AsyncParsableCommand {
     func run() async throws {
         let environment = try self.environment.makeEnvironment()
         let (payload, contentAvailableOnly) = try self.payload.makePayload()
-        let headers = try self.headers.makeHeaders(contentAvailableOnly: contentAvailableOnly)
+        let key = try credentials.makeProviderKey()
+        let identity = try certificate.makeIdentity()
+        if key != nil && identity != nil {
+            throw CommandFailure.usage("use token authentication (--auth-key) or a certificate (--cert), not both")
+        }
+        // With a certificate the topic defaults to the certificate's (apns-spec §7.2).
+        let headers = try self.headers.makeHeaders(contentAvailableOnly: contentAvailableOnly, topicRequired: identity == nil)
         do {
             try payload.checkSize(limit: headers.pushType.maximumPayloadSize)
         } catch {
             throw CommandFailure.usage("\(error.reason): \(error.detail ?? "")")
         }
-        let key = try credentials.makeProviderKey()
 
-        guard dryRun else {
-            throw CommandFailure.usage("sending needs the HTTP/2 client, which is not built yet; use --dry-run to print the requests")
+        if dryRun {
+            let issuer = key.map { ProviderTokenIssuer.shared(for: $0) }
+            let printer = DryRunPrinter(environment: environment, format: output)
+            let failures = try forEachNotification(headers: headers, payload: payload) { notification in
+                let token = try issuer?.currentToken()
+                printer.print(notification, token: token)
+            }
+            Terminal.flush()
+            if failures > 0 { throw ExitCode(CommandFailure.usageStatus) }
+            return
         }
-        let issuer = key.map { ProviderTokenIssuer.shared(for: $0) }
-        let printer = DryRunPrinter(environment: environment, format: output)
-        let failures = try forEachNotification(headers: headers, payload: payload) { notification in
-            let token = try issuer?.currentToken()
-            printer.print(notification, token: token)
+
+        let credentials: APNSCredentials
+        if let key {
+            credentials = .providerToken(key)
+        } else if let identity {
+            credentials = .certificate(identity)
+        } else {
+            throw CommandFailure.usage("sending needs credentials: --auth-key FILE.p8 --key-id KID --team-id TEAM, or --cert FILE.p12|FILE.pem")
         }
-        Terminal.flush()
-        if failures > 0 { throw ExitCode(CommandFailure.usageStatus) }
+        var configuration = APNSClient.Configuration(environment: environment, credentials: credentials)
+        configuration.trustRoots = try tuning.trustRoots()
+        configuration.maximumConnections = tuning.connections
+        configuration.maximumInFlight = tuning.concurrency
+
+        if headers.apnsID != nil {
+            _ = try forEachNotification(headers: headers, payload: payload) { _ in }  // refuses more than one token
+        }
+        let notifications = try TokenNotifications(texts: tokens.tokenTexts(), headers: headers, payload: payload)
+        let printer = OutcomePrinter(format: output)
+        // A progress bar on stderr when the per-token lines go elsewhere (a file, a pipe).
+        let progress = ProgressBar(total: tokens.tokensFile == nil ? tokens.tokens.count : nil, label: "sending", enabled: !Terminal.stdoutIsTerminal)
+        try await withAPNSClient(configuration: configuration) { client in
+            for try await outcome in client.send(contentsOf: notifications) {
+                printer.print(outcome)
+                progress.advance()
+            }
+        }
+        progress.finish()
+        let badTokens = notifications.badTokens
+        guard printer.total + badTokens > 0 else {
+            throw CommandFailure.usage("no device tokens: give them as arguments or with --tokens-file FILE")
+        }
+        printer.summary(badTokens: badTokens)
+        if badTokens > 0 { throw ExitCode(CommandFailure.usageStatus) }
+        if printer.accepted < printer.total { throw ExitCode(1) }
     }
 
     /// Builds a notification for each token and hands it to `body`. A bad token is reported on
@@ -75,4 +120,49 @@ struct PushCommand: AsyncParsableCommand {
         }
         return failures
     }
+}
+
+/// The notifications for a token list read lazily (a file of millions costs one line at a time).
+/// A token that does not parse is reported on stderr and skipped.
+struct TokenNotifications: Sequence, @unchecked Sendable {
+    // The token source is iterated once, by the one task that sends: never concurrently.
+    private let texts: AnySequence<(text: String, origin: String)>
+    private let headers: PushHeaders
+    private let payload: EncodedPayload
+    private let bad = Counter()
+
+    init(texts: AnySequence<(text: String, origin: String)>, headers: PushHeaders, payload: EncodedPayload) {
+        self.texts = texts
+        self.headers = headers
+        self.payload = payload
+    }
+
+    /// Tokens skipped because they did not parse.
+    var badTokens: Int { bad.value }
+
+    struct Iterator: IteratorProtocol {
+        var texts: AnySequence<(text: String, origin: String)>.Iterator
+        let owner: TokenNotifications
+
+        mutating func next() -> PushNotification? {
+            while let (text, origin) = texts.next() {
+                do {
+                    return PushNotification(token: try DeviceToken(text), headers: owner.headers, payload: owner.payload)
+                } catch {
+                    owner.bad.increment()
+                    Terminal.error("\(origin): \(error.reason): \(error.detail ?? "")")
+                }
+            }
+            return nil
+        }
+    }
+
+    func makeIterator() -> Iterator { Iterator(texts: texts.makeIterator(), owner: self) }
+}
+
+/// A count shared between the sending task and whoever reads it afterwards.
+final class Counter: Sendable {
+    private let count = Atomic<Int>(0)
+    func increment() { count.wrappingAdd(1, ordering: .relaxed) }
+    var value: Int { count.load(ordering: .relaxed) }
 }

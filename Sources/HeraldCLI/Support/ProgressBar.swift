@@ -8,15 +8,18 @@ import Darwin
 
 /// A progress bar on stderr, drawn only when stderr is a terminal and at most ten times a second.
 final class ProgressBar: Sendable {
-    private let total: Int
+    private let total: Int?
     private let label: String
     private let enabled: Bool
     private let state = Mutex<(done: Int, lastDraw: ContinuousClock.Instant)>((0, .now))
 
-    init(total: Int, label: String) {
+    /// - Parameters:
+    ///   - total: how many there will be, when known.
+    ///   - enabled: whether to draw at all (it never draws unless stderr is a terminal).
+    init(total: Int?, label: String, enabled: Bool = true) {
         self.total = total
         self.label = label
-        self.enabled = Terminal.stderrIsTerminal && total >= 1000
+        self.enabled = enabled && Terminal.stderrIsTerminal && (total ?? .max) >= 1000
     }
 
     func advance(by count: Int = 1) {
@@ -39,10 +42,15 @@ final class ProgressBar: Sendable {
     }
 
     private func render(_ done: Int) {
-        let width = 30
-        let filled = total == 0 ? width : min(width, done * width / total)
-        let percent = total == 0 ? 100 : done * 100 / total
-        var line = "\r\(label) [" + String(repeating: "#", count: filled) + String(repeating: "-", count: width - filled) + "] \(percent)% \(done)/\(total)"
+        var line: String
+        if let total {
+            let width = 30
+            let filled = total == 0 ? width : min(width, done * width / total)
+            let percent = total == 0 ? 100 : done * 100 / total
+            line = "\r\(label) [" + String(repeating: "#", count: filled) + String(repeating: "-", count: width - filled) + "] \(percent)% \(done)/\(total)"
+        } else {
+            line = "\r\(label) \(done)"
+        }
         line.withUTF8 { _ = fwrite($0.baseAddress, 1, $0.count, standardError) }
         fflush(standardError)
     }

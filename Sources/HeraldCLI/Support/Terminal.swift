@@ -45,6 +45,9 @@ enum Terminal {
 
     /// Whether standardError is an interactive terminal (for progress bars).
     static var stderrIsTerminal: Bool { isatty(STDERR_FILENO) != 0 }
+
+    /// Whether stdout is an interactive terminal.
+    static var stdoutIsTerminal: Bool { isatty(STDOUT_FILENO) != 0 }
 }
 
 extension String {

@@ -15,7 +15,8 @@ extension APNSClient {
         /// The most connections the pool opens (lazily, when the open ones are busy). Default 4.
         public var maximumConnections: Int = 4
         /// The most notifications in flight at once, over all connections. Sending suspends at
-        /// this bound, so memory stays flat however many notifications are sent. Default 1000.
+        /// this bound, so memory stays flat however many notifications are sent: a bulk send holds
+        /// at most this many in flight plus this many outcomes waiting to be taken. Default 1000.
         public var maximumInFlight: Int = 1000
         /// The most streams per connection; `nil` spreads ``maximumInFlight`` over
         /// ``maximumConnections``. The server's own limit always applies too.
@@ -95,6 +96,8 @@ public enum APNSCredentials: Sendable {
     /// Token authentication: a provider token signed with this key, shared by every connection in
     /// the process (one per team and key) and renewed by APNs's rules.
     case providerToken(ProviderKey)
+    /// Token authentication with a given issuer, e.g. one with its own renewal policy or clock.
+    case providerTokens(ProviderTokenIssuer)
     /// Certificate authentication: a TLS client certificate. Requests without a topic get the
     /// certificate's topic (its subject UID).
     case certificate(CertificateIdentity)

@@ -56,6 +56,9 @@ public final class APNSClient: Sendable {
         case .providerToken(let key):
             issuer = ProviderTokenIssuer.shared(for: key)
             identity = nil
+        case .providerTokens(let given):
+            issuer = given
+            identity = nil
         case .certificate(let certificate):
             issuer = nil
             identity = certificate
@@ -304,7 +307,10 @@ public final class APNSClient: Sendable {
                 channel.eventLoop.makeCompletedFuture {
                     if let proxy {
                         try channel.pipeline.syncOperations.addHandler(
-                            HTTPConnectProxyHandler(target: authority, authorization: proxy.authorization, established: addProtocol)
+                            HTTPConnectProxyHandler(
+                                target: authority, authorization: proxy.authorization, timeout: connectTimeout, established: addProtocol,
+                                failed: { why in shared.pool.connectionFailed(id, error: APNSClientError(.connectionFailed, "proxy \(proxy.host):\(proxy.port): \(why)")) }
+                            )
                         )
                     } else {
                         try addProtocol(channel)

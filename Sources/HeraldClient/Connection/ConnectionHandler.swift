@@ -468,9 +468,6 @@ final class ConnectionHandler: ChannelInboundHandler, RemovableChannelHandler {
         if error is NIOSSLError || error is BoringSSLError {
             return APNSClientError(.tlsFailed, "TLS with \(authority) failed: \(error)")
         }
-        if let proxy = error as? HTTPConnectProxyHandler.ProxyError {
-            return APNSClientError(.connectionFailed, proxy.description)
-        }
         return APNSClientError(.connectionLost, "connection to \(authority) failed: \(error)")
     }
 

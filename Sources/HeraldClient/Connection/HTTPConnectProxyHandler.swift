@@ -7,27 +7,48 @@ final class HTTPConnectProxyHandler: ChannelInboundHandler, RemovableChannelHand
     typealias InboundOut = ByteBuffer
     typealias OutboundOut = ByteBuffer
 
-    struct ProxyError: Error, CustomStringConvertible {
-        var description: String
-    }
-
     private let target: String
     private let authorization: String?
+    private let timeout: TimeAmount
     private let established: (Channel) throws -> Void
+    private let failed: (String) -> Void
     private var response = ByteBuffer()
     private var done = false
+    private var timer: Scheduled<Void>?
 
     /// - Parameters:
     ///   - target: `host:port` to tunnel to.
     ///   - authorization: a `Proxy-Authorization` value, e.g. `Basic …`.
-    init(target: String, authorization: String?, established: @escaping (Channel) throws -> Void) {
+    ///   - timeout: how long the proxy may take to answer.
+    ///   - failed: called once, with why, when no tunnel is made (the channel is then closed).
+    init(
+        target: String, authorization: String?, timeout: TimeAmount,
+        established: @escaping (Channel) throws -> Void, failed: @escaping (String) -> Void
+    ) {
         self.target = target
         self.authorization = authorization
+        self.timeout = timeout
         self.established = established
+        self.failed = failed
     }
 
     func handlerAdded(context: ChannelHandlerContext) {
+        let handler = NIOLoopBound(self, eventLoop: context.eventLoop)
+        let bound = NIOLoopBound(context, eventLoop: context.eventLoop)
+        let timeout = self.timeout
+        timer = context.eventLoop.scheduleTask(in: timeout) {
+            handler.value.fail(bound.value, "the proxy did not answer CONNECT within \(timeout)")
+        }
         if context.channel.isActive { sendConnect(context: context) }
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        if !done { fail(context, "the proxy closed the connection before answering CONNECT \(target)") }
+        context.fireChannelInactive()
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        if !done { fail(context, "the connection to the proxy failed: \(error)") } else { context.fireErrorCaught(error) }
     }
 
     func channelActive(context: ChannelHandlerContext) {
@@ -62,12 +83,14 @@ final class HTTPConnectProxyHandler: ChannelInboundHandler, RemovableChannelHand
             return
         }
         done = true
+        timer?.cancel()
         response.moveReaderIndex(to: response.readerIndex + end.upperBound - view.startIndex)
         let leftover = response
         do {
             try established(context.channel)
         } catch {
-            context.fireErrorCaught(error)
+            failed("the tunnel through the proxy could not be set up: \(error)")
+            context.close(promise: nil)
             return
         }
         context.pipeline.syncOperations.removeHandler(self, promise: nil)
@@ -75,8 +98,10 @@ final class HTTPConnectProxyHandler: ChannelInboundHandler, RemovableChannelHand
     }
 
     private func fail(_ context: ChannelHandlerContext, _ message: String) {
+        guard !done else { return }
         done = true
-        context.fireErrorCaught(ProxyError(description: message))
+        timer?.cancel()
+        failed(message)
         context.close(promise: nil)
     }
 }

@@ -56,3 +56,32 @@ func notification(to token: String, topic: String = MockFixture.topic, apnsID: U
 func token(_ number: Int) -> String {
     String(format: "%064x", number)
 }
+
+/// `count` notifications to distinct tokens, each with its own apns-id.
+func batch(_ count: Int, topic: String = MockFixture.topic, tokenOffset: Int = 0) throws -> [PushNotification] {
+    try (0..<count).map { try notification(to: token(tokenOffset + $0), topic: topic, apnsID: UUID()) }
+}
+
+/// Sends `notifications` in bulk and checks the contract: exactly one outcome per notification.
+func sendAll(_ notifications: [PushNotification], with client: APNSClient) async throws -> [APNSOutcome] {
+    var outcomes: [APNSOutcome] = []
+    for try await outcome in client.send(contentsOf: notifications) {
+        outcomes.append(outcome)
+    }
+    #expect(outcomes.count == notifications.count, "one outcome per notification")
+    #expect(Set(outcomes.map(\.index)) == Set(0..<notifications.count), "every notification has its outcome, none twice")
+    for outcome in outcomes {
+        #expect(outcome.notification == notifications[outcome.index])
+    }
+    return outcomes
+}
+
+extension MockFixture {
+    /// Checks that every notification the client reports accepted was accepted by the mock.
+    func expectDelivered(_ outcomes: [APNSOutcome], sourceLocation: SourceLocation = #_sourceLocation) {
+        let delivered = Set(server.accepted.map(\.apnsID))
+        let missing = outcomes.compactMap(\.response).filter { !delivered.contains($0.apnsID) }
+        #expect(missing.isEmpty, "accepted by the client but not recorded by the mock: \(missing.prefix(3))", sourceLocation: sourceLocation)
+        #expect(server.acceptedCount >= outcomes.filter { $0.response != nil }.count, sourceLocation: sourceLocation)
+    }
+}
