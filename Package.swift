@@ -126,6 +126,7 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "InMemoryLogging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "MetricsTestKit", package: "swift-metrics"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
@@ -137,7 +138,10 @@ let package = Package(
                 .product(name: "NIOHPACK", package: "swift-nio-http2"),
             ]
         ),
-        .testTarget(name: "HeraldCLITests", dependencies: ["HeraldCore", "HeraldMock", "herald"]),
+        .testTarget(
+            name: "HeraldCLITests",
+            dependencies: ["HeraldCore", "HeraldMock", "herald", .product(name: "Crypto", package: "swift-crypto")]
+        ),
     ],
     swiftLanguageModes: [.v6]
 )

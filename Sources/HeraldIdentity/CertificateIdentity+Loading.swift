@@ -7,6 +7,7 @@ extension CertificateIdentity {
     /// 3DES with a SHA-1 MAC) and OpenSSL 3's AES-256/PBKDF2 load (apns-spec §7.1). An empty or absent
     /// password is tried as such.
     public init(pkcs12 bytes: [UInt8], password: String?, source: String = "the .p12") throws(IdentityError) {
+        guard !bytes.isEmpty else { throw IdentityError(.malformed, "\(source) is empty") }
         var lastError: (any Error)?
         // nil and "" are different to BoringSSL: try what was given, and for no password both forms.
         let attempts: [[UInt8]?] = password.map { [Array($0.utf8)] } ?? [nil, []]
@@ -30,7 +31,9 @@ extension CertificateIdentity {
                     : "\(source): wrong password"
             )
         }
-        throw IdentityError(.malformed, "\(source) is not a PKCS#12 file Herald can read (\(text.isEmpty ? "unknown error" : text))")
+        // BoringSSL often has nothing to add ("unknownError([])"); say what the file is not.
+        let why = text.isEmpty || text.contains("unknownError([])") ? "" : " (\(text))"
+        throw IdentityError(.malformed, "\(source) is neither a PKCS#12 (.p12) file nor PEM\(why)")
     }
 
     /// Loads a certificate and its private key from PEM text. The key may be RSA (PKCS#1 or PKCS#8)

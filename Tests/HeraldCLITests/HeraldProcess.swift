@@ -79,3 +79,56 @@ final class ScratchDirectory {
 
     deinit { try? FileManager.default.removeItem(atPath: path) }
 }
+
+/// A `herald` process left running (such as `herald mock`), stopped with SIGTERM by its PID.
+final class BackgroundHerald: @unchecked Sendable {
+    private let process = Process()
+    private let lock = NSLock()
+    private var output = ""
+
+    init(_ arguments: [String]) throws {
+        process.executableURL = HeraldProcess.executable
+        process.arguments = arguments
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        process.standardError = pipe
+        pipe.fileHandleForReading.readabilityHandler = { [weak self] handle in
+            let data = handle.availableData
+            guard let self, !data.isEmpty else { return }
+            self.lock.lock()
+            self.output += String(decoding: data, as: UTF8.self)
+            self.lock.unlock()
+        }
+        try process.run()
+    }
+
+    var text: String {
+        lock.lock()
+        defer { lock.unlock() }
+        return output
+    }
+
+    /// Waits (at most `timeout`) for output matching `pattern` and returns the first match.
+    func wait(for pattern: String, timeout: Duration = .seconds(60)) throws -> String {
+        let regex = try Regex(pattern)
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            if let match = text.firstMatch(of: regex) { return String(text[match.range]) }
+            guard process.isRunning else { break }
+            Thread.sleep(forTimeInterval: 0.02)
+        }
+        throw WaitError(description: "no '\(pattern)' in the output of herald \(process.arguments ?? []): \(text)")
+    }
+
+    struct WaitError: Error, CustomStringConvertible { var description: String }
+
+    /// Stops it with SIGTERM and returns its exit status.
+    @discardableResult
+    func stop() -> Int32 {
+        if process.isRunning { process.terminate() }
+        process.waitUntilExit()
+        return process.terminationStatus
+    }
+
+    deinit { if process.isRunning { process.terminate() } }
+}

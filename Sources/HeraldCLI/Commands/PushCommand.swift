@@ -32,11 +32,11 @@ struct PushCommand: AsyncParsableCommand {
     func run() async throws {
         let environment = try self.environment.makeEnvironment()
         let (payload, contentAvailableOnly) = try self.payload.makePayload()
-        let key = try credentials.makeProviderKey()
-        let identity = try certificate.makeIdentity()
-        if key != nil && identity != nil {
+        if credentials.authKey != nil && certificate.certificate != nil {
             throw CommandFailure.usage("use token authentication (--auth-key) or a certificate (--cert), not both")
         }
+        let key = try credentials.makeProviderKey()
+        let identity = try certificate.makeIdentity()
         // With a certificate the topic defaults to the certificate's (apns-spec §7.2).
         let headers = try self.headers.makeHeaders(contentAvailableOnly: contentAvailableOnly, topicRequired: identity == nil)
         do {

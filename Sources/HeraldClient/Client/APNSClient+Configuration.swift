@@ -49,6 +49,9 @@ extension APNSClient {
         public var maximumConnectionAge: Duration?
         /// An HTTP proxy to tunnel through with `CONNECT`; `nil` connects directly.
         public var proxy: Proxy?
+        /// Dimensions added to every swift-metrics metric of this client (e.g. `[("app", "orders")]`),
+        /// to tell several clients apart.
+        public var metricsDimensions: [(String, String)] = []
 
         public init(environment: APNSEnvironment, credentials: APNSCredentials) {
             self.environment = environment

@@ -85,7 +85,7 @@ public final class APNSClient: Sendable {
         let shortest = [configuration.requestTimeout, configuration.pingTimeout, configuration.responseOverdueAfter, configuration.idlePingInterval].min()!
         let tick = TimeAmount(min(max(shortest / 4, .milliseconds(10)), .seconds(1)))
         let decider = RetryDecider(policy: configuration.retry, usesProviderTokens: issuer != nil)
-        let metrics = ClientMetrics()
+        let metrics = ClientMetrics(dimensions: configuration.metricsDimensions)
         let issuer = self.issuer
         let proxy = configuration.proxy
         let connectTimeout = TimeAmount(configuration.connectTimeout)

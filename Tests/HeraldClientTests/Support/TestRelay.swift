@@ -62,11 +62,14 @@ private final class GlueHandler: ChannelDuplexHandler {
     var partner: Channel?
     var freezeAfter: Int?
     var forwarded = 0
+    var frozen = false
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let bytes = unwrapInboundIn(data)
+        if frozen { return }
         if let limit = freezeAfter, forwarded + bytes.readableBytes > limit {
-            return  // frozen: swallow everything, never close
+            frozen = true  // from here on: swallow everything, never close
+            return
         }
         forwarded += bytes.readableBytes
         partner?.writeAndFlush(bytes, promise: nil)

@@ -1,0 +1,137 @@
+import Crypto
+import Foundation
+import HeraldCore
+import HeraldMock
+import Testing
+
+@Suite("herald mock, push, demo and bench, end to end", .timeLimit(.minutes(5)))
+struct SendingCommandsTests {
+    let files: ScratchDirectory
+    let key: ProviderKey
+
+    init() throws {
+        files = try ScratchDirectory()
+        key = ProviderKey.generate(keyID: "CLIKEY0001", teamID: "CLITEAM001")
+    }
+
+    static let good = String(repeating: "a1", count: 32)
+    static let gone = String(repeating: "b2", count: 32)
+    static let bad = String(repeating: "c3", count: 32)
+
+    /// `herald mock` with the test key registered, one token unregistered and one failing.
+    func startMock(extra: [String] = []) throws -> (mock: BackgroundHerald, url: String, ca: String) {
+        let publicKey = try files.write("key.pub.pem", key.publicKey.pemRepresentation)
+        let ca = files.path + "/mock-ca.pem"
+        let mock = try BackgroundHerald([
+            "mock", "--port", "0", "--write-ca", ca, "--auth-key-public", "\(key.keyID)=\(publicKey)", "--team-id", key.teamID,
+            "--unregistered", Self.gone, "--fail", "\(Self.bad)=BadDeviceToken", "--record-limit", "100",
+        ] + extra)
+        let url = try mock.wait(for: #"https://127\.0\.0\.1:\d+"#)
+        return (mock, url, ca)
+    }
+
+    var tokenAuth: [String] {
+        get throws {
+            let path = try files.write("AuthKey_\(key.keyID).p8", key.pemRepresentation)
+            return ["--auth-key", path, "--key-id", key.keyID, "--team-id", key.teamID]
+        }
+    }
+
+    @Test("push sends to the mock: one JSON object per token with status, apns-id, reason, timestamp; exit 1 when some are rejected")
+    func pushJSON() throws {
+        let (mock, url, ca) = try startMock()
+        defer { mock.stop() }
+        let result = try HeraldProcess.run(["push", Self.good, Self.gone, Self.bad, "--host", url, "--ca-file", ca, "--topic", "com.example.cli", "--alert", "Hello", "--output", "json"] + tokenAuth)
+        #expect(result.status == 1, "\(result.stderr)")
+        let lines = try result.stdoutLines.map { try JSONValue(parsing: $0) }
+        let byToken = Dictionary(uniqueKeysWithValues: lines.compactMap { line in line["token"]?.stringValue.map { ($0, line) } })
+        #expect(byToken.count == 3)
+        #expect(byToken[Self.good]?["status"] == 200)
+        #expect(byToken[Self.good]?["apns_id"]?.stringValue?.count == 36)
+        #expect(byToken[Self.good]?["reason"] == .null)
+        #expect(byToken[Self.gone]?["status"] == 410)
+        #expect(byToken[Self.gone]?["reason"] == "Unregistered")
+        #expect(byToken[Self.gone]?["timestamp"]?.intValue != nil)
+        #expect(byToken[Self.bad]?["status"] == 400)
+        #expect(byToken[Self.bad]?["reason"] == "BadDeviceToken")
+        #expect(result.stderr.contains("summary: 3 sent, 1 accepted, 2 rejected (BadDeviceToken 1, Unregistered 1)"), "\(result.stderr)")
+    }
+
+    @Test("push exits 0 when every notification is accepted; text lines and a summary")
+    func pushText() throws {
+        let (mock, url, ca) = try startMock()
+        defer { mock.stop() }
+        let tokens = try files.write("tokens.txt", (1...50).map { String(format: "%064x", $0) }.joined(separator: "\n"))
+        let result = try HeraldProcess.run(["push", "--tokens-file", tokens, "--host", url, "--ca-file", ca, "--topic", "com.example.cli", "--title", "T", "--body", "B", "--connections", "2", "--concurrency", "10"] + tokenAuth)
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stdoutLines.filter { $0.contains(" accepted apns-id=") }.count == 50)
+        #expect(result.stdoutLines.last == "summary: 50 sent, 50 accepted")
+    }
+
+    @Test("push with a legacy .p12 client certificate, the password from HERALD_CERT_PASSWORD")
+    func pushWithCertificate() throws {
+        let authority = try MockCertificateAuthority(name: "CLI test CA")
+        let identity = try authority.issuePushCertificate(topic: "com.example.certcli")
+        let certificate = try files.write("cert.pem", identity.certificate.serializeAsPEM().pemString)
+        let privateKey = try files.write("key.pem", identity.privateKey.serializeAsPEM().pemString)
+        let p12 = files.path + "/cert.p12"
+        let openssl = Process()
+        openssl.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        openssl.arguments = ["openssl", "pkcs12", "-export", "-legacy", "-in", certificate, "-inkey", privateKey, "-passout", "pass:topsecret", "-out", p12]
+        try openssl.run()
+        openssl.waitUntilExit()
+        try #require(openssl.terminationStatus == 0)
+        let clientCA = try files.write("client-ca.pem", authority.certificatePEM)
+        let (mock, url, ca) = try startMock(extra: ["--client-ca", clientCA])
+        defer { mock.stop() }
+        setenv("HERALD_CERT_PASSWORD", "topsecret", 1)
+        defer { unsetenv("HERALD_CERT_PASSWORD") }
+        let result = try HeraldProcess.run(["push", Self.good, "--host", url, "--ca-file", ca, "--alert", "hi", "--cert", p12])
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stdout.contains("accepted"))
+        #expect(!result.stdout.contains("topsecret") && !result.stderr.contains("topsecret"))
+
+        let wrong = try HeraldProcess.run(["push", Self.good, "--host", url, "--ca-file", ca, "--alert", "hi", "--cert", p12, "--cert-password", "nope"])
+        #expect(wrong.status == 2)
+        #expect(wrong.stderrLines.count == 1)
+        #expect(wrong.stderr.contains("wrong password"))
+        #expect(!wrong.stderr.contains("nope"))
+    }
+
+    @Test("push without credentials, or with both kinds, is a usage error")
+    func pushCredentialErrors() throws {
+        let none = try HeraldProcess.run(["push", Self.good, "--sandbox", "--topic", "com.x", "--alert", "a"])
+        #expect(none.status == 2)
+        #expect(none.stderr.contains("sending needs credentials"))
+        let both = try HeraldProcess.run(["push", Self.good, "--sandbox", "--topic", "com.x", "--alert", "a", "--cert", "/dev/null"] + tokenAuth)
+        #expect(both.status == 2)
+        #expect(both.stderr.contains("not both"))
+    }
+
+    @Test("demo: the mock, the real client, scripted faults, every outcome as expected")
+    func demo() throws {
+        let result = try HeraldProcess.run(["demo", "--count", "3000"], timeout: .seconds(240))
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stdout.contains("rejected    5 (BadDeviceToken 2, Unregistered 3)"))
+        #expect(result.stdout.contains("accepted    2995"))
+        #expect(result.stdout.contains("every notification got its expected outcome"))
+    }
+
+    @Test("bench reports rate, latency, CPU and memory as JSON")
+    func bench() throws {
+        let result = try HeraldProcess.run(["bench", "--count", "3000", "--connections", "2", "--concurrency", "50", "--output", "json"], timeout: .seconds(240))
+        #expect(result.status == 0, "\(result.stderr)")
+        let json = try JSONValue(parsing: result.stdout)
+        #expect(json["accepted"] == 3000)
+        #expect((json["rate"]?.doubleValue ?? 0) > 0)
+        #expect((json["latency_ms"]?["p99"]?.doubleValue ?? 0) > 0)
+        #expect((json["peak_memory_bytes"]?.intValue ?? 0) > 0)
+    }
+
+    @Test("mock usage errors exit 2 with one line")
+    func mockErrors() throws {
+        let result = try HeraldProcess.run(["mock", "--tls-cert", "/dev/null"])
+        #expect(result.status == 2)
+        #expect(result.stderr.contains("--tls-cert and --tls-key go together"))
+    }
+}
