@@ -10,6 +10,7 @@ package struct HPACKBlockEncoder {
     /// Static table indices used here (RFC 7541 Appendix A).
     package enum Static {
         package static let authority = 1
+        package static let methodGET = 2
         package static let methodPOST = 3
         package static let path = 4
         package static let schemeHTTPS = 7

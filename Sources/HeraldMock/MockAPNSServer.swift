@@ -59,6 +59,7 @@ public final class MockAPNSServer: Sendable {
     private let group: any EventLoopGroup
     private let logger: Logger
     private let state: MockServerState
+    private let channels = MockChannelStore()
     private let serverIdentity: CertificateIdentity
     /// The CA that issued the server's certificate, when the mock made it.
     public let certificateAuthority: MockCertificateAuthority?
@@ -98,6 +99,7 @@ public final class MockAPNSServer: Sendable {
         let sslContext = try NIOSSLContext(configuration: tls)
         let shared = MockConnectionHandler.Shared(
             state: state,
+            channels: channels,
             validator: MockRequestValidator(verifier: MockTokenVerifier(keys: configuration.providerKeys)),
             sandbox: configuration.sandbox,
             mutualTLS: configuration.clientCertificateAuthorities != nil,
@@ -166,6 +168,10 @@ public final class MockAPNSServer: Sendable {
     /// For each scripted stream limit: the most streams a client had open when a new one was
     /// accepted while that limit was in force. A client that follows SETTINGS stays within it.
     public var peakStreamsByLimit: [Int: Int] { state.peakStreamsByLimit }
+    /// Broadcasts accepted.
+    public var broadcastCount: Int { channels.broadcastCount }
+    /// The IDs of an app's broadcast channels.
+    public func channelIDs(bundleID: String) -> [String] { channels.list(bundleID: bundleID) }
     /// Streams refused with REFUSED_STREAM for going over the stream limit.
     public var refusedStreamCount: Int { state.refusedStreamCount }
     /// The latest accepted notifications, up to the record limit, oldest first.

@@ -23,6 +23,7 @@ final class MockConnectionHandler: ChannelInboundHandler {
 
     struct Shared: Sendable {
         var state: MockServerState
+        var channels: MockChannelStore
         var validator: MockRequestValidator
         var sandbox: Bool
         var mutualTLS: Bool
@@ -227,6 +228,10 @@ final class MockConnectionHandler: ChannelInboundHandler {
             return
         case .setMaximumConcurrentStreams(let limit):
             setStreamLimit(limit)
+        case .refuseStream:
+            shared.state.countRefusedStream()
+            output.writeHTTP2RstStream(streamID: streamID, code: .refusedStream)
+            return
         default:
             break
         }
@@ -272,6 +277,11 @@ final class MockConnectionHandler: ChannelInboundHandler {
             return
         }
         let bodySize = stream.fault == .answerBeforeBody ? 1 : stream.bodySize
+        if stream.head.route != .device {
+            answerOther(streamID, stream: stream, bodySize: bodySize, context: context)
+            closeIfGoneAway(context)
+            return
+        }
         let result = shared.validator.validate(stream.head, body: bodySize, auth: &auth, unregistered: shared.state.unregistered, now: shared.now())
         if auth.tokenChanged, let token = auth.currentToken {
             auth.tokenChanged = false
@@ -302,7 +312,84 @@ final class MockConnectionHandler: ChannelInboundHandler {
         closeIfGoneAway(context)
     }
 
-    private func respond(_ streamID: HTTP2StreamNumber, rejection: MockRejection, apnsID: String?, token: String, context: ChannelHandlerContext) {
+    /// Broadcasts and channel management (apns-spec §1.9).
+    private func answerOther(_ streamID: HTTP2StreamNumber, stream: PendingStream, bodySize: Int, context: ChannelHandlerContext) {
+        let head = stream.head
+        let requestID = head.requestID.flatMap { try? PushHeaders.apnsID($0).uuidString.lowercased() } ?? UUID().uuidString.lowercased()
+        func reject(_ reason: String) {
+            respond(streamID, rejection: .reason(reason), apnsID: nil, token: "", context: context, requestID: requestID)
+        }
+        switch head.route {
+        case .broadcast(let bundleID):
+            switch shared.validator.validateBroadcast(head, bundleID: bundleID, body: bodySize, auth: &auth, channels: shared.channels, now: shared.now()) {
+            case .failure(let rejection):
+                respond(streamID, rejection: rejection, apnsID: nil, token: "", context: context, requestID: requestID)
+            case .success(let id):
+                shared.channels.countBroadcast()
+                answer(streamID, status: 200, headers: [("apns-request-id", id)], body: nil)
+            }
+        case .channels(let bundleID):
+            if let rejection = shared.validator.authenticate(head, auth: &auth, now: shared.now()) {
+                respond(streamID, rejection: rejection, apnsID: nil, token: "", context: context, requestID: requestID)
+                return
+            }
+            switch head.method {
+            case "POST":
+                guard let json = try? JSONValue(parsing: stream.body), case .object = json else { return reject("BadRequestPayload") }
+                guard let policy = json["message-storage-policy"]?.intValue.flatMap(ChannelStoragePolicy.init(rawValue:)),
+                    json["push-type"]?.stringValue?.lowercased() == "liveactivity"
+                else { return reject("BadRequestParams") }
+                guard let id = shared.channels.create(bundleID: bundleID, policy: policy) else { return reject("CannotCreateChannelConfig") }
+                answer(streamID, status: 201, headers: [("apns-request-id", requestID), ("apns-channel-id", id)], body: nil)
+            case "GET", "DELETE":
+                guard let id = head.channelID, !id.isEmpty else { return reject("MissingChannelId") }
+                guard let policy = shared.channels.policy(of: id, bundleID: bundleID) else { return reject("ChannelNotRegistered") }
+                if head.method == "DELETE" {
+                    _ = shared.channels.delete(id, bundleID: bundleID)
+                    answer(streamID, status: 204, headers: [("apns-request-id", requestID)], body: nil)
+                } else {
+                    let body: JSONValue = ["message-storage-policy": .int(policy.rawValue), "push-type": "LiveActivity"]
+                    answer(streamID, status: 200, headers: [("apns-request-id", requestID)], body: Array(body.jsonString.utf8))
+                }
+            default:
+                reject("MethodNotAllowed")
+            }
+        case .allChannels(let bundleID):
+            if let rejection = shared.validator.authenticate(head, auth: &auth, now: shared.now()) {
+                respond(streamID, rejection: rejection, apnsID: nil, token: "", context: context, requestID: requestID)
+                return
+            }
+            guard head.method == "GET" else { return reject("MethodNotAllowed") }
+            let body: JSONValue = ["channels": .array(shared.channels.list(bundleID: bundleID).map { .string($0) })]
+            answer(streamID, status: 200, headers: [("apns-request-id", requestID)], body: Array(body.jsonString.utf8))
+        case .device, .unknown:
+            reject(head.method == "POST" || head.method == "GET" || head.method == "DELETE" ? "BadPath" : "MethodNotAllowed")
+        }
+    }
+
+    /// A success answer with extra headers and an optional JSON body.
+    private func answer(_ streamID: HTTP2StreamNumber, status: Int, headers: [(String, String)], body: [UInt8]?) {
+        let frameStart = output.writerIndex
+        output.writeHTTP2FrameHeader(length: 0, type: .headers, flags: HTTP2Flag.endHeaders | (body == nil ? HTTP2Flag.endStream : 0), streamID: streamID)
+        let blockStart = output.writerIndex
+        http2.encoder.beginBlock(into: &output)
+        if let index = HPACKBlockEncoder.Static.statusIndex[status] {
+            http2.encoder.indexed(index, into: &output)
+        } else {
+            http2.encoder.literal(staticNameIndex: HPACKBlockEncoder.Static.status, value: String(status), into: &output)
+        }
+        if body != nil {
+            http2.encoder.indexing(name: "content-type", value: "application/json", staticNameIndex: HPACKBlockEncoder.Static.contentType, into: &output)
+        }
+        for (name, value) in headers { http2.encoder.literal(name: name, value: value, into: &output) }
+        patchLength(frameStart: frameStart, blockStart: blockStart)
+        if let body { sendBody(streamID: streamID, ByteBuffer(bytes: body)) }
+    }
+
+    private func respond(
+        _ streamID: HTTP2StreamNumber, rejection: MockRejection, apnsID: String?, token: String, context: ChannelHandlerContext,
+        requestID: String? = nil
+    ) {
         let frameStart = output.writerIndex
         output.writeHTTP2FrameHeader(length: 0, type: .headers, flags: HTTP2Flag.endHeaders, streamID: streamID)
         let blockStart = output.writerIndex
@@ -313,7 +400,11 @@ final class MockConnectionHandler: ChannelInboundHandler {
             http2.encoder.literal(staticNameIndex: HPACKBlockEncoder.Static.status, value: String(rejection.status), into: &output)
         }
         http2.encoder.indexing(name: "content-type", value: "application/json", staticNameIndex: HPACKBlockEncoder.Static.contentType, into: &output)
-        http2.encoder.literal(name: "apns-id", value: (apnsID ?? UUID().uuidString).lowercased(), into: &output)
+        if let requestID {
+            http2.encoder.literal(name: "apns-request-id", value: requestID, into: &output)
+        } else {
+            http2.encoder.literal(name: "apns-id", value: (apnsID ?? UUID().uuidString).lowercased(), into: &output)
+        }
         patchLength(frameStart: frameStart, blockStart: blockStart)
 
         var body = JSONWriter(capacity: 64)

@@ -22,6 +22,8 @@ public enum MockFault: Sendable, Hashable {
     /// Answer as soon as the headers arrive, before reading the body, then reset the stream with
     /// NO_ERROR (as HTTP/2 allows and nginx does).
     case answerBeforeBody
+    /// Reset the stream with REFUSED_STREAM without processing it: the client may send it again.
+    case refuseStream
 
     /// `reject` with the status APNs uses for `reason`.
     public static func reject(_ reason: String) -> MockFault {

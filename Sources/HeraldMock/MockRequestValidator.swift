@@ -18,6 +18,8 @@ struct MockRequestHead {
     var expiration: String?
     var apnsID: String?
     var collapseID: String?
+    var channelID: String?
+    var requestID: String?
     /// An `apns-*` or `authorization` header that appeared twice.
     var duplicate: String?
 
@@ -38,6 +40,8 @@ struct MockRequestHead {
             case "apns-expiration": set(&expiration, value, name)
             case "apns-id": set(&apnsID, value, name)
             case "apns-collapse-id": set(&collapseID, value, name)
+            case "apns-channel-id": set(&channelID, value, name)
+            case "apns-request-id": set(&requestID, value, name)
             default: break
             }
         }
@@ -48,6 +52,30 @@ struct MockRequestHead {
     var token: Substring? {
         guard let path, path.hasPrefix("/3/device/") else { return nil }
         return path.dropFirst("/3/device/".count)
+    }
+
+    /// What the path asks for (apns-spec §1.4, §1.9).
+    enum Route: Equatable {
+        case device
+        case broadcast(bundleID: String)
+        case channels(bundleID: String)
+        case allChannels(bundleID: String)
+        case unknown
+    }
+
+    var route: Route {
+        guard let path else { return .unknown }
+        if path.hasPrefix("/3/device/") { return .device }
+        let parts = path.split(separator: "/", omittingEmptySubsequences: false)
+        // ["", "4", "broadcasts", "apps", bundle] and ["", "1", "apps", bundle, "channels" | "all-channels"]
+        if parts.count == 5, parts[1] == "4", parts[2] == "broadcasts", parts[3] == "apps", !parts[4].isEmpty {
+            return .broadcast(bundleID: String(parts[4]))
+        }
+        if parts.count == 5, parts[1] == "1", parts[2] == "apps", !parts[3].isEmpty {
+            if parts[4] == "channels" { return .channels(bundleID: String(parts[3])) }
+            if parts[4] == "all-channels" { return .allChannels(bundleID: String(parts[3])) }
+        }
+        return .unknown
     }
 }
 
@@ -89,6 +117,7 @@ struct MockRequestValidator: Sendable {
 
         // Authentication: a client certificate, else a provider token.
         var topic = head.topic
+        if let rejection = authenticate(head, auth: &auth, now: now) { return .failure(rejection) }
         if let certificate = auth.certificate {
             if topic == nil {
                 guard certificate.topics.isEmpty, let uid = certificate.uid else { return .failure(.reason("MissingTopic")) }
@@ -98,34 +127,8 @@ struct MockRequestValidator: Sendable {
                 ? certificate.uid.map { topic == $0 || topic!.hasPrefix($0 + ".") } ?? false
                 : certificate.topics.contains(topic!) || topic == certificate.uid
             if !allowed { return .failure(.reason("BadTopic")) }
-        } else {
-            guard let authorization = head.authorization else { return .failure(.reason("MissingProviderToken")) }
-            guard authorization.hasPrefix("bearer ") else { return .failure(.reason("InvalidProviderToken")) }
-            let jwt = authorization.dropFirst("bearer ".count)
-            if !(auth.currentToken.map { $0.utf8.elementsEqual(jwt.utf8) } ?? false) {
-                let issuedAt: Int
-                if checksSignatures {
-                    switch verifier.verify(jwt, now: now) {
-                    case .failure(let rejection): return .failure(rejection)
-                    case .success(let verified): issuedAt = verified.issuedAt
-                    }
-                } else {
-                    guard let claims = jwt.split(separator: ".").dropFirst().first.flatMap({ Base64URL.decode($0) }),
-                        case .int(let iat) = (try? JSONValue(parsing: claims))?["iat"] ?? .null
-                    else { return .failure(.invalidProviderToken("not a JWT")) }
-                    issuedAt = iat
-                }
-                // A connection's token may change at most every 20 minutes (§2).
-                if let previous = auth.currentTokenIssuedAt, issuedAt - previous < 20 * 60 {
-                    return .failure(.reason("TooManyProviderTokenUpdates"))
-                }
-                auth.currentToken = String(jwt)
-                auth.currentTokenIssuedAt = issuedAt
-                auth.tokenChanged = true
-            } else if let issuedAt = auth.currentTokenIssuedAt, Double(issuedAt) < now.timeIntervalSince1970 - 3600 {
-                return .failure(.reason("ExpiredProviderToken"))
-            }
-            guard topic != nil else { return .failure(.reason("MissingTopic")) }
+        } else if topic == nil {
+            return .failure(.reason("MissingTopic"))
         }
         let finalTopic = topic!
 
@@ -162,5 +165,70 @@ struct MockRequestValidator: Sendable {
         }
         if apnsID.isEmpty { apnsID = UUID().uuidString.lowercased() }
         return .success(MockAcceptance(token: token.hex, apnsID: apnsID, topic: finalTopic, pushType: pushType, priority: priority.rawValue))
+    }
+
+    /// A client certificate (checked in the TLS handshake), else a provider token: present,
+    /// valid, not expired, not changed on this connection within 20 minutes (apns-spec §2).
+    func authenticate(_ head: MockRequestHead, auth: inout MockConnectionAuth, now: Date) -> MockRejection? {
+        if auth.certificate != nil { return nil }
+        guard let authorization = head.authorization else { return .reason("MissingProviderToken") }
+        guard authorization.hasPrefix("bearer ") else { return .reason("InvalidProviderToken") }
+        let jwt = authorization.dropFirst("bearer ".count)
+        if !(auth.currentToken.map { $0.utf8.elementsEqual(jwt.utf8) } ?? false) {
+            let issuedAt: Int
+            if checksSignatures {
+                switch verifier.verify(jwt, now: now) {
+                case .failure(let rejection): return rejection
+                case .success(let verified): issuedAt = verified.issuedAt
+                }
+            } else {
+                guard let claims = jwt.split(separator: ".").dropFirst().first.flatMap({ Base64URL.decode($0) }),
+                    case .int(let iat) = (try? JSONValue(parsing: claims))?["iat"] ?? .null
+                else { return .invalidProviderToken("not a JWT") }
+                issuedAt = iat
+            }
+            if let previous = auth.currentTokenIssuedAt, issuedAt - previous < 20 * 60 {
+                return .reason("TooManyProviderTokenUpdates")
+            }
+            auth.currentToken = String(jwt)
+            auth.currentTokenIssuedAt = issuedAt
+            auth.tokenChanged = true
+        } else if let issuedAt = auth.currentTokenIssuedAt, Double(issuedAt) < now.timeIntervalSince1970 - 3600 {
+            return .reason("ExpiredProviderToken")
+        }
+        return nil
+    }
+
+    /// A broadcast to a channel (apns-spec §1.9): the channel must exist for the app, the push
+    /// type is liveactivity, priority 10 or 5, expiration 0 on a no-storage channel, at most 5120 bytes.
+    func validateBroadcast(
+        _ head: MockRequestHead, bundleID: String, body: Int, auth: inout MockConnectionAuth, channels: MockChannelStore, now: Date
+    ) -> Result<String, MockRejection> {
+        guard head.method == "POST" else { return .failure(.reason("MethodNotAllowed")) }
+        if head.duplicate != nil { return .failure(.reason("DuplicateHeaders")) }
+        if let rejection = authenticate(head, auth: &auth, now: now) { return .failure(rejection) }
+        guard let channelID = head.channelID, !channelID.isEmpty else { return .failure(.reason("MissingChannelId")) }
+        // Channel IDs are base64 (§1.9).
+        guard Base64URL.decode(String(channelID.map { $0 == "+" ? "-" : $0 == "/" ? "_" : $0 })) != nil else {
+            return .failure(.reason("BadChannelId"))
+        }
+        guard let policy = channels.policy(of: channelID, bundleID: bundleID) else { return .failure(.reason("ChannelNotRegistered")) }
+        guard let pushType = head.pushType else { return .failure(.reason("MissingPushType")) }
+        guard pushType.lowercased() == "liveactivity" else { return .failure(.reason("InvalidPushType")) }
+        if let priority = head.priority, priority != "10" && priority != "5" { return .failure(.reason("BadPriority")) }
+        if let expiration = head.expiration {
+            guard let seconds = Int(expiration), seconds >= 0 else { return .failure(.reason("BadExpirationDate")) }
+            if policy == .noStorage && seconds != 0 { return .failure(.reason("BadExpirationDate")) }
+        } else if policy == .noStorage {
+            return .failure(.reason("BadExpirationDate"))
+        }
+        var requestID = UUID().uuidString.lowercased()
+        if let given = head.requestID {
+            guard let uuid = try? PushHeaders.apnsID(given) else { return .failure(.reason("BadMessageId")) }
+            requestID = uuid.uuidString.lowercased()
+        }
+        if body == 0 { return .failure(.reason("PayloadEmpty")) }
+        if body > BroadcastNotification.maximumPayloadSize { return .failure(.reason("PayloadTooLarge")) }
+        return .success(requestID)
     }
 }

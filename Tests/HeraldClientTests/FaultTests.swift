@@ -2,22 +2,29 @@ import Foundation
 import HeraldClient
 import HeraldCore
 import HeraldMock
+import InMemoryLogging
+import Logging
 import Testing
 
 /// field-lessons rows 3, 5, 6 and 12: every fault ends with exactly one final outcome per
 /// notification, and every accepted notification is counted by the mock.
 @Suite("Faults: every notification gets exactly one outcome", .timeLimit(.minutes(3)))
 struct FaultTests {
-    @Test("GOAWAY mid-batch: streams above its last-stream-id are re-sent on a fresh connection (field-lessons #5)")
+    @Test("GOAWAY mid-batch: streams above its last-stream-id are re-sent on a fresh connection, the reason logged (field-lessons #5)")
     func goAwayMidBatch() async throws {
         let fixture = try await MockFixture.start { configuration in
             configuration.script.goAwayAfterStreams = (300, "Shutdown")
             configuration.script.connectionEventsForFirstConnections = 1
         }
         let notifications = try batch(2000)
-        let outcomes = try await withAPNSClient(configuration: fixture.clientConfiguration { $0.maximumConnections = 2; $0.maximumInFlight = 200 }) { client in
+        let logs = InMemoryLogHandler()
+        var logger = Logger(label: "test", factory: { _ in logs })
+        logger.logLevel = .notice
+        let outcomes = try await withAPNSClient(configuration: fixture.clientConfiguration { $0.maximumConnections = 2; $0.maximumInFlight = 200 }, logger: logger) { client in
             try await sendAll(notifications, with: client)
         }
+        let goAway = logs.entries.first { $0.message.description == "APNs sent GOAWAY" }
+        #expect(goAway?.metadata["reason"]?.description == #"{"reason":"Shutdown"}"#)
         #expect(outcomes.allSatisfy { $0.response != nil })
         // Unprocessed streams are re-sent, not duplicated: the mock accepted each exactly once.
         #expect(fixture.server.acceptedCount == notifications.count)
@@ -73,7 +80,7 @@ struct FaultTests {
     @Test("a 503 storm: retried with back-off; each ends accepted or rejected after the last attempt (field-lessons #12)")
     func serviceUnavailableStorm() async throws {
         let fixture = try await MockFixture.start { configuration in
-            configuration.script.randomFaults = .init(rate: 0.3, seed: 42, faults: [.reject("ServiceUnavailable")])
+            configuration.script.randomFaults = .init(rate: 0.3, seed: 42, faults: [.reject("ServiceUnavailable"), .reject("Shutdown"), .reject("InternalServerError")])
         }
         let notifications = try batch(2000)
         let outcomes = try await withAPNSClient(configuration: fixture.clientConfiguration()) { client in
@@ -83,7 +90,7 @@ struct FaultTests {
         for outcome in outcomes {
             if outcome.attempts > 1 { retried += 1 }
             if let rejection = outcome.rejection {
-                #expect(rejection.reason == .serviceUnavailable && rejection.status == 503)
+                #expect([.serviceUnavailable, .shutdown, .internalServerError].contains(rejection.reason))
                 #expect(outcome.attempts == 5, "rejected only after the last attempt")
             } else {
                 #expect(outcome.response != nil, "\(outcome.result)")
@@ -145,6 +152,22 @@ struct FaultTests {
         }
         #expect(outcomes.allSatisfy { $0.response != nil && $0.attempts == 1 })
         #expect(fixture.server.requestCount == notifications.count, "no request was sent twice")
+        fixture.expectDelivered(outcomes)
+        try await fixture.stop()
+    }
+
+    @Test("REFUSED_STREAM: the notification is sent again, and it does not count as an attempt (field-lessons #6)")
+    func refusedStream() async throws {
+        let fixture = try await MockFixture.start { configuration in
+            for i in 0..<20 { configuration.script.fail(token(i), with: .refuseStream, times: 1) }
+        }
+        let notifications = try batch(500)
+        let outcomes = try await withAPNSClient(configuration: fixture.clientConfiguration()) { client in
+            try await sendAll(notifications, with: client)
+        }
+        #expect(outcomes.allSatisfy { $0.response != nil && $0.attempts == 1 })
+        #expect(fixture.server.refusedStreamCount == 20)
+        #expect(fixture.server.acceptedCount == 500)
         fixture.expectDelivered(outcomes)
         try await fixture.stop()
     }

@@ -30,8 +30,7 @@ struct BenchCommand: AsyncParsableCommand {
     @Option(help: "apns-topic (default: com.example.herald).")
     var topic: String = "com.example.herald"
 
-    @Option(name: .customLong("payload"), help: ArgumentHelp("A raw JSON payload file (default: a ~100-byte alert).", valueName: "FILE"))
-    var payloadFile: String?
+    @OptionGroup(title: "Payload (default: a ~100-byte alert)") var payloadOptions: PayloadOptions
 
     @Option(help: "Output format: text or json.")
     var output: OutputFormat = .text
@@ -139,13 +138,7 @@ struct BenchCommand: AsyncParsableCommand {
     }
 
     private func makePayload() throws -> EncodedPayload {
-        if let payloadFile {
-            do {
-                return try EncodedPayload(validating: FileContents.readArgument(payloadFile, what: "payload file"))
-            } catch let error as PayloadError {
-                throw CommandFailure.usage("payload file '\(payloadFile)': \(error.message)")
-            }
-        }
+        if payloadOptions.isGiven { return try payloadOptions.makePayload().payload }
         // About 100 bytes, like a typical alert.
         return try Payload(aps: APS(alert: .text("Herald benchmark: a short alert body of about one hundred bytes."))).encode()
     }

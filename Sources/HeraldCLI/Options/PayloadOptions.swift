@@ -46,11 +46,14 @@ struct PayloadOptions: ParsableArguments {
     var payloadFile: String?
 
     /// Whether any flag that builds a payload was given.
-    private var buildsPayload: Bool {
+    var buildsPayload: Bool {
         alert != nil || title != nil || subtitle != nil || body != nil || badge != nil || sound != nil
             || category != nil || threadID != nil || contentAvailable || mutableContent
             || interruptionLevel != nil || relevanceScore != nil || !custom.isEmpty
     }
+
+    /// Whether any payload flag (or `--payload`) was given.
+    var isGiven: Bool { buildsPayload || payloadFile != nil }
 
     /// The payload to send, and whether it is a pure background push (which makes `background`
     /// the default push type).

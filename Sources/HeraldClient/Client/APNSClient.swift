@@ -134,6 +134,19 @@ public final class APNSClient: Sendable {
         }
     }
 
+    /// Sends a channel-management or broadcast request through the same pool, bound and retries.
+    func perform(_ request: OtherRequest, logger base: Logger? = nil) async throws -> RawResponse {
+        _ = try await limiter.acquire()
+        defer { limiter.release() }
+        let logger = base ?? self.logger
+        return try await withCheckedThrowingContinuation { continuation in
+            let job = RequestJob(other: request, completion: continuation, logger: logger)
+            if !pool.submit(CollectionOfOne(job)) {
+                continuation.resume(throwing: APNSClientError(.shutdown, "the client is shutting down"))
+            }
+        }
+    }
+
     /// Sends every notification of a (possibly huge) sequence and yields exactly one final outcome
     /// per notification, in the order they complete, keeping up to the in-flight bound busy.
     ///

@@ -28,6 +28,8 @@ enum RetryDecision: Equatable {
 
     enum FinalResult: Equatable {
         case accepted(APNSResponse)
+        /// A channel-management or broadcast request succeeded.
+        case answered(RawResponse)
         case rejected(APNSError)
         case failed(APNSClientError)
     }

@@ -172,10 +172,24 @@ final class ConnectionHandler: ChannelInboundHandler, RemovableChannelHandler {
     private func handle(_ event: HTTP2Connection.Event, context: ChannelHandlerContext, now: NIODeadline) {
         switch event {
         case .headers(let streamID, let headers, let endStream):
-            let status = headers.first(name: ":status").flatMap { Int($0) }
+            var status: Int?
+            var apnsID: String?
+            var uniqueID: String?
+            var channelID: String?
+            var requestID: String?
+            for (name, value, _) in headers {
+                switch name {
+                case ":status": status = Int(value)
+                case "apns-id": apnsID = value
+                case "apns-unique-id": uniqueID = value
+                case "apns-channel-id": channelID = value
+                case "apns-request-id": requestID = value
+                default: break
+                }
+            }
             if let outcome = state.headersReceived(
-                streamID: streamID, status: status, apnsID: headers.first(name: "apns-id"),
-                uniqueID: headers.first(name: "apns-unique-id"), endStream: endStream, now: now
+                streamID: streamID, status: status, apnsID: apnsID, uniqueID: uniqueID, endStream: endStream, now: now,
+                channelID: channelID, requestID: requestID
             ) {
                 finishedStream(streamID, outcome)
             }
@@ -280,11 +294,20 @@ final class ConnectionHandler: ChannelInboundHandler, RemovableChannelHandler {
         job.attempts += 1
         shared.metrics.sent.increment()
         let streamID = state.openStream(for: job, now: now)
-        RequestEncoder.writeHeaders(
-            for: job.notification, streamID: streamID, authority: shared.authority, authorization: authorization,
-            connection: &http2, into: &output
-        )
-        let body = job.notification.payload.bytes
+        let body: [UInt8]
+        if let other = job.other {
+            RequestEncoder.writeHeaders(
+                for: other, streamID: streamID, authority: shared.authority, authorization: authorization, connection: &http2, into: &output
+            )
+            guard let bytes = other.body else { return }  // HEADERS ended the request
+            body = bytes
+        } else {
+            RequestEncoder.writeHeaders(
+                for: job.notification, streamID: streamID, authority: shared.authority, authorization: authorization,
+                connection: &http2, into: &output
+            )
+            body = job.notification.payload.bytes
+        }
         let window = http2.remote.initialWindowSize
         if blocked.isEmpty, body.count <= window, body.count <= http2.connectionSendWindow, body.count <= http2.remote.maxFrameSize {
             output.writeHTTP2Data(streamID: streamID, bytes: body, endStream: true)
@@ -338,6 +361,15 @@ final class ConnectionHandler: ChannelInboundHandler, RemovableChannelHandler {
         case .response(let answered, let response):
             job = answered
             shared.metrics.latency.recordNanoseconds(response.latency.nanoseconds)
+            if job.other != nil, (200..<300).contains(response.status) {
+                // Channel management answers 201 and 204 as well as 200 (apns-spec §1.9).
+                let final = RetryDecision.FinalResult.answered(
+                    RawResponse(status: response.status, channelID: response.channelID, requestID: response.requestID, body: response.body)
+                )
+                record(final, job: job)
+                completed.append((job, final))
+                return
+            }
             if response.status == 200 {
                 let apnsID = response.apnsID?.lowercased() ?? job.notification.headers.apnsID?.uuidString.lowercased() ?? ""
                 let final = RetryDecision.FinalResult.accepted(APNSResponse(apnsID: apnsID, apnsUniqueID: response.uniqueID))
@@ -402,6 +434,9 @@ final class ConnectionHandler: ChannelInboundHandler, RemovableChannelHandler {
         case .failed(let error):
             shared.metrics.failed.increment()
             job.logger.debug("APNs notification could not be delivered", metadata: ["error": "\(error)"])
+        case .answered(let response):
+            shared.metrics.accepted.increment()
+            job.logger.trace("APNs answered", metadata: ["status": "\(response.status)", "apns-request-id": "\(response.requestID ?? "")"])
         }
     }
 

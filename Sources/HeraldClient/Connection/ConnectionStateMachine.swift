@@ -49,6 +49,9 @@ struct ConnectionStateMachine<Job> {
         var status: Int
         var apnsID: String?
         var uniqueID: String?
+        /// `apns-channel-id` and `apns-request-id`, for channel management and broadcasts.
+        var channelID: String? = nil
+        var requestID: String? = nil
         var body: [UInt8]
         var latency: TimeAmount
     }
@@ -68,6 +71,8 @@ struct ConnectionStateMachine<Job> {
         var status: Int?
         var apnsID: String?
         var uniqueID: String?
+        var channelID: String?
+        var requestID: String?
         var body: [UInt8] = []
     }
 
@@ -140,13 +145,16 @@ struct ConnectionStateMachine<Job> {
 
     /// Response headers. A complete answer (END_STREAM) ends the stream at once.
     mutating func headersReceived(
-        streamID: HTTP2StreamNumber, status: Int?, apnsID: String?, uniqueID: String?, endStream: Bool, now: NIODeadline
+        streamID: HTTP2StreamNumber, status: Int?, apnsID: String?, uniqueID: String?, endStream: Bool, now: NIODeadline,
+        channelID: String? = nil, requestID: String? = nil
     ) -> StreamOutcome? {
         guard var stream = streams[streamID] else { return nil }
         if let status, stream.status == nil {
             stream.status = status
             stream.apnsID = apnsID
             stream.uniqueID = uniqueID
+            stream.channelID = channelID
+            stream.requestID = requestID
         }
         streams[streamID] = stream
         return endStream ? finish(streamID, now: now) : nil
@@ -261,7 +269,10 @@ struct ConnectionStateMachine<Job> {
         }
         return .response(
             stream.job,
-            Response(status: status, apnsID: stream.apnsID, uniqueID: stream.uniqueID, body: stream.body, latency: now - stream.sentAt)
+            Response(
+                status: status, apnsID: stream.apnsID, uniqueID: stream.uniqueID, channelID: stream.channelID,
+                requestID: stream.requestID, body: stream.body, latency: now - stream.sentAt
+            )
         )
     }
 

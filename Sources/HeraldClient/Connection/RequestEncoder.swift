@@ -42,6 +42,29 @@ enum RequestEncoder {
         }
     }
 
+    /// The HEADERS of a channel-management or broadcast request (apns-spec §1.9). The request
+    /// ends with them when it has no body.
+    static func writeHeaders(
+        for request: OtherRequest, streamID: HTTP2StreamNumber, authority: String, authorization: ByteBuffer?,
+        connection: inout HTTP2Connection, into output: inout ByteBuffer
+    ) {
+        var block = ByteBuffer()
+        connection.encoder.beginBlock(into: &block)
+        switch request.method {
+        case "POST": connection.encoder.indexed(HPACKBlockEncoder.Static.methodPOST, into: &block)
+        case "GET": connection.encoder.indexed(HPACKBlockEncoder.Static.methodGET, into: &block)
+        default: connection.encoder.literal(staticNameIndex: HPACKBlockEncoder.Static.methodGET, value: request.method, into: &block)
+        }
+        connection.encoder.indexed(HPACKBlockEncoder.Static.schemeHTTPS, into: &block)
+        connection.encoder.literal(staticNameIndex: HPACKBlockEncoder.Static.path, value: request.path, into: &block)
+        connection.encoder.indexing(name: ":authority", value: authority, staticNameIndex: HPACKBlockEncoder.Static.authority, into: &block)
+        if var authorization { block.writeBuffer(&authorization) }
+        for field in request.headers {
+            connection.encoder.literal(name: field.name, value: field.value, into: &block)
+        }
+        output.writeHTTP2Headers(streamID: streamID, block: block, endStream: request.body == nil, maximumFrameSize: connection.remote.maxFrameSize)
+    }
+
     /// `:path: /3/device/<token>`, literal without indexing (§1.3, §1.4).
     private static func writePath(token: DeviceToken, into output: inout ByteBuffer) {
         HPACKBlockEncoder.writeInteger(HPACKBlockEncoder.Static.path, prefixBits: 4, pattern: 0x00, into: &output)
