@@ -40,11 +40,6 @@ final class MockConnectionHandler: ChannelInboundHandler {
         var answered = false
     }
 
-    private struct BlockedBody {
-        var streamID: HTTP2StreamNumber
-        var bytes: ByteBuffer
-        var window: Int
-    }
 
     private let shared: Shared
     private let connection: Int
@@ -58,7 +53,7 @@ final class MockConnectionHandler: ChannelInboundHandler {
     private var closing = false
     private var output = ByteBuffer()
     private var events: [HTTP2Connection.Event] = []
-    private var blocked: [BlockedBody] = []
+    private var data = HTTP2DataSender()
     private var streamLimit: Int
     private var pendingStreamLimits: [Int] = []
     private let connectionEvents: (goAway: (count: Int, reason: String)?, drop: Int?, limits: [(afterStreams: Int, limit: Int)])
@@ -162,22 +157,16 @@ final class MockConnectionHandler: ChannelInboundHandler {
             }
         case .resetStream(let streamID, _):
             streams[streamID] = nil
-            blocked.removeAll { $0.streamID == streamID }
+            data.drop(streamID)
         case .settings(_, _, let delta):
-            if delta != 0 {
-                for index in blocked.indices { blocked[index].window += delta }
-                sendBlocked()
-            }
+            if delta != 0 { data.windowGrew(initialWindowDelta: delta, connection: &http2, output: &output) }
         case .settingsAck:
             // A lowered stream limit binds once the client has seen it.
             if !pendingStreamLimits.isEmpty { streamLimit = pendingStreamLimits.removeFirst() }
         case .streamWindowUpdate(let streamID, let increment):
-            if let index = blocked.firstIndex(where: { $0.streamID == streamID }) {
-                blocked[index].window += increment
-                sendBlocked()
-            }
+            data.windowGrew(streamID: streamID, increment: increment, connection: &http2, output: &output)
         case .connectionWindowUpdate:
-            sendBlocked()
+            data.windowGrew(connection: &http2, output: &output)
         case .pingAck, .goAway:
             break
         }
@@ -428,24 +417,9 @@ final class MockConnectionHandler: ChannelInboundHandler {
     }
 
     private func sendBody(streamID: HTTP2StreamNumber, _ bytes: ByteBuffer) {
-        blocked.append(BlockedBody(streamID: streamID, bytes: bytes, window: http2.remote.initialWindowSize))
-        sendBlocked()
+        data.send(streamID: streamID, body: bytes.readableBytesView, connection: &http2, output: &output)
     }
 
-    /// Sends what flow control allows of waiting bodies, in order.
-    private func sendBlocked() {
-        while !blocked.isEmpty {
-            let allowed = min(blocked[0].window, http2.connectionSendWindow, http2.remote.maxFrameSize)
-            guard allowed > 0 || blocked[0].bytes.readableBytes == 0 else { return }
-            let count = min(allowed, blocked[0].bytes.readableBytes)
-            let chunk = blocked[0].bytes.readSlice(length: count)!
-            let last = blocked[0].bytes.readableBytes == 0
-            output.writeHTTP2Data(streamID: blocked[0].streamID, bytes: chunk.readableBytesView, endStream: last)
-            http2.consumeSendWindow(count)
-            blocked[0].window -= count
-            if last { blocked.removeFirst() } else { return }
-        }
-    }
 
     // MARK: Connection events
 

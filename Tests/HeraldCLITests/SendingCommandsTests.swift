@@ -66,6 +66,9 @@ struct SendingCommandsTests {
         #expect(result.status == 0, "\(result.stderr)")
         #expect(result.stdoutLines.filter { $0.contains(" accepted apns-id=") }.count == 50)
         #expect(result.stdoutLines.last == "summary: 50 sent, 50 accepted")
+        // The mock runs until interrupted, then says what it saw.
+        #expect(mock.stop() == 0)
+        #expect(mock.text.contains("mock APNs stopped: 50 accepted, 0 rejected"))
     }
 
     @Test("push with a legacy .p12 client certificate, the password from HERALD_CERT_PASSWORD")

@@ -110,6 +110,47 @@ struct ClientBehaviourTests {
         try await fixture.stop()
     }
 
+    @Test("an async sequence source: notifications arriving over time, one outcome each")
+    func asyncSequenceSource() async throws {
+        let fixture = try await MockFixture.start { $0.script.fail(token(7), with: .reject("BadDeviceToken")) }
+        let notifications = try batch(300)
+        let (stream, continuation) = AsyncStream<PushNotification>.makeStream()
+        let feeder = Task {
+            for (index, notification) in notifications.enumerated() {
+                continuation.yield(notification)
+                if index % 50 == 49 { try? await Task.sleep(for: .milliseconds(20)) }  // arrives in bursts
+            }
+            continuation.finish()
+        }
+        var outcomes: [APNSOutcome] = []
+        try await withAPNSClient(configuration: fixture.clientConfiguration { $0.retry = .none }) { client in
+            for try await outcome in client.send(contentsOf: stream) { outcomes.append(outcome) }
+        }
+        await feeder.value
+        #expect(outcomes.count == 300)
+        #expect(Set(outcomes.map(\.index)) == Set(0..<300))
+        #expect(outcomes.first { $0.index == 7 }?.rejection?.reason == .badDeviceToken)
+        #expect(outcomes.filter { $0.response != nil }.count == 299)
+        try await fixture.stop()
+    }
+
+    @Test("stopping the iteration early stops sending; what was sent still completes")
+    func abandonedIteration() async throws {
+        let fixture = try await MockFixture.start()
+        let notifications = try batch(5000)
+        try await withAPNSClient(configuration: fixture.clientConfiguration { $0.maximumInFlight = 50 }) { client in
+            var taken = 0
+            for try await _ in client.send(contentsOf: notifications) {
+                taken += 1
+                if taken == 100 { break }
+            }
+        }
+        // Shutdown drained what was in flight; nothing near the 5000 was sent.
+        #expect(fixture.server.acceptedCount >= 100)
+        #expect(fixture.server.acceptedCount <= 100 + 2 * 50 + 256)
+        try await fixture.stop()
+    }
+
     @Test("send suspends at the in-flight bound instead of queueing without limit")
     func sendSuspends() async throws {
         let fixture = try await MockFixture.start {

@@ -31,12 +31,6 @@ final class ConnectionHandler: ChannelInboundHandler, RemovableChannelHandler {
         var connectTimeout: TimeAmount
     }
 
-    /// A request body waiting for flow-control window (only when the server's windows are tiny).
-    private struct BlockedBody {
-        var streamID: HTTP2StreamNumber
-        var bytes: ByteBuffer
-        var window: Int
-    }
 
     let id: Int
     private let shared: Shared
@@ -45,7 +39,7 @@ final class ConnectionHandler: ChannelInboundHandler, RemovableChannelHandler {
     private var context: ChannelHandlerContext?
     private var output: ByteBuffer
     private var events: [HTTP2Connection.Event] = []
-    private var blocked: [BlockedBody] = []
+    private var data = HTTP2DataSender()
     private var timer: RepeatedTask?
     private var started = false
     private var ready = false
@@ -155,7 +149,7 @@ final class ConnectionHandler: ChannelInboundHandler, RemovableChannelHandler {
         timer?.cancel()
         timer = nil
         let outcomes = state.channelClosed()
-        blocked = []
+        data.removeAll()
         if ready {
             shared.metrics.connectionsClosed.increment()
             shared.pool.connectionClosed(id)
@@ -198,7 +192,7 @@ final class ConnectionHandler: ChannelInboundHandler, RemovableChannelHandler {
                 finishedStream(streamID, outcome)
             }
         case .resetStream(let streamID, let code):
-            dropBlocked(streamID)
+            data.drop(streamID)
             if let outcome = state.streamClosed(streamID: streamID, reason: code, now: now) {
                 handle(outcome)
                 pullPending = true
@@ -208,10 +202,7 @@ final class ConnectionHandler: ChannelInboundHandler, RemovableChannelHandler {
             // The stream budget follows SETTINGS_MAX_CONCURRENT_STREAMS live (apns-spec §1.3).
             let grew = state.settingsReceived(maximumConcurrentStreams: maxConcurrentStreams == .max ? nil : maxConcurrentStreams)
             logger.trace("server settings", metadata: ["max_concurrent_streams": "\(maxConcurrentStreams)"])
-            if delta != 0 {
-                for index in blocked.indices { blocked[index].window += delta }
-                sendBlocked()
-            }
+            if delta != 0 { data.windowGrew(initialWindowDelta: delta, connection: &http2, output: &output) }
             if first, state.phase == .active {
                 ready = true
                 shared.metrics.connectionsOpened.increment()
@@ -221,12 +212,9 @@ final class ConnectionHandler: ChannelInboundHandler, RemovableChannelHandler {
                 pullPending = true
             }
         case .streamWindowUpdate(let streamID, let increment):
-            if let index = blocked.firstIndex(where: { $0.streamID == streamID }) {
-                blocked[index].window += increment
-                sendBlocked()
-            }
+            data.windowGrew(streamID: streamID, increment: increment, connection: &http2, output: &output)
         case .connectionWindowUpdate:
-            sendBlocked()
+            data.windowGrew(connection: &http2, output: &output)
         case .pingAck(let data):
             state.pingAckReceived(data)
         case .settingsAck:
@@ -245,7 +233,7 @@ final class ConnectionHandler: ChannelInboundHandler, RemovableChannelHandler {
     }
 
     private func finishedStream(_ streamID: HTTP2StreamNumber, _ outcome: ConnectionStateMachine<RequestJob>.StreamOutcome) {
-        if dropBlocked(streamID) {
+        if data.drop(streamID) {
             // Answered before the whole body was sent: stop sending it (RFC 9113 §8.1).
             output.writeHTTP2RstStream(streamID: streamID, code: .noError)
         }
@@ -308,37 +296,9 @@ final class ConnectionHandler: ChannelInboundHandler, RemovableChannelHandler {
             )
             body = job.notification.payload.bytes
         }
-        let window = http2.remote.initialWindowSize
-        if blocked.isEmpty, body.count <= window, body.count <= http2.connectionSendWindow, body.count <= http2.remote.maxFrameSize {
-            output.writeHTTP2Data(streamID: streamID, bytes: body, endStream: true)
-            http2.consumeSendWindow(body.count)
-        } else {
-            blocked.append(BlockedBody(streamID: streamID, bytes: ByteBuffer(bytes: body), window: window))
-            sendBlocked()
-        }
+        data.send(streamID: streamID, body: body, connection: &http2, output: &output)
     }
 
-    /// Sends what flow control allows of waiting bodies, in order.
-    private func sendBlocked() {
-        while !blocked.isEmpty {
-            let allowed = min(blocked[0].window, http2.connectionSendWindow, http2.remote.maxFrameSize)
-            guard allowed > 0 || blocked[0].bytes.readableBytes == 0 else { return }
-            let count = min(allowed, blocked[0].bytes.readableBytes)
-            let chunk = blocked[0].bytes.readSlice(length: count)!
-            let last = blocked[0].bytes.readableBytes == 0
-            output.writeHTTP2Data(streamID: blocked[0].streamID, bytes: chunk.readableBytesView, endStream: last)
-            http2.consumeSendWindow(count)
-            blocked[0].window -= count
-            if last { blocked.removeFirst() } else { return }
-        }
-    }
-
-    @discardableResult
-    private func dropBlocked(_ streamID: HTTP2StreamNumber) -> Bool {
-        guard let index = blocked.firstIndex(where: { $0.streamID == streamID }) else { return false }
-        blocked.remove(at: index)
-        return true
-    }
 
     private func flush(_ context: ChannelHandlerContext) {
         guard output.readableBytes > 0 else { return }
@@ -452,7 +412,7 @@ final class ConnectionHandler: ChannelInboundHandler, RemovableChannelHandler {
         let actions = state.tick(now: .now())
         if let ping = actions.ping { output.writeHTTP2Ping(ping, ack: false) }
         for streamID in actions.cancelStreams {
-            dropBlocked(streamID)
+            data.drop(streamID)
             output.writeHTTP2RstStream(streamID: streamID, code: .cancel)
         }
         for outcome in actions.outcomes { handle(outcome) }

@@ -101,13 +101,18 @@ private final class RelayHandler: ChannelInboundHandler, RemovableChannelHandler
         let client = context.channel
         // Freezing the server-to-client direction is enough: the client sees no answers and no
         // PING acknowledgements, while its connection stays open.
-        let fromServer = GlueHandler()
-        fromServer.partner = client
-        fromServer.freezeAfter = freezeAfterServerBytes
+        let freeze = freezeAfterServerBytes
         let loop = NIOLoopBound(self, eventLoop: context.eventLoop)
         let clientContext = NIOLoopBound(context, eventLoop: context.eventLoop)
         ClientBootstrap(group: context.eventLoop)
-            .channelInitializer { channel in channel.eventLoop.makeCompletedFuture { try channel.pipeline.syncOperations.addHandler(fromServer) } }
+            .channelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    let fromServer = GlueHandler()
+                    fromServer.partner = client
+                    fromServer.freezeAfter = freeze
+                    try channel.pipeline.syncOperations.addHandler(fromServer)
+                }
+            }
             .connect(to: target)
             .whenComplete { result in
                 switch result {
@@ -118,7 +123,7 @@ private final class RelayHandler: ChannelInboundHandler, RemovableChannelHandler
                     try? clientContext.value.pipeline.syncOperations.addHandler(toServer)
                     for bytes in loop.value.pending { server.writeAndFlush(bytes, promise: nil) }
                     loop.value.pending = []
-                    _ = try? clientContext.value.pipeline.syncOperations.removeHandler(loop.value)
+                    clientContext.value.pipeline.syncOperations.removeHandler(loop.value, promise: nil)
                 case .failure:
                     clientContext.value.close(promise: nil)
                 }
@@ -164,12 +169,16 @@ private final class ConnectRequestHandler: ChannelInboundHandler, RemovableChann
             return
         }
         let client = context.channel
-        let fromServer = GlueHandler()
-        fromServer.partner = client
         let contextBox = NIOLoopBound(context, eventLoop: context.eventLoop)
         let handler = NIOLoopBound(self, eventLoop: context.eventLoop)
         ClientBootstrap(group: context.eventLoop)
-            .channelInitializer { channel in channel.eventLoop.makeCompletedFuture { try channel.pipeline.syncOperations.addHandler(fromServer) } }
+            .channelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    let fromServer = GlueHandler()
+                    fromServer.partner = client
+                    try channel.pipeline.syncOperations.addHandler(fromServer)
+                }
+            }
             .connect(host: String(parts[0]), port: port)
             .whenComplete { result in
                 switch result {
@@ -177,7 +186,7 @@ private final class ConnectRequestHandler: ChannelInboundHandler, RemovableChann
                     let toServer = GlueHandler()
                     toServer.partner = server
                     try? contextBox.value.pipeline.syncOperations.addHandler(toServer)
-                    _ = try? contextBox.value.pipeline.syncOperations.removeHandler(handler.value)
+                    contextBox.value.pipeline.syncOperations.removeHandler(handler.value, promise: nil)
                     handler.value.reply(contextBox.value, "HTTP/1.1 200 Connection Established\r\n\r\n", close: false)
                 case .failure:
                     handler.value.reply(contextBox.value, "HTTP/1.1 502 Bad Gateway\r\n\r\n", close: true)
