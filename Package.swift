@@ -13,6 +13,8 @@ let package = Package(
         .library(name: "HeraldClient", targets: ["HeraldClient"]),
         // A mock APNs server to test against.
         .library(name: "HeraldMock", targets: ["HeraldMock"]),
+        // Signed Wallet passes and Safari push packages.
+        .library(name: "HeraldBundles", targets: ["HeraldBundles"]),
         .executable(name: "herald", targets: ["herald"]),
     ],
     dependencies: [
@@ -28,6 +30,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
         .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift.git", from: "0.2.0"),
+        .package(url: "https://github.com/weichsel/ZIPFoundation.git", from: "0.9.20"),
     ],
     targets: [
         .target(
@@ -89,10 +92,22 @@ let package = Package(
             ]
         ),
         .target(
+            name: "HeraldBundles",
+            dependencies: [
+                "HeraldCore",
+                "HeraldIdentity",
+                .product(name: "X509", package: "swift-certificates"),
+                .product(name: "SwiftASN1", package: "swift-asn1"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "ZIPFoundation", package: "ZIPFoundation"),
+            ]
+        ),
+        .target(
             name: "HeraldCLI",
             dependencies: [
                 "HeraldCore",
                 "HeraldIdentity",
+                "HeraldBundles",
                 "HeraldClient",
                 "HeraldMock",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -128,6 +143,19 @@ let package = Package(
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "MetricsTestKit", package: "swift-metrics"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
+        .testTarget(
+            name: "HeraldBundlesTests",
+            dependencies: [
+                "HeraldCore",
+                "HeraldIdentity",
+                "HeraldBundles",
+                "herald",
+                .product(name: "X509", package: "swift-certificates"),
+                .product(name: "SwiftASN1", package: "swift-asn1"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
             ]
         ),
         .testTarget(

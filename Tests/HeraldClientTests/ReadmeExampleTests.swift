@@ -45,13 +45,12 @@ struct ReadmeExampleTests {
 
     @Test("the configuration example loads a .p8 key")
     func configuration() throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-readme-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: directory) }
-        try ProviderKey.generate().pemRepresentation.write(to: directory.appendingPathComponent("AuthKey_ABC123DEFG.p8"), atomically: true, encoding: .utf8)
-        let previous = FileManager.default.currentDirectoryPath
-        FileManager.default.changeCurrentDirectoryPath(directory.path)
-        defer { FileManager.default.changeCurrentDirectoryPath(previous) }
+        // The example reads a relative path: put the key in the current directory for the test
+        // (never changing it: tests run in parallel), and remove it after. .gitignore keeps
+        // AuthKey_*.p8 files out of git.
+        let path = FileManager.default.currentDirectoryPath + "/AuthKey_ABC123DEFG.p8"
+        try ProviderKey.generate().pemRepresentation.write(toFile: path, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(atPath: path) }
         let configuration = try readmeConfiguration()
         #expect(configuration.environment == .sandbox)
         guard case .providerToken(let key) = configuration.credentials else {

@@ -13,7 +13,7 @@ import Darwin
 /// Certificate credentials: a `.p12` or PEM certificate (with `--cert-key`), password from
 /// `--cert-password` or `HERALD_CERT_PASSWORD`.
 struct CertificateOptions: ParsableArguments {
-    @Option(name: .customLong("cert"), help: ArgumentHelp("Client certificate for certificate authentication: .p12, or PEM.", valueName: "FILE.p12|FILE.pem"))
+    @Option(name: .customLong("cert"), help: ArgumentHelp("The certificate with its key: a .p12, or PEM (key in the same file or --cert-key).", valueName: "FILE.p12|FILE.pem"))
     var certificate: String?
 
     @Option(name: .customLong("cert-key"), help: ArgumentHelp("The PEM private key, when --cert is a PEM certificate without it.", valueName: "KEY.pem"))

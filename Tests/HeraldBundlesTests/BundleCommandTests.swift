@@ -1,0 +1,93 @@
+import Foundation
+import HeraldBundles
+import HeraldIdentity
+import Testing
+
+/// `herald pass` and `herald pushpackage` as a user runs them.
+@Suite("herald pass and pushpackage, end to end", .timeLimit(.minutes(3)))
+struct BundleCommandTests {
+    let scratch: Scratch
+    let pki: TestPKI
+
+    init() throws {
+        scratch = try Scratch()
+        pki = try TestPKI()
+    }
+
+    static var herald: URL {
+        URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent().appendingPathComponent("herald")
+    }
+
+    func herald(_ arguments: [String], environment: [String: String] = [:]) throws -> (status: Int32, stdout: String, stderr: String) {
+        let process = Process()
+        process.executableURL = Self.herald
+        process.arguments = arguments
+        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        let out = Pipe()
+        let err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        try process.run()
+        let stdout = out.fileHandleForReading.readDataToEndOfFile()
+        let stderr = err.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return (process.terminationStatus, String(decoding: stdout, as: UTF8.self), String(decoding: stderr, as: UTF8.self))
+    }
+
+    @Test("pass sign with the password from HERALD_CERT_PASSWORD, verify against the root, tampering caught")
+    func pass() throws {
+        let p12 = try scratch.p12(pki.leaf(uid: "pass.com.example.herald"), legacy: true, password: "s3cret", name: "pass")
+        let wwdr = try scratch.writePEM(pki.wwdr, "wwdr.pem")
+        let root = try scratch.writePEM(pki.root, "root.pem")
+        let output = scratch.file("out.pkpass")
+        let signed = try herald(["pass", "sign", writePassDirectory(in: scratch), "--cert", p12, "--wwdr", wwdr, "-o", output], environment: ["HERALD_CERT_PASSWORD": "s3cret"])
+        #expect(signed.status == 0, "\(signed.stderr)")
+        #expect(signed.stdout.contains("signed pass written to \(output)"))
+        let verified = try herald(["pass", "verify", output, "--root", root])
+        #expect(verified.status == 0, "\(verified.stdout)")
+        #expect(verified.stdout.contains("signer: pass.com.example.herald"))
+        #expect(verified.stdout.hasSuffix("valid\n"))
+        let tampered = scratch.file("tampered.pkpass")
+        try rezip(output, to: tampered, replace: ["pass.json": Array("{}".utf8)])
+        let caught = try herald(["pass", "verify", tampered, "--root", root])
+        #expect(caught.status == 1)
+        #expect(caught.stdout.contains("problem: pass.json was changed"))
+    }
+
+    @Test("pushpackage sign with manifest version 1 and verify")
+    func pushPackage() throws {
+        let identity = try pki.leaf(uid: "web.com.example.herald")
+        let certificate = try scratch.write("web.crt.pem", identity.certificate.serializeAsPEM().pemString)
+        let key = try scratch.write("web.key.pem", identity.privateKey.serializeAsPEM().pemString)
+        let wwdrDER = try scratch.write("wwdr.cer", pki.wwdr.serializeAsPEM().derBytes)  // DER, as Apple distributes it
+        let output = scratch.file("package.zip")
+        let signed = try herald(["pushpackage", "sign", writePackageDirectory(in: scratch), "--cert", certificate, "--cert-key", key, "--wwdr", wwdrDER, "--manifest-version", "1", "-o", output])
+        #expect(signed.status == 0, "\(signed.stderr)")
+        let verified = try herald(["pushpackage", "verify", output])
+        #expect(verified.status == 0, "\(verified.stdout)")
+        #expect(verified.stdout.contains("give --root"))
+    }
+
+    @Test("errors: one clear line on stderr, exit 2, the password never shown")
+    func errors() throws {
+        let p12 = try scratch.p12(pki.leaf(uid: "pass.com.example.herald"), legacy: false, password: "right", name: "p")
+        let wwdr = try scratch.writePEM(pki.wwdr, "wwdr.pem")
+        let directory = try writePassDirectory(in: scratch)
+        let cases: [([String], String)] = [
+            (["pass", "sign", directory, "--cert", p12, "--cert-password", "wrong", "--wwdr", wwdr, "-o", scratch.file("x")], "wrong password"),
+            (["pass", "sign", scratch.file("nope"), "--cert", p12, "--cert-password", "right", "--wwdr", wwdr, "-o", scratch.file("x")], "is not a directory"),
+            (["pass", "sign", directory, "--cert", p12, "--cert-password", "right", "--wwdr", scratch.file("none.pem"), "-o", scratch.file("x")], "--wwdr: cannot read certificate file"),
+            (["pushpackage", "sign", directory, "--cert", p12, "--cert-password", "right", "--wwdr", wwdr, "-o", scratch.file("x")], "website.json is missing"),
+            (["pass", "sign", directory, "--wwdr", wwdr, "-o", scratch.file("x")], "signing needs a certificate"),
+        ]
+        for (arguments, message) in cases {
+            let result = try herald(arguments)
+            #expect(result.status == 2, "\(arguments): \(result.stderr)")
+            #expect(result.stderr.split(separator: "\n").count == 1, "\(result.stderr)")
+            #expect(result.stderr.contains(message), "\(result.stderr)")
+            #expect(!result.stderr.contains("wrong\n") && !result.stderr.contains("right"))
+        }
+        let wrongKind = try herald(["pushpackage", "verify", writePassDirectory(in: scratch, name: "dir") + "/pass.json"])
+        #expect(wrongKind.status == 1)
+    }
+}
