@@ -10,6 +10,8 @@ let package = Package(
     dependencies: [
         .package(name: "Herald", path: ".."),
         .package(url: "https://github.com/ordo-one/benchmark.git", from: "1.38.1", traits: ["MallocInterposer"]),
+        .package(url: "https://github.com/apple/swift-certificates.git", .upToNextMinor(from: "1.21.1")),
+        .package(url: "https://github.com/apple/swift-crypto.git", from: "4.5.2"),
     ],
     targets: [
         .executableTarget(
@@ -19,6 +21,19 @@ let package = Package(
                 .product(name: "Benchmark", package: "benchmark"),
             ],
             path: "Benchmarks/CoreBenchmarks",
+            plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
+        ),
+        .executableTarget(
+            name: "BundleBenchmarks",
+            dependencies: [
+                .product(name: "HeraldCore", package: "Herald"),
+                .product(name: "HeraldIdentity", package: "Herald"),
+                .product(name: "HeraldBundles", package: "Herald"),
+                .product(name: "X509", package: "swift-certificates"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+                .product(name: "Benchmark", package: "benchmark"),
+            ],
+            path: "Benchmarks/BundleBenchmarks",
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
         ),
     ],
