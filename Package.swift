@@ -59,12 +59,18 @@ let package = Package(
                 .product(name: "NIOHPACK", package: "swift-nio-http2"),
             ]
         ),
+        // The in-flight bound and bulk outcome delivery shared by the HTTP/2 and legacy clients.
+        .target(
+            name: "HeraldFlow",
+            dependencies: [.product(name: "NIOCore", package: "swift-nio")]
+        ),
         .target(
             name: "HeraldClient",
             dependencies: [
                 "HeraldCore",
                 "HeraldIdentity",
                 "HeraldHTTP2",
+                "HeraldFlow",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHPACK", package: "swift-nio-http2"),

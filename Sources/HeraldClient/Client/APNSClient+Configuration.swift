@@ -65,19 +65,7 @@ extension APNSClient {
     }
 
     /// Trusted certificate authorities for the server's certificate. Verification is always on.
-    public enum TrustRoots: Sendable {
-        /// The operating system's roots (Apple's servers chain to them).
-        case system
-        /// The system's roots and these extra CAs (PEM), e.g. a mock's or a gateway's.
-        case systemAnd([NIOSSLCertificate])
-        /// Only these CAs.
-        case only([NIOSSLCertificate])
-
-        /// The system's roots plus the PEM certificates in `file`.
-        public static func systemAnd(pemFile file: String) throws -> TrustRoots {
-            .systemAnd(try NIOSSLCertificate.fromPEMFile(file))
-        }
-    }
+    public typealias TrustRoots = HeraldIdentity.TrustRoots
 
     /// An HTTP proxy reached with `CONNECT`.
     public struct Proxy: Sendable, Hashable {

@@ -1,4 +1,5 @@
 import HeraldCore
+import HeraldFlow
 import HeraldIdentity
 import Logging
 import NIOCore
@@ -42,16 +43,7 @@ public final class APNSClient: Sendable {
         var tls = TLSConfiguration.makeClientConfiguration()
         tls.minimumTLSVersion = .tlsv12  // apns-spec §1.2
         tls.applicationProtocols = ["h2"]
-        tls.certificateVerification = .fullVerification
-        switch configuration.trustRoots {
-        case .system:
-            tls.trustRoots = .default
-        case .systemAnd(let extra):
-            tls.trustRoots = .default
-            tls.additionalTrustRoots = [.certificates(extra)]
-        case .only(let roots):
-            tls.trustRoots = .certificates(roots)
-        }
+        configuration.trustRoots.apply(to: &tls)
         switch configuration.credentials {
         case .providerToken(let key):
             issuer = ProviderTokenIssuer.shared(for: key)
@@ -62,8 +54,7 @@ public final class APNSClient: Sendable {
         case .certificate(let certificate):
             issuer = nil
             identity = certificate
-            tls.certificateChain = certificate.tlsCertificateChain.map { .certificate($0) }
-            tls.privateKey = .privateKey(certificate.tlsPrivateKey)
+            certificate.apply(to: &tls)
         }
         let sslContext: NIOSSLContext
         do {
@@ -170,56 +161,36 @@ public final class APNSClient: Sendable {
         }
     }
 
-    /// A synchronous sequence never suspends between elements, so notifications are taken and
-    /// queued in batches as large as the free in-flight permits: one lock and one wake-up per batch.
     private func produce<Notifications: Sequence>(
-        fromSequence notifications: Notifications, into sink: BulkSink, logger base: Logger?
+        fromSequence notifications: Notifications, into sink: BulkSink<APNSOutcome>, logger base: Logger?
     ) async where Notifications.Element == PushNotification {
-        var iterator = notifications.makeIterator()
-        var index = 0
-        var exhausted = false
-        while !exhausted {
-            let permits: Int
-            do {
-                permits = try await limiter.acquire(maximum: 256)
-            } catch {
-                break  // cancelled
-            }
-            var jobs: [RequestJob] = []
-            jobs.reserveCapacity(permits)
-            var refused: [APNSOutcome] = []
-            var taken = 0
-            while taken < permits {
-                guard let notification = iterator.next() else {
-                    exhausted = true
-                    break
-                }
-                taken += 1
-                switch prepared(notification, index: index, sink: sink, logger: base) {
-                case .job(let job): jobs.append(job)
-                case .refused(let outcome): refused.append(outcome)
-                }
-                index += 1
-            }
-            limiter.release(permits - taken)
-            sink.submitted(taken)
-            if !refused.isEmpty { sink.deliver(contentsOf: refused) }
-            if !jobs.isEmpty, !pool.submit(jobs) {
-                for job in jobs { job.complete(.failed(APNSClientError(.shutdown, "the client is shutting down"))) }
-            }
-            if Task.isCancelled { break }
+        await BulkProducer.run(
+            notifications, limiter: limiter, sink: sink,
+            prepare: { prepared($0, index: $1, sink: sink, logger: base) },
+            submit: submitBulk
+        )
+    }
+
+    private func produce<Notifications: AsyncSequence>(
+        from notifications: Notifications, into sink: BulkSink<APNSOutcome>, logger base: Logger?
+    ) async where Notifications.Element == PushNotification {
+        await BulkProducer.run(
+            notifications, limiter: limiter, sink: sink,
+            prepare: { prepared($0, index: $1, sink: sink, logger: base) },
+            submit: submitBulk
+        )
+    }
+
+    private func submitBulk(_ jobs: [RequestJob]) {
+        if !pool.submit(jobs) {
+            for job in jobs { job.complete(.failed(APNSClientError(.shutdown, "the client is shutting down"))) }
         }
-        sink.producerFinished()
     }
 
-    private enum Prepared {
-        case job(RequestJob)
-        case refused(APNSOutcome)
-    }
-
-    /// A job for `notification`, or its outcome when it is refused before sending: its permit
-    /// comes back when the consumer takes that outcome, like any other.
-    private func prepared(_ notification: PushNotification, index: Int, sink: BulkSink, logger base: Logger?) -> Prepared {
+    /// A job for `notification`, or its outcome when it is refused before sending.
+    private func prepared(
+        _ notification: PushNotification, index: Int, sink: BulkSink<APNSOutcome>, logger base: Logger?
+    ) -> BulkPreparation<RequestJob, APNSOutcome> {
         do {
             let prepared = try prepare(notification)
             return .job(RequestJob(notification: prepared, index: index, completion: .bulk(sink), logger: logger(for: prepared, base: base)))
@@ -227,34 +198,6 @@ public final class APNSClient: Sendable {
             let result: APNSOutcome.Result = (error as? APNSError).map { .rejected($0) }
                 ?? .failed(error as? APNSClientError ?? APNSClientError(.invalidCredentials, "\(error)"))
             return .refused(APNSOutcome(notification: notification, index: index, result: result, attempts: 0))
-        }
-    }
-
-    private func produce<Notifications: AsyncSequence>(
-        from notifications: Notifications, into sink: BulkSink, logger base: Logger?
-    ) async where Notifications.Element == PushNotification {
-        var permits = 0
-        var index = 0
-        do {
-            for try await notification in notifications {
-                if permits == 0 { permits = try await limiter.acquire(maximum: 64) }
-                permits -= 1
-                sink.submitted(1)
-                defer { index += 1 }
-                switch prepared(notification, index: index, sink: sink, logger: base) {
-                case .refused(let outcome):
-                    sink.deliver(outcome)
-                case .job(let job):
-                    if !pool.submit(CollectionOfOne(job)) {
-                        job.complete(.failed(APNSClientError(.shutdown, "the client is shutting down")))
-                    }
-                }
-            }
-            limiter.release(permits)
-            sink.producerFinished()
-        } catch {
-            limiter.release(permits)
-            sink.producerFinished(error: error is CancellationError ? nil : error)
         }
     }
 

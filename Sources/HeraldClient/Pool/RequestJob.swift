@@ -1,4 +1,5 @@
 import HeraldCore
+import HeraldFlow
 import Logging
 import NIOCore
 
@@ -15,7 +16,7 @@ import Foundation
 final class RequestJob: @unchecked Sendable {
     enum Completion {
         case single(CheckedContinuation<APNSResponse, any Error>)
-        case bulk(BulkSink)
+        case bulk(BulkSink<APNSOutcome>)
         /// Channel management and broadcasts: the raw answer.
         case raw(CheckedContinuation<RawResponse, any Error>)
     }

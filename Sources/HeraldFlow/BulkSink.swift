@@ -1,34 +1,42 @@
 import NIOCore
 import Synchronization
 
-/// Where the outcomes of a bulk send gather until the consumer takes them. Permits of the
+/// Where the outcomes of a bulk send (HTTP/2 or legacy) gather until the consumer takes them. Permits of the
 /// in-flight bound are returned as outcomes are taken, so a slow consumer slows the sending
 /// instead of letting outcomes pile up.
-final class BulkSink: Sendable {
-    private struct State {
-        var buffer = CircularBuffer<APNSOutcome>(initialCapacity: 256)
-        var waiter: CheckedContinuation<Void, Never>?
-        var submitted = 0
-        var delivered = 0
-        var producerDone = false
-        var producerError: (any Error)?
-        var abandoned = false
+package final class BulkSink<Outcome: Sendable>: Sendable {
+    @usableFromInline
+    struct State {
+        @usableFromInline var buffer = CircularBuffer<Outcome>(initialCapacity: 256)
+        @usableFromInline var waiter: CheckedContinuation<Void, Never>?
+        @usableFromInline var submitted = 0
+        @usableFromInline var delivered = 0
+        @usableFromInline var producerDone = false
+        @usableFromInline var producerError: (any Error)?
+        @usableFromInline var abandoned = false
+
+        @inlinable init() {}
     }
 
-    private let state = Mutex(State())
-    private let limiter: InFlightLimiter
+    @usableFromInline
+    let state = Mutex(State())
+    @usableFromInline
+    let limiter: InFlightLimiter
 
-    init(limiter: InFlightLimiter) {
+    @inlinable
+    package init(limiter: InFlightLimiter) {
         self.limiter = limiter
     }
 
     /// The producer handed `count` more notifications to the client.
-    func submitted(_ count: Int) {
+    @inlinable
+    package func submitted(_ count: Int) {
         state.withLock { $0.submitted += count }
     }
 
     /// The producer has no more notifications (or failed with `error`).
-    func producerFinished(error: (any Error)? = nil) {
+    @inlinable
+    package func producerFinished(error: (any Error)? = nil) {
         let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
             state.producerDone = true
             state.producerError = error
@@ -39,7 +47,8 @@ final class BulkSink: Sendable {
     }
 
     /// Final outcomes, from any thread.
-    func deliver(contentsOf outcomes: some Collection<APNSOutcome>) {
+    @inlinable
+    package func deliver(contentsOf outcomes: some Collection<Outcome>) {
         let (waiter, abandoned) = state.withLock { state -> (CheckedContinuation<Void, Never>?, Bool) in
             state.delivered += outcomes.count
             if state.abandoned { return (nil, true) }
@@ -52,15 +61,16 @@ final class BulkSink: Sendable {
     }
 
     /// One final outcome, from any thread.
-    func deliver(_ outcome: APNSOutcome) {
+    @inlinable
+    package func deliver(_ outcome: Outcome) {
         deliver(contentsOf: CollectionOfOne(outcome))
     }
 
     /// Takes every outcome gathered so far, waiting for at least one; an empty result means all
     /// outcomes have been taken.
-    func take() async throws -> CircularBuffer<APNSOutcome> {
+    @inlinable
+    package func take() async throws -> CircularBuffer<Outcome> {
         while true {
-            enum Step { case outcomes(CircularBuffer<APNSOutcome>), finished((any Error)?), wait }
             let step = state.withLock { state -> Step in
                 if !state.buffer.isEmpty {
                     defer { state.buffer = CircularBuffer(initialCapacity: 256) }
@@ -89,8 +99,16 @@ final class BulkSink: Sendable {
         }
     }
 
+    @usableFromInline
+    enum Step {
+        case outcomes(CircularBuffer<Outcome>)
+        case finished((any Error)?)
+        case wait
+    }
+
     /// The consumer stopped early: outcomes still to come release their permits on arrival.
-    func abandon() {
+    @inlinable
+    package func abandon() {
         let count = state.withLock { state -> Int in
             state.abandoned = true
             defer { state.buffer = CircularBuffer() }
