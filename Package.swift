@@ -13,6 +13,8 @@ let package = Package(
         .library(name: "HeraldClient", targets: ["HeraldClient"]),
         // A mock APNs server to test against.
         .library(name: "HeraldMock", targets: ["HeraldMock"]),
+        // The legacy binary provider and feedback reader (retired by Apple, kept for old gateways).
+        .library(name: "HeraldLegacy", targets: ["HeraldLegacy"]),
         // Signed Wallet passes and Safari push packages.
         .library(name: "HeraldBundles", targets: ["HeraldBundles"]),
         .executable(name: "herald", targets: ["herald"]),
@@ -82,11 +84,26 @@ let package = Package(
             ]
         ),
         .target(
+            name: "HeraldLegacy",
+            dependencies: [
+                "HeraldCore",
+                "HeraldIdentity",
+                "HeraldFlow",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "NIOTLS", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
+        .target(
             name: "HeraldMock",
             dependencies: [
                 "HeraldCore",
                 "HeraldIdentity",
                 "HeraldHTTP2",
+                "HeraldLegacy",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHPACK", package: "swift-nio-http2"),
@@ -170,6 +187,21 @@ let package = Package(
                 "HeraldHTTP2",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHPACK", package: "swift-nio-http2"),
+            ]
+        ),
+        .testTarget(
+            name: "HeraldLegacyTests",
+            dependencies: [
+                "HeraldCore",
+                "HeraldIdentity",
+                "HeraldLegacy",
+                "HeraldMock",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOEmbedded", package: "swift-nio"),
+                .product(name: "NIOTestUtils", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "Logging", package: "swift-log"),
             ]
         ),
         .testTarget(

@@ -74,29 +74,14 @@ public final class MockAPNSServer: Sendable {
         self.group = eventLoopGroup
         self.logger = logger
         self.state = MockServerState(script: configuration.script, recordLimit: configuration.recordLimit)
-        if let identity = configuration.tlsIdentity {
-            serverIdentity = identity
-            certificateAuthority = nil
-        } else {
-            let authority = try MockCertificateAuthority()
-            serverIdentity = try authority.issueServerIdentity()
-            certificateAuthority = authority
-        }
+        (serverIdentity, certificateAuthority) = try MockListener.identity(configuration.tlsIdentity)
     }
 
     /// Binds and starts serving.
     public func start() async throws {
-        var tls = TLSConfiguration.makeServerConfiguration(
-            certificateChain: serverIdentity.tlsCertificateChain.map { .certificate($0) },
-            privateKey: .privateKey(serverIdentity.tlsPrivateKey)
+        let sslContext = try MockListener.tlsContext(
+            identity: serverIdentity, clientCertificateAuthorities: configuration.clientCertificateAuthorities, applicationProtocols: ["h2"]
         )
-        tls.applicationProtocols = ["h2"]
-        tls.minimumTLSVersion = .tlsv12
-        if let authorities = configuration.clientCertificateAuthorities {
-            tls.certificateVerification = .noHostnameVerification
-            tls.trustRoots = .certificates(authorities)
-        }
-        let sslContext = try NIOSSLContext(configuration: tls)
         let shared = MockConnectionHandler.Shared(
             state: state,
             channels: channels,
@@ -107,19 +92,9 @@ public final class MockAPNSServer: Sendable {
             now: configuration.now,
             logger: logger
         )
-        let bound = try await ServerBootstrap(group: group)
-            .serverChannelOption(.backlog, value: 256)
-            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
-            .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
-            .childChannelInitializer { channel in
-                channel.eventLoop.makeCompletedFuture {
-                    let sync = channel.pipeline.syncOperations
-                    try sync.addHandler(NIOSSLServerHandler(context: sslContext))
-                    try sync.addHandler(MockConnectionHandler(shared: shared))
-                }
-            }
-            .bind(host: configuration.host, port: configuration.port)
-            .get()
+        let bound = try await MockListener.bind(host: configuration.host, port: configuration.port, group: group, sslContext: sslContext) { channel in
+            try channel.pipeline.syncOperations.addHandler(MockConnectionHandler(shared: shared))
+        }
         channel.withLock { $0 = bound }
         logger.info("mock APNs listening", metadata: ["url": "\(url)"])
     }
@@ -140,8 +115,7 @@ public final class MockAPNSServer: Sendable {
 
     /// `https://HOST:PORT`.
     public var url: String {
-        let host = configuration.host.contains(":") ? "[\(configuration.host)]" : configuration.host
-        return "https://\(host):\(port)"
+        "https://" + MockListener.authority(host: configuration.host, port: port)
     }
 
     /// Where clients send: a custom environment for this server.
