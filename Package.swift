@@ -132,6 +132,7 @@ let package = Package(
                 "HeraldIdentity",
                 "HeraldBundles",
                 "HeraldClient",
+                "HeraldLegacy",
                 "HeraldMock",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Histogram", package: "hdrhistogram-swift"),

@@ -1,7 +1,9 @@
 import ArgumentParser
 import Crypto
 import HeraldCore
+import Foundation
 import HeraldIdentity
+import HeraldLegacy
 import HeraldMock
 import NIOCore
 import NIOPosix
@@ -16,7 +18,9 @@ struct MockCommand: AsyncParsableCommand {
         discussion: """
             With no certificate it makes a CA and a certificate for 127.0.0.1, ::1 and localhost, \
             and writes the CA to --write-ca for clients to trust. Without --auth-key-public any \
-            well-formed ES256 provider token is accepted.
+            well-formed ES256 provider token is accepted. --legacy-port and --feedback-port also \
+            serve the legacy binary gateway and feedback service, with the same certificate; \
+            --unregistered answers status 8 there and --legacy-fail any status.
             """
     )
 
@@ -59,6 +63,24 @@ struct MockCommand: AsyncParsableCommand {
     @Option(name: .customLong("record-limit"), help: "Accepted notifications kept for inspection.")
     var recordLimit: Int = 0
 
+    @Option(name: .customLong("legacy-port"), help: "Also serve the legacy binary gateway on this port (0 picks a free one).")
+    var legacyPort: Int?
+
+    @Option(name: .customLong("feedback-port"), help: "Also serve the legacy feedback service on this port (0 picks a free one).")
+    var feedbackPort: Int?
+
+    @Option(name: .customLong("legacy-fail"), help: ArgumentHelp("Answer this token on the legacy gateway with this status (repeatable).", valueName: "TOKEN=STATUS"))
+    var legacyFail: [String] = []
+
+    @Option(name: .customLong("write-client-cert"), help: ArgumentHelp("Write a push certificate with its key (PEM), issued by the generated CA, for --cert; the legacy gateway and feedback service then require it.", valueName: "FILE"))
+    var writeClientCertificate: String?
+
+    @Option(name: .customLong("client-topic"), help: "The topic of the --write-client-cert certificate.")
+    var clientTopic = "com.example.app"
+
+    @Option(help: ArgumentHelp("Report this token on the feedback service, optionally with its UNIX time (repeatable).", valueName: "TOKEN[@TIME]"))
+    var feedback: [String] = []
+
     func run() async throws {
         var configuration = MockAPNSServer.Configuration()
         configuration.host = bind
@@ -66,9 +88,13 @@ struct MockCommand: AsyncParsableCommand {
         configuration.maximumConcurrentStreams = maximumStreams
         configuration.sandbox = sandbox
         configuration.recordLimit = recordLimit
+        // One certificate for every listener, so one --ca-file trusts them all.
+        var authority: MockCertificateAuthority?
         switch (tlsCertificate, tlsKey) {
         case (nil, nil):
-            break
+            let generated = try MockCertificateAuthority()
+            configuration.tlsIdentity = try generated.issueServerIdentity()
+            authority = generated
         case (let certificate?, let key?):
             if writeCA != nil { throw CommandFailure.usage("--write-ca writes a generated CA; it cannot be used with --tls-cert") }
             do {
@@ -100,9 +126,12 @@ struct MockCommand: AsyncParsableCommand {
                 throw CommandFailure.usage("--client-ca '\(clientCA)': \(error)")
             }
         }
+        var legacyScript = MockLegacyScript()
         for token in unregistered {
             do {
-                configuration.script.unregister(try DeviceToken(token).hex)
+                let parsed = try DeviceToken(token)
+                configuration.script.unregister(parsed.hex)
+                legacyScript.reject(token: parsed, with: .invalidToken)
             } catch {
                 throw CommandFailure.usage("--unregistered \(token): \(error.detail ?? "")")
             }
@@ -117,28 +146,119 @@ struct MockCommand: AsyncParsableCommand {
             } catch {
                 throw CommandFailure.usage("--fail \(entry): \(error.detail ?? "")")
             }
-            configuration.script.fail(token.hex, with: .reject(String(entry[entry.index(after: equals)...])))
+            let reason = String(entry[entry.index(after: equals)...])
+            configuration.script.fail(token.hex, with: .reject(reason))
         }
-
-        let server = try MockAPNSServer(configuration: configuration)
-        do {
-            try await server.start()
-        } catch {
-            throw CommandFailure.usage("cannot listen on \(bind):\(port): \(error)")
-        }
-        if let writeCA, let pem = server.certificateAuthorityPEM {
+        for entry in legacyFail {
+            let parts = entry.split(separator: "=", maxSplits: 1)
+            guard parts.count == 2, let status = UInt8(parts[1]) else {
+                throw CommandFailure.usage("--legacy-fail takes TOKEN=STATUS with a status byte from 0 to 255, e.g. abcd…=8, got '\(entry)'")
+            }
             do {
-                try FileContents.write(Array(pem.utf8), to: writeCA)
+                legacyScript.reject(token: try DeviceToken(String(parts[0])), with: LegacyStatus(rawValue: status))
+            } catch {
+                throw CommandFailure.usage("--legacy-fail \(entry): \(error.detail ?? "")")
+            }
+        }
+        let feedbackTuples = try feedback.map(Self.feedbackTuple)
+
+        // Apple's binary gateway and feedback service took only push certificates (apns-spec §4).
+        var legacyClientCAs = configuration.clientCertificateAuthorities
+        if let writeClientCertificate {
+            guard let authority else {
+                throw CommandFailure.usage("--write-client-cert issues from the generated CA; it cannot be used with --tls-cert")
+            }
+            let push = try authority.issuePushCertificate(topic: clientTopic)
+            let pem = try push.certificate.serializeAsPEM().pemString + "\n" + push.privateKey.serializeAsPEM().pemString + "\n"
+            do {
+                try FileContents.write(Array(pem.utf8), to: writeClientCertificate, private: true)
+            } catch {
+                throw CommandFailure.usage("--write-client-cert: \(error.description)")
+            }
+            legacyClientCAs = (legacyClientCAs ?? []) + [try authority.tlsCertificate]
+        }
+        let server = try MockAPNSServer(configuration: configuration)
+        var legacyGateway: MockLegacyGateway?
+        if let legacyPort {
+            var legacy = MockLegacyGateway.Configuration()
+            legacy.host = bind
+            legacy.port = legacyPort
+            legacy.tlsIdentity = configuration.tlsIdentity
+            legacy.clientCertificateAuthorities = legacyClientCAs
+            legacy.recordLimit = recordLimit
+            legacy.script = legacyScript
+            legacyGateway = try MockLegacyGateway(configuration: legacy)
+        }
+        var feedbackServer: MockFeedbackServer?
+        if let feedbackPort {
+            var service = MockFeedbackServer.Configuration()
+            service.host = bind
+            service.port = feedbackPort
+            service.tlsIdentity = configuration.tlsIdentity
+            service.clientCertificateAuthorities = legacyClientCAs
+            service.tuples = feedbackTuples
+            feedbackServer = try MockFeedbackServer(configuration: service)
+        } else if !feedbackTuples.isEmpty {
+            throw CommandFailure.usage("--feedback reports tokens on the feedback service; add --feedback-port")
+        }
+        try await listen("", on: port) { try await server.start() }
+        if let legacyGateway, let legacyPort { try await listen("--legacy-port ", on: legacyPort) { try await legacyGateway.start() } }
+        if let feedbackServer, let feedbackPort { try await listen("--feedback-port ", on: feedbackPort) { try await feedbackServer.start() } }
+        if let writeCA, let authority {
+            do {
+                try FileContents.write(Array(authority.certificatePEM.utf8), to: writeCA)
             } catch {
                 throw CommandFailure.usage("--write-ca: \(error.description)")
             }
         }
         Terminal.line("mock APNs listening on \(server.url)")
+        if let legacyGateway { Terminal.line("legacy gateway listening on \(legacyGateway.endpoint)") }
+        if let feedbackServer { Terminal.line("feedback service listening on \(feedbackServer.endpoint)") }
         if let writeCA { Terminal.line("trust its CA with --ca-file \(writeCA)") }
+        if let writeClientCertificate { Terminal.line("push certificate for \(clientTopic) in \(writeClientCertificate): --cert \(writeClientCertificate)") }
         Terminal.flush()
         await waitForInterrupt()
         try await server.shutdown()
+        try await legacyGateway?.shutdown()
+        try await feedbackServer?.shutdown()
         Terminal.line("mock APNs stopped: \(server.acceptedCount) accepted, \(server.rejectionsByReason.values.reduce(0, +)) rejected")
+        if let legacyGateway {
+            let rejected = legacyGateway.rejectionsByStatus.values.reduce(0, +)
+            Terminal.line("legacy gateway stopped: \(legacyGateway.acceptedCount) accepted, \(rejected) rejected")
+        }
+        if let feedbackServer {
+            Terminal.line("feedback service stopped: \(feedbackServer.readCount) reads, \(feedbackServer.pending.count) tuples unread")
+        }
+    }
+
+    private func listen(_ option: String, on port: Int, _ start: () async throws -> Void) async throws {
+        do {
+            try await start()
+        } catch {
+            throw CommandFailure.usage("\(option)cannot listen on \(bind):\(port): \(error)")
+        }
+    }
+
+    /// `TOKEN` or `TOKEN@UNIXTIME`; without a time, now.
+    static func feedbackTuple(_ entry: String) throws -> FeedbackTuple {
+        let parts = entry.split(separator: "@", maxSplits: 1, omittingEmptySubsequences: false)
+        let token: DeviceToken
+        do {
+            token = try DeviceToken(String(parts[0]))
+        } catch {
+            throw CommandFailure.usage("--feedback \(entry): \(error.detail ?? "")")
+        }
+        guard token.bytes.count == 32 else {
+            throw CommandFailure.usage("--feedback \(entry): the feedback service reports \(32)-byte tokens; this one has \(token.bytes.count) bytes")
+        }
+        var timestamp = Date()
+        if parts.count == 2 {
+            guard let seconds = UInt32(parts[1]) else {
+                throw CommandFailure.usage("--feedback \(entry): the time after @ is seconds since 1970 (UNIX time), got '\(parts[1])'")
+            }
+            timestamp = Date(timeIntervalSince1970: TimeInterval(seconds))
+        }
+        return FeedbackTuple(timestamp: timestamp, token: token)
     }
 }
 

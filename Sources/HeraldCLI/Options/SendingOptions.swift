@@ -39,10 +39,28 @@ struct CertificateOptions: ParsableArguments {
     }
 }
 
-/// Connection tuning and trust for the sending commands.
-struct ConnectionTuningOptions: ParsableArguments {
+/// Which CAs to trust for the server's certificate: the system's, plus `--ca-file`.
+struct TrustOptions: ParsableArguments {
     @Option(name: .customLong("ca-file"), help: ArgumentHelp("Also trust the CA certificates in this PEM file (e.g. a mock's).", valueName: "FILE.pem"))
     var caFile: String?
+
+    func trustRoots() throws -> TrustRoots {
+        guard let caFile else { return .system }
+        do {
+            let certificates = try NIOSSLCertificate.fromPEMFile(caFile)
+            guard !certificates.isEmpty else { throw CommandFailure.usage("--ca-file '\(caFile)' holds no PEM certificate") }
+            return .systemAnd(certificates)
+        } catch let failure as CommandFailure {
+            throw failure
+        } catch {
+            throw CommandFailure.usage("--ca-file '\(caFile)': cannot read PEM certificates (\(error))")
+        }
+    }
+}
+
+/// Connection tuning and trust for the HTTP/2 sending commands.
+struct ConnectionTuningOptions: ParsableArguments {
+    @OptionGroup var trust: TrustOptions
 
     @Option(help: "The most HTTP/2 connections to open.")
     var connections: Int = 4
@@ -55,16 +73,7 @@ struct ConnectionTuningOptions: ParsableArguments {
         guard concurrency >= 1 else { throw ValidationError("--concurrency must be at least 1") }
     }
 
-    func trustRoots() throws -> APNSClient.TrustRoots {
-        guard let caFile else { return .system }
-        do {
-            let certificates = try NIOSSLCertificate.fromPEMFile(caFile)
-            guard !certificates.isEmpty else { throw CommandFailure.usage("--ca-file '\(caFile)' holds no PEM certificate") }
-            return .systemAnd(certificates)
-        } catch let failure as CommandFailure {
-            throw failure
-        } catch {
-            throw CommandFailure.usage("--ca-file '\(caFile)': cannot read PEM certificates (\(error))")
-        }
+    func trustRoots() throws -> TrustRoots {
+        try trust.trustRoots()
     }
 }

@@ -11,37 +11,35 @@ import Foundation
 /// "apns_id","reason","timestamp"}`), keeps the counts, and prints the summary.
 final class OutcomePrinter {
     private let format: OutputFormat
-    private(set) var total = 0
-    private(set) var accepted = 0
-    private var rejected: [String: Int] = [:]
-    private var failed: [String: Int] = [:]
-    private var retried = 0
+    private var tally = OutcomeTally()
+    var total: Int { tally.total }
+    var accepted: Int { tally.accepted }
 
     init(format: OutputFormat) {
         self.format = format
     }
 
     func print(_ outcome: APNSOutcome) {
-        total += 1
-        retried += max(0, outcome.attempts - 1)
+        tally.total += 1
+        tally.retried += max(0, outcome.attempts - 1)
         let token = outcome.notification.token.hex
         switch format {
         case .text:
             switch outcome.result {
             case .accepted(let response):
-                accepted += 1
+                tally.accepted += 1
                 var line = "\(token) accepted apns-id=\(response.apnsID)"
                 if let unique = response.apnsUniqueID { line += " apns-unique-id=\(unique)" }
                 Terminal.line(line)
             case .rejected(let error):
-                rejected[error.reason.rawValue, default: 0] += 1
+                tally.rejected[error.reason.rawValue, default: 0] += 1
                 var line = "\(token) rejected \(error.status.map(String.init) ?? "-") \(error.reason.rawValue)"
                 if let timestamp = error.timestamp { line += " since \(timestamp.formatted(.iso8601))" }
                 if let detail = error.detail { line += ": \(detail)" }
                 if let apnsID = error.apnsID { line += " apns-id=\(apnsID)" }
                 Terminal.line(line)
             case .failed(let error):
-                failed[error.code.description, default: 0] += 1
+                tally.failed[error.code.description, default: 0] += 1
                 Terminal.line("\(token) failed \(error.code): \(error.message)")
             }
         case .json:
@@ -51,14 +49,14 @@ final class OutcomePrinter {
             writer.string(token)
             switch outcome.result {
             case .accepted(let response):
-                accepted += 1
+                tally.accepted += 1
                 writer.key("status"); writer.int(200)
                 writer.key("apns_id"); writer.string(response.apnsID)
                 if let unique = response.apnsUniqueID { writer.key("apns_unique_id"); writer.string(unique) }
                 writer.key("reason"); writer.null()
                 writer.key("timestamp"); writer.null()
             case .rejected(let error):
-                rejected[error.reason.rawValue, default: 0] += 1
+                tally.rejected[error.reason.rawValue, default: 0] += 1
                 writer.key("status")
                 if let status = error.status { writer.int(status) } else { writer.null() }
                 writer.key("apns_id")
@@ -69,7 +67,7 @@ final class OutcomePrinter {
                 if let timestamp = error.timestamp { writer.int(Int((timestamp.timeIntervalSince1970 * 1000).rounded())) } else { writer.null() }
                 if let detail = error.detail { writer.key("detail"); writer.string(detail) }
             case .failed(let error):
-                failed[error.code.description, default: 0] += 1
+                tally.failed[error.code.description, default: 0] += 1
                 writer.key("status"); writer.null()
                 writer.key("apns_id"); writer.null()
                 writer.key("reason"); writer.string(error.code.description)
@@ -84,24 +82,6 @@ final class OutcomePrinter {
 
     /// The totals: on stdout after text lines, on stderr after JSON lines (which stay pure JSON).
     func summary(badTokens: Int) {
-        var parts = ["\(total) sent", "\(accepted) accepted"]
-        let rejectedCount = rejected.values.reduce(0, +)
-        if rejectedCount > 0 {
-            parts.append("\(rejectedCount) rejected (" + rejected.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ") + ")")
-        }
-        let failedCount = failed.values.reduce(0, +)
-        if failedCount > 0 {
-            parts.append("\(failedCount) failed (" + failed.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ") + ")")
-        }
-        if retried > 0 { parts.append("\(retried) retries") }
-        if badTokens > 0 { parts.append("\(badTokens) bad token\(badTokens == 1 ? "" : "s") skipped") }
-        let line = "summary: " + parts.joined(separator: ", ")
-        if format == .text {
-            Terminal.line(line)
-            Terminal.flush()
-        } else {
-            Terminal.flush()
-            Terminal.error(line)
-        }
+        tally.printSummary(badTokens: badTokens, format: format)
     }
 }
