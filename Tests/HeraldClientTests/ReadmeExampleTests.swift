@@ -119,6 +119,7 @@ struct ReadmeInStepTests {
         let files = [
             tests.appendingPathComponent("HeraldClientTests/ReadmeExampleTests.swift").path,
             tests.appendingPathComponent("HeraldCoreTests/ReadmeExampleTests.swift").path,
+            tests.appendingPathComponent("HeraldLegacyTests/ReadmeExampleTests.swift").path,
         ]
         var blocks = 0
         for file in files {
@@ -130,6 +131,6 @@ struct ReadmeInStepTests {
                 #expect(found, "README.md lacks this block from \(file): \(block.joined(separator: "\n"))")
             }
         }
-        #expect(blocks == 4)
+        #expect(blocks == 6)
     }
 }
