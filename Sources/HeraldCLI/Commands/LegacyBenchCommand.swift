@@ -33,6 +33,12 @@ struct LegacyBenchCommand: AsyncParsableCommand {
     @Option(name: .customLong("framing-timeout"), help: ArgumentHelp("Milliseconds frames wait to be batched; negative writes each at once.", valueName: "MS"))
     var framingTimeout: Int = 10
 
+    @Option(help: ArgumentHelp("Seconds without an error response after which a notification counts as accepted.", valueName: "SECONDS"))
+    var settle: Double = 1
+
+    @Option(name: .customLong("max-in-flight"), help: ArgumentHelp("Notifications in flight at most (written and unsettled included); the rate cannot pass this many per --settle interval. Default: the library's.", valueName: "N"))
+    var maximumInFlight: Int?
+
     @Flag(name: .customLong("compare-raw"), help: "Also time a bare TLS writer of pre-encoded frames (in-process mock only).")
     var compareRaw = false
 
@@ -45,6 +51,8 @@ struct LegacyBenchCommand: AsyncParsableCommand {
     func validate() throws {
         guard count >= 1 else { throw ValidationError("--count must be at least 1") }
         guard (0...2).contains(command) else { throw ValidationError("--command must be 0, 1 or 2") }
+        guard settle > 0, settle <= 3600 else { throw ValidationError("--settle must be more than 0 and at most 3600 seconds") }
+        if let maximumInFlight, maximumInFlight < 1 { throw ValidationError("--max-in-flight must be at least 1") }
     }
 
     func run() async throws {
@@ -72,7 +80,8 @@ struct LegacyBenchCommand: AsyncParsableCommand {
         }
         configuration.command = command
         configuration.framingTimeout = .milliseconds(framingTimeout)
-        configuration.settleInterval = .seconds(1)
+        configuration.settleInterval = .seconds(settle)
+        if let maximumInFlight { configuration.maximumInFlight = maximumInFlight }
 
         var accepted = 0
         var rejected: [String: Int] = [:]
@@ -102,7 +111,7 @@ struct LegacyBenchCommand: AsyncParsableCommand {
         try await mock?.shutdown()
 
         // Without a mock to ask, the last outcome came one settle interval after the last write.
-        let seconds = deliveredAfter?.seconds ?? max(0.001, allOutcomes - 1)
+        let seconds = deliveredAfter?.seconds ?? max(0.001, allOutcomes - settle)
         let rate = Double(count) / seconds
         var raw: (seconds: Double, rate: Double)?
         if compareRaw, mock != nil {
@@ -115,7 +124,10 @@ struct LegacyBenchCommand: AsyncParsableCommand {
             Terminal.line("accepted \(accepted), rejected \(rejected.values.reduce(0, +)), failed \(failed.values.reduce(0, +))")
             for (status, n) in rejected.sorted(by: { $0.key < $1.key }) { Terminal.line("  rejected \(status): \(n)") }
             for (code, n) in failed.sorted(by: { $0.key < $1.key }) { Terminal.line("  failed \(code): \(n)") }
-            Terminal.line("rate        \(Int(rate)) notifications/s (\(format(seconds)) s until \(mock == nil ? "the last write" : "the gateway had them all"); outcomes after \(format(allOutcomes)) s, with the 1 s settle interval)")
+            Terminal.line("rate        \(Int(rate)) notifications/s (\(format(seconds)) s until \(mock == nil ? "the last write" : "the gateway had them all"); outcomes after \(format(allOutcomes)) s)")
+            // Each notification holds an in-flight permit until it settles.
+            let ceiling = Double(configuration.maximumInFlight) / settle
+            Terminal.line("in flight   at most \(configuration.maximumInFlight) for a \(format(settle)) s settle interval: at most \(Int(ceiling)) notifications/s\(rate > ceiling * 0.8 ? " (near this bound: raise --max-in-flight or lower --settle)" : "")")
             if let raw {
                 Terminal.line("raw writer  \(Int(raw.rate)) notifications/s (\(format(raw.seconds)) s, pre-encoded 64 KiB writes); herald/raw = \(format(rate / raw.rate))")
             }
