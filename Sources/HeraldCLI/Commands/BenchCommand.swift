@@ -68,7 +68,7 @@ struct BenchCommand: AsyncParsableCommand {
         let payload = try makePayload()
         let headers = PushHeaders(pushType: .alert, topic: topic)
         let tokens = try (0..<1024).map { i in try DeviceToken(bytes: (0..<32).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ i &* 13) }) }
-        let notifications = NotificationSequence(count: count) { PushNotification(token: tokens[$0 % tokens.count], headers: headers, payload: payload) }
+        let notifications = GeneratedSequence(count: count) { PushNotification(token: tokens[$0 % tokens.count], headers: headers, payload: payload) }
 
         var configuration = APNSClient.Configuration(
             environment: environment, credentials: identity.map { .certificate($0) } ?? .providerToken(key!)
@@ -156,17 +156,17 @@ extension Duration {
     }
 }
 
-/// `count` notifications made on demand, so a million of them cost no memory up front.
-struct NotificationSequence: Sequence, Sendable {
+/// `count` notifications (HTTP/2 or legacy) made on demand, so a million of them cost no memory up front.
+struct GeneratedSequence<Element>: Sequence, Sendable {
     let count: Int
-    let make: @Sendable (Int) -> PushNotification
+    let make: @Sendable (Int) -> Element
 
     struct Iterator: IteratorProtocol {
         var index = 0
         let count: Int
-        let make: @Sendable (Int) -> PushNotification
+        let make: @Sendable (Int) -> Element
 
-        mutating func next() -> PushNotification? {
+        mutating func next() -> Element? {
             guard index < count else { return nil }
             defer { index += 1 }
             return make(index)

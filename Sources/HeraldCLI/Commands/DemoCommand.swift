@@ -64,7 +64,7 @@ struct DemoCommand: AsyncParsableCommand {
 
         let payload = try Payload(aps: APS(alert: .titled("Herald demo", body: "Hello from a real TLS + HTTP/2 send."), badge: 1)).encode()
         let headers = PushHeaders(pushType: .alert, topic: topic)
-        let notifications = NotificationSequence(count: count) { PushNotification(token: token($0), headers: headers, payload: payload) }
+        let notifications = GeneratedSequence(count: count) { PushNotification(token: token($0), headers: headers, payload: payload) }
         let expectedRejections: [Int: String] = Dictionary(uniqueKeysWithValues: unregistered.map { ($0, "Unregistered") } + bad.map { ($0, "BadDeviceToken") })
 
         var histogram = Histogram<UInt64>(highestTrackableValue: 60_000_000, numberOfSignificantValueDigits: .three)

@@ -61,7 +61,7 @@ struct LegacyBenchCommand: AsyncParsableCommand {
         let tokens = try (0..<1024).map { i in try DeviceToken(bytes: (0..<32).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ i &* 13) }) }
         let notifications = try tokens.map { try LegacyNotification(token: $0, payload: payload) }
         let count = self.count
-        let sequence = LegacyNotificationSequence(count: count) { notifications[$0 % notifications.count] }
+        let sequence = GeneratedSequence(count: count) { notifications[$0 % notifications.count] }
 
         var mock: MockLegacyGateway?
         var configuration: LegacyClient.Configuration
@@ -215,24 +215,4 @@ struct LegacyBenchCommand: AsyncParsableCommand {
         let seconds = (delivered ?? (clock.now - started)).seconds
         return (seconds, Double(count) / seconds)
     }
-}
-
-/// `count` legacy notifications made on demand.
-struct LegacyNotificationSequence: Sequence, Sendable {
-    let count: Int
-    let make: @Sendable (Int) -> LegacyNotification
-
-    struct Iterator: IteratorProtocol {
-        var index = 0
-        let count: Int
-        let make: @Sendable (Int) -> LegacyNotification
-
-        mutating func next() -> LegacyNotification? {
-            guard index < count else { return nil }
-            defer { index += 1 }
-            return make(index)
-        }
-    }
-
-    func makeIterator() -> Iterator { Iterator(count: count, make: make) }
 }

@@ -86,7 +86,11 @@ struct LegacyPushCommand: AsyncParsableCommand {
         configuration.trustRoots = try trust.trustRoots()
         configuration.command = command
         configuration.settleInterval = .milliseconds(Int64((settle * 1000).rounded()))
-        let notifications = LegacyTokenNotifications(texts: try tokens.tokenTexts(), payload: payload, expiration: expiration, priority: command == .frame ? priority : nil)
+        let framePriority = command == .frame ? priority : nil
+        // LegacyNotification refuses tokens that are not 32 bytes (apns-spec §4.3).
+        let notifications = TokenNotifications(texts: try tokens.tokenTexts()) {
+            try LegacyNotification(token: $0, payload: payload, expiration: expiration, priority: framePriority)
+        }
         let printer = LegacyOutcomePrinter(format: output)
         let progress = ProgressBar(total: tokens.tokensFile == nil ? tokens.tokens.count : nil, label: "sending", enabled: !Terminal.stdoutIsTerminal)
         try await withLegacyClient(configuration: configuration) { client in
@@ -96,13 +100,7 @@ struct LegacyPushCommand: AsyncParsableCommand {
             }
         }
         progress.finish()
-        let badTokens = notifications.badTokens
-        guard printer.total + badTokens > 0 else {
-            throw CommandFailure.usage("no device tokens: give them as arguments or with --tokens-file FILE")
-        }
-        printer.summary(badTokens: badTokens)
-        if badTokens > 0 { throw ExitCode(CommandFailure.usageStatus) }
-        if printer.accepted < printer.total { throw ExitCode(1) }
+        try printer.finish(badTokens: notifications.badTokens)
     }
 
     /// The payload, with a built alert shortened to fit the command's limit (custom keys kept);
@@ -192,50 +190,6 @@ func parseEndpoint(_ text: String, option: String) throws -> LegacyEndpoint {
     }
 }
 
-/// The legacy notifications for a token list read lazily. A token that does not parse, or is not
-/// 32 bytes, is reported on stderr and skipped.
-struct LegacyTokenNotifications: Sequence, @unchecked Sendable {
-    // The token source is iterated once, by the one task that sends: never concurrently.
-    private let texts: AnySequence<(text: String, origin: String)>
-    private let payload: EncodedPayload
-    private let expiration: PushExpiration?
-    private let priority: PushPriority?
-    private let bad = Counter()
-
-    init(texts: AnySequence<(text: String, origin: String)>, payload: EncodedPayload, expiration: PushExpiration?, priority: PushPriority?) {
-        self.texts = texts
-        self.payload = payload
-        self.expiration = expiration
-        self.priority = priority
-    }
-
-    /// Tokens skipped.
-    var badTokens: Int { bad.value }
-
-    struct Iterator: IteratorProtocol {
-        var texts: AnySequence<(text: String, origin: String)>.Iterator
-        let owner: LegacyTokenNotifications
-
-        mutating func next() -> LegacyNotification? {
-            while let (text, origin) = texts.next() {
-                do {
-                    let token = try DeviceToken(text)
-                    return try LegacyNotification(token: token, payload: owner.payload, expiration: owner.expiration, priority: owner.priority)
-                } catch let error as APNSError {
-                    owner.bad.increment()
-                    Terminal.error("\(origin): \(error.reason): \(error.detail ?? "")")
-                } catch {
-                    owner.bad.increment()
-                    Terminal.error("\(origin): \((error as? LegacyError)?.message ?? "\(error)")")
-                }
-            }
-            return nil
-        }
-    }
-
-    func makeIterator() -> Iterator { Iterator(texts: texts.makeIterator(), owner: self) }
-}
-
 /// Prints one line per legacy outcome (text, or JSON objects `{"token","result","status",
 /// "reason","attempts"}`) and keeps the counts for the summary.
 final class LegacyOutcomePrinter {
@@ -293,7 +247,8 @@ final class LegacyOutcomePrinter {
         }
     }
 
-    func summary(badTokens: Int) {
-        tally.printSummary(badTokens: badTokens, format: format, retriesLabel: "re-sent")
+    /// The summary and the exit status; see ``OutcomeTally/finish(badTokens:format:retriesLabel:)``.
+    func finish(badTokens: Int) throws {
+        try tally.finish(badTokens: badTokens, format: format, retriesLabel: "re-sent")
     }
 }

@@ -73,7 +73,7 @@ struct PushCommand: AsyncParsableCommand {
         if headers.apnsID != nil {
             _ = try forEachNotification(headers: headers, payload: payload) { _ in }  // refuses more than one token
         }
-        let notifications = try TokenNotifications(texts: tokens.tokenTexts(), headers: headers, payload: payload)
+        let notifications = TokenNotifications(texts: try tokens.tokenTexts()) { PushNotification(token: $0, headers: headers, payload: payload) }
         let printer = OutcomePrinter(format: output)
         // A progress bar on stderr when the per-token lines go elsewhere (a file, a pipe).
         let progress = ProgressBar(total: tokens.tokensFile == nil ? tokens.tokens.count : nil, label: "sending", enabled: !Terminal.stdoutIsTerminal)
@@ -84,13 +84,7 @@ struct PushCommand: AsyncParsableCommand {
             }
         }
         progress.finish()
-        let badTokens = notifications.badTokens
-        guard printer.total + badTokens > 0 else {
-            throw CommandFailure.usage("no device tokens: give them as arguments or with --tokens-file FILE")
-        }
-        printer.summary(badTokens: badTokens)
-        if badTokens > 0 { throw ExitCode(CommandFailure.usageStatus) }
-        if printer.accepted < printer.total { throw ExitCode(1) }
+        try printer.finish(badTokens: notifications.badTokens)
     }
 
     /// Builds a notification for each token and hands it to `body`. A bad token is reported on
@@ -122,35 +116,37 @@ struct PushCommand: AsyncParsableCommand {
     }
 }
 
-/// The notifications for a token list read lazily (a file of millions costs one line at a time).
-/// A token that does not parse is reported on stderr and skipped.
-struct TokenNotifications: Sequence, @unchecked Sendable {
+/// The notifications (HTTP/2 or legacy) for a token list read lazily (a file of millions costs
+/// one line at a time). A token that does not parse, or that `make` refuses, is reported on stderr
+/// with where it came from and skipped.
+struct TokenNotifications<Element>: Sequence, @unchecked Sendable {
     // The token source is iterated once, by the one task that sends: never concurrently.
     private let texts: AnySequence<(text: String, origin: String)>
-    private let headers: PushHeaders
-    private let payload: EncodedPayload
+    private let make: (DeviceToken) throws -> Element
     private let bad = Counter()
 
-    init(texts: AnySequence<(text: String, origin: String)>, headers: PushHeaders, payload: EncodedPayload) {
+    init(texts: AnySequence<(text: String, origin: String)>, make: @escaping (DeviceToken) throws -> Element) {
         self.texts = texts
-        self.headers = headers
-        self.payload = payload
+        self.make = make
     }
 
-    /// Tokens skipped because they did not parse.
+    /// Tokens skipped.
     var badTokens: Int { bad.value }
 
     struct Iterator: IteratorProtocol {
         var texts: AnySequence<(text: String, origin: String)>.Iterator
         let owner: TokenNotifications
 
-        mutating func next() -> PushNotification? {
+        mutating func next() -> Element? {
             while let (text, origin) = texts.next() {
                 do {
-                    return PushNotification(token: try DeviceToken(text), headers: owner.headers, payload: owner.payload)
-                } catch {
+                    return try owner.make(try DeviceToken(text))
+                } catch let error as APNSError {
                     owner.bad.increment()
                     Terminal.error("\(origin): \(error.reason): \(error.detail ?? "")")
+                } catch {
+                    owner.bad.increment()
+                    Terminal.error("\(origin): \(error)")
                 }
             }
             return nil

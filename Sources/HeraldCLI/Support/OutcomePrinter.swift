@@ -81,7 +81,8 @@ final class OutcomePrinter {
     }
 
     /// The totals: on stdout after text lines, on stderr after JSON lines (which stay pure JSON).
-    func summary(badTokens: Int) {
-        tally.printSummary(badTokens: badTokens, format: format)
+    /// The summary and the exit status; see ``OutcomeTally/finish(badTokens:format:retriesLabel:)``.
+    func finish(badTokens: Int) throws {
+        try tally.finish(badTokens: badTokens, format: format)
     }
 }

@@ -1,3 +1,5 @@
+import ArgumentParser
+
 /// The counts behind a sending command's summary line, shared by `push` and `legacy push`.
 struct OutcomeTally {
     var total = 0
@@ -30,5 +32,16 @@ struct OutcomeTally {
             Terminal.flush()
             Terminal.error(line)
         }
+    }
+
+    /// Ends a sending command: the summary, then its exit status (0 all accepted, 1 some not,
+    /// 2 when tokens were bad or there were none).
+    func finish(badTokens: Int, format: OutputFormat, retriesLabel: String = "retries") throws {
+        guard total + badTokens > 0 else {
+            throw CommandFailure.usage("no device tokens: give them as arguments or with --tokens-file FILE")
+        }
+        printSummary(badTokens: badTokens, format: format, retriesLabel: retriesLabel)
+        if badTokens > 0 { throw ExitCode(CommandFailure.usageStatus) }
+        if accepted < total { throw ExitCode(1) }
     }
 }
