@@ -1,8 +1,10 @@
 import NIOCore
 
 /// Writes request or response bodies as DATA frames within the peer's flow-control windows
-/// (RFC 9113 §6.9): a body that fits goes out at once; the rest waits, in order, for
-/// WINDOW_UPDATE or a larger initial window. APNs bodies are small, so waiting is rare.
+/// (RFC 9113 §6.9): a body that fits goes out at once; the rest waits for WINDOW_UPDATE or a
+/// larger initial window. Waiting bodies share the connection window oldest first, and a stream
+/// out of window never holds back the others: each stream's window is its own. APNs bodies are
+/// small, so waiting is rare.
 package struct HTTP2DataSender {
     private struct Waiting {
         var streamID: HTTP2StreamNumber
@@ -57,16 +59,28 @@ package struct HTTP2DataSender {
     }
 
     private mutating func sendWaiting(connection: inout HTTP2Connection, output: inout ByteBuffer) {
-        while !waiting.isEmpty {
-            let allowed = min(waiting[0].window, connection.connectionSendWindow, connection.remote.maxFrameSize)
-            guard allowed > 0 || waiting[0].bytes.readableBytes == 0 else { return }
-            let count = min(allowed, waiting[0].bytes.readableBytes)
-            let chunk = waiting[0].bytes.readSlice(length: count)!
-            let last = waiting[0].bytes.readableBytes == 0
-            output.writeHTTP2Data(streamID: waiting[0].streamID, bytes: chunk.readableBytesView, endStream: last)
-            connection.consumeSendWindow(count)
-            waiting[0].window -= count
-            if last { waiting.removeFirst() } else { return }
+        var index = 0
+        while index < waiting.count {
+            // Frames while this stream's window, the connection's and the frame size allow.
+            while true {
+                let remaining = waiting[index].bytes.readableBytes
+                let allowed = min(waiting[index].window, connection.connectionSendWindow, connection.remote.maxFrameSize)
+                guard allowed > 0 || remaining == 0 else { break }
+                let count = min(allowed, remaining)
+                let chunk = waiting[index].bytes.readSlice(length: count)!
+                let last = count == remaining
+                output.writeHTTP2Data(streamID: waiting[index].streamID, bytes: chunk.readableBytesView, endStream: last)
+                connection.consumeSendWindow(count)
+                waiting[index].window -= count
+                if last { break }
+            }
+            if waiting[index].bytes.readableBytes == 0 {
+                waiting.remove(at: index)
+            } else if connection.connectionSendWindow <= 0 {
+                return  // the rest wait for the connection's WINDOW_UPDATE
+            } else {
+                index += 1  // out of its own window: the next may still send
+            }
         }
     }
 }
