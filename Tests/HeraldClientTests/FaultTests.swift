@@ -41,10 +41,16 @@ struct FaultTests {
             configuration.script.connectionEventsForFirstConnections = 1
         }
         let notifications = try batch(2000)
-        let outcomes = try await withAPNSClient(configuration: fixture.clientConfiguration { $0.maximumInFlight = 200 }) { client in
+        // One connection at a time, so the first one surely reaches its 501st stream and is
+        // dropped (spread over several, it may never get that far).
+        let outcomes = try await withAPNSClient(configuration: fixture.clientConfiguration {
+            $0.maximumInFlight = 200
+            $0.maximumConnections = 1
+        }) { client in
             try await sendAll(notifications, with: client)
         }
         #expect(outcomes.allSatisfy { $0.response != nil })
+        #expect(fixture.server.connectionCount >= 2, "the first connection was dropped and replaced")
         #expect(outcomes.contains { $0.attempts == 2 }, "the notifications in flight on the dropped connection were sent again")
         fixture.expectDelivered(outcomes)
         try await fixture.stop()
