@@ -85,6 +85,7 @@ final class BackgroundHerald: @unchecked Sendable {
     private let process = Process()
     private let lock = NSLock()
     private var output = ""
+    private var ended = false
 
     init(_ arguments: [String]) throws {
         process.executableURL = HeraldProcess.executable
@@ -94,9 +95,14 @@ final class BackgroundHerald: @unchecked Sendable {
         process.standardError = pipe
         pipe.fileHandleForReading.readabilityHandler = { [weak self] handle in
             let data = handle.availableData
-            guard let self, !data.isEmpty else { return }
+            guard let self else { return }
             self.lock.lock()
-            self.output += String(decoding: data, as: UTF8.self)
+            if data.isEmpty {
+                self.ended = true  // end of file: the process has exited and closed its output
+                handle.readabilityHandler = nil
+            } else {
+                self.output += String(decoding: data, as: UTF8.self)
+            }
             self.lock.unlock()
         }
         try process.run()
@@ -122,11 +128,19 @@ final class BackgroundHerald: @unchecked Sendable {
 
     struct WaitError: Error, CustomStringConvertible { var description: String }
 
-    /// Stops it with SIGTERM and returns its exit status.
+    /// Stops it with SIGTERM and returns its exit status, once all it printed has been read
+    /// (waiting at most 10 s for the end of its output).
     @discardableResult
     func stop() -> Int32 {
         if process.isRunning { process.terminate() }
         process.waitUntilExit()
+        for _ in 0..<1000 {
+            lock.lock()
+            let done = ended
+            lock.unlock()
+            if done { break }
+            Thread.sleep(forTimeInterval: 0.01)
+        }
         return process.terminationStatus
     }
 
