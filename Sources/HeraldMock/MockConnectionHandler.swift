@@ -45,6 +45,8 @@ final class MockConnectionHandler: ChannelInboundHandler {
     private let connection: Int
     private var http2: HTTP2Connection
     private var auth = MockConnectionAuth()
+    /// Makes up the ids APNs would (apns-id, apns-unique-id, apns-request-id).
+    private var ids = MockIdentifiers()
     private var streams: [HTTP2StreamNumber: PendingStream] = [:]
     private var streamsSeen = 0
     private var highestStreamID: HTTP2StreamNumber = 0
@@ -271,7 +273,9 @@ final class MockConnectionHandler: ChannelInboundHandler {
             closeIfGoneAway(context)
             return
         }
-        let result = shared.validator.validate(stream.head, body: bodySize, auth: &auth, unregistered: shared.state.unregistered, now: shared.now())
+        let result = shared.validator.validate(
+            stream.head, body: bodySize, auth: &auth, unregistered: shared.state.unregistered, now: shared.now(), ids: &ids
+        )
         if auth.tokenChanged, let token = auth.currentToken {
             auth.tokenChanged = false
             shared.state.sawProviderToken(token)
@@ -287,7 +291,7 @@ final class MockConnectionHandler: ChannelInboundHandler {
             http2.encoder.indexed(HPACKBlockEncoder.Static.status200, into: &output)
             http2.encoder.literal(name: "apns-id", value: accepted.apnsID, into: &output)
             if shared.sandbox {
-                http2.encoder.literal(name: "apns-unique-id", value: UUID().uuidString.lowercased(), into: &output)
+                http2.encoder.literal(name: "apns-unique-id", value: ids.next(), into: &output)
             }
             patchLength(frameStart: frameStart, blockStart: blockStart)
             let connection = self.connection
@@ -304,13 +308,13 @@ final class MockConnectionHandler: ChannelInboundHandler {
     /// Broadcasts and channel management (apns-spec §1.9).
     private func answerOther(_ streamID: HTTP2StreamNumber, stream: PendingStream, bodySize: Int, context: ChannelHandlerContext) {
         let head = stream.head
-        let requestID = head.requestID.flatMap { try? PushHeaders.apnsID($0).uuidString.lowercased() } ?? UUID().uuidString.lowercased()
+        let requestID = head.requestID.flatMap { try? PushHeaders.apnsID($0) }.map(MockIdentifiers.format) ?? ids.next()
         func reject(_ reason: String) {
             respond(streamID, rejection: .reason(reason), apnsID: nil, token: "", context: context, requestID: requestID)
         }
         switch head.route {
         case .broadcast(let bundleID):
-            switch shared.validator.validateBroadcast(head, bundleID: bundleID, body: bodySize, auth: &auth, channels: shared.channels, now: shared.now()) {
+            switch shared.validator.validateBroadcast(head, bundleID: bundleID, body: bodySize, auth: &auth, channels: shared.channels, now: shared.now(), ids: &ids) {
             case .failure(let rejection):
                 respond(streamID, rejection: rejection, apnsID: nil, token: "", context: context, requestID: requestID)
             case .success(let id):
@@ -392,7 +396,7 @@ final class MockConnectionHandler: ChannelInboundHandler {
         if let requestID {
             http2.encoder.literal(name: "apns-request-id", value: requestID, into: &output)
         } else {
-            http2.encoder.literal(name: "apns-id", value: (apnsID ?? UUID().uuidString).lowercased(), into: &output)
+            http2.encoder.literal(name: "apns-id", value: apnsID?.lowercased() ?? ids.next(), into: &output)
         }
         patchLength(frameStart: frameStart, blockStart: blockStart)
 

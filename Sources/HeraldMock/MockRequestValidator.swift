@@ -107,7 +107,7 @@ struct MockRequestValidator: Sendable {
     var checksSignatures: Bool { !verifier.keys.isEmpty }
 
     func validate(
-        _ head: MockRequestHead, body: Int, auth: inout MockConnectionAuth, unregistered: [String: Date], now: Date
+        _ head: MockRequestHead, body: Int, auth: inout MockConnectionAuth, unregistered: [String: Date], now: Date, ids: inout MockIdentifiers
     ) -> Result<MockAcceptance, MockRejection> {
         guard head.method == "POST" else { return .failure(.reason("MethodNotAllowed")) }
         guard let rawToken = head.token else { return .failure(.reason("BadPath")) }
@@ -153,7 +153,7 @@ struct MockRequestValidator: Sendable {
         var apnsID = ""
         if let text = head.apnsID {
             guard let uuid = try? PushHeaders.apnsID(text) else { return .failure(.reason("BadMessageId")) }
-            apnsID = uuid.uuidString.lowercased()
+            apnsID = MockIdentifiers.format(uuid)
         }
         if let collapseID = head.collapseID, collapseID.utf8.isEmpty || collapseID.utf8.count > PushHeaders.maximumCollapseIDSize {
             return .failure(.reason("BadCollapseId"))
@@ -163,7 +163,7 @@ struct MockRequestValidator: Sendable {
         if let since = unregistered[token.hex] {
             return .failure(MockRejection(status: 410, reason: "Unregistered", timestamp: since))
         }
-        if apnsID.isEmpty { apnsID = UUID().uuidString.lowercased() }
+        if apnsID.isEmpty { apnsID = ids.next() }
         return .success(MockAcceptance(token: token.hex, apnsID: apnsID, topic: finalTopic, pushType: pushType, priority: priority.rawValue))
     }
 
@@ -174,7 +174,7 @@ struct MockRequestValidator: Sendable {
         guard let authorization = head.authorization else { return .reason("MissingProviderToken") }
         guard authorization.hasPrefix("bearer ") else { return .reason("InvalidProviderToken") }
         let jwt = authorization.dropFirst("bearer ".count)
-        if !(auth.currentToken.map { $0.utf8.elementsEqual(jwt.utf8) } ?? false) {
+        if auth.currentToken.map({ $0[...] == jwt }) != true {
             let issuedAt: Int
             if checksSignatures {
                 switch verifier.verify(jwt, now: now) {
@@ -202,7 +202,8 @@ struct MockRequestValidator: Sendable {
     /// A broadcast to a channel (apns-spec §1.9): the channel must exist for the app, the push
     /// type is liveactivity, priority 10 or 5, expiration 0 on a no-storage channel, at most 5120 bytes.
     func validateBroadcast(
-        _ head: MockRequestHead, bundleID: String, body: Int, auth: inout MockConnectionAuth, channels: MockChannelStore, now: Date
+        _ head: MockRequestHead, bundleID: String, body: Int, auth: inout MockConnectionAuth, channels: MockChannelStore, now: Date,
+        ids: inout MockIdentifiers
     ) -> Result<String, MockRejection> {
         guard head.method == "POST" else { return .failure(.reason("MethodNotAllowed")) }
         if head.duplicate != nil { return .failure(.reason("DuplicateHeaders")) }
@@ -222,10 +223,12 @@ struct MockRequestValidator: Sendable {
         } else if policy == .noStorage {
             return .failure(.reason("BadExpirationDate"))
         }
-        var requestID = UUID().uuidString.lowercased()
+        let requestID: String
         if let given = head.requestID {
             guard let uuid = try? PushHeaders.apnsID(given) else { return .failure(.reason("BadMessageId")) }
-            requestID = uuid.uuidString.lowercased()
+            requestID = MockIdentifiers.format(uuid)
+        } else {
+            requestID = ids.next()
         }
         if body == 0 { return .failure(.reason("PayloadEmpty")) }
         if body > BroadcastNotification.maximumPayloadSize { return .failure(.reason("PayloadTooLarge")) }

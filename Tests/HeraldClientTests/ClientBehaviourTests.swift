@@ -254,6 +254,24 @@ struct ClientBehaviourTests {
         try await fixture.stop()
     }
 
+    @Test("ids the mock makes up are version-4 UUIDs in lower case, all different, like APNs's")
+    func madeUpIDs() async throws {
+        let fixture = try await MockFixture.start { $0.sandbox = true }
+        let notifications = try (0..<2000).map { try notification(to: token($0)) }  // no apns-id sent
+        let outcomes = try await withAPNSClient(configuration: fixture.clientConfiguration()) { client in
+            try await sendAll(notifications, with: client)
+        }
+        let ids = outcomes.compactMap(\.response).flatMap { [$0.apnsID, $0.apnsUniqueID ?? ""] }
+        #expect(ids.count == 4000)
+        #expect(Set(ids).count == 4000)
+        for id in ids.prefix(200) {
+            let characters = Array(id)
+            #expect(UUID(uuidString: id) != nil && id == id.lowercased(), "\(id)")
+            #expect(characters.count == 36 && characters[14] == "4" && "89ab".contains(characters[19]), "\(id)")
+        }
+        try await fixture.stop()
+    }
+
     @Test("local validation refuses before sending, with APNs's reason")
     func localValidation() async throws {
         let fixture = try await MockFixture.start()
