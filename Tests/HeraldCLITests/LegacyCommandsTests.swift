@@ -89,6 +89,8 @@ struct LegacyCommandsTests {
         (["legacy", "push", good, "--gateway", "nope", "--alert", "a", "--cert", "/dev/null"], "HOST:PORT"),
         (["legacy", "push", good, "--gateway", "127.0.0.1:1", "--alert", "a", "--cert", "/nonexistent.pem"], "/nonexistent.pem"),
         (["legacy", "feedback", "--server", "127.0.0.1:1"], "needs the push certificate"),
+        (["legacy", "push", good, "--gateway", "127.0.0.1:1", "--alert", "a", "--cert", "/dev/null", "--settle", "1e300"], "--settle must be"),
+        (["legacy", "feedback", "--server", "127.0.0.1:1", "--cert", "/dev/null", "--timeout", "nan"], "--timeout must be"),
         (["mock", "--feedback", good], "--feedback-port"),
         (["mock", "--legacy-fail", "\(good)=x"], "--legacy-fail takes TOKEN=STATUS"),
         (["mock", "--feedback-port", "0", "--feedback", "\(good)@yesterday"], "UNIX time"),

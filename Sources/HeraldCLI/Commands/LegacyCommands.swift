@@ -67,7 +67,7 @@ struct LegacyPushCommand: AsyncParsableCommand {
         guard let command = HeraldLegacy.LegacyCommand(rawValue: UInt8(clamping: max(0, self.command))), (0...2).contains(self.command) else {
             throw CommandFailure.usage("--command must be 0, 1 or 2, got \(self.command)")
         }
-        guard settle > 0, settle.isFinite else { throw CommandFailure.usage("--settle must be a positive number of seconds") }
+        guard settle > 0, settle <= 3600 else { throw CommandFailure.usage("--settle must be more than 0 and at most 3600 seconds, got \(settle)") }
         guard let identity = try certificate.makeIdentity() else {
             throw CommandFailure.usage("the binary interface needs a certificate: --cert FILE.p12|FILE.pem (apns-spec §4)")
         }
@@ -150,7 +150,7 @@ struct LegacyFeedbackCommand: AsyncParsableCommand {
             throw CommandFailure.usage("say which service to read: --server HOST:PORT (Apple's retired services were feedback.push.apple.com:2196 and feedback.sandbox.push.apple.com:2196)")
         }
         let endpoint = try parseEndpoint(server, option: "--server")
-        guard timeout > 0, timeout.isFinite else { throw CommandFailure.usage("--timeout must be a positive number of seconds") }
+        guard timeout > 0, timeout <= 86_400 else { throw CommandFailure.usage("--timeout must be more than 0 and at most 86400 seconds (a day), got \(timeout)") }
         guard let identity = try certificate.makeIdentity() else {
             throw CommandFailure.usage("the feedback service needs the push certificate: --cert FILE.p12|FILE.pem (apns-spec §4.6)")
         }
