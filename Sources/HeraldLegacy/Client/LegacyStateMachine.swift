@@ -122,10 +122,6 @@ struct LegacyStateMachine<Job> {
     var pendingCount: Int { pending.count }
     /// Notifications written and not yet settled.
     var unsettledCount: Int { sent.count }
-    var isConnected: Bool {
-        if case .connected = state { return true }
-        return false
-    }
 
     // MARK: Events
 
