@@ -1,4 +1,5 @@
 import Foundation
+import HeraldCore
 
 /// The lower-case UUIDs the mock makes up for `apns-id`, `apns-unique-id` and `apns-request-id`.
 ///
@@ -7,17 +8,17 @@ import Foundation
 /// from SplitMix64, seeded once per connection from the system's generator: unique enough for
 /// a test server (never for secrets), and written straight into their 36 bytes.
 struct MockIdentifiers {
-    private var state: UInt64
+    private var random: SplitMix64
 
     init() {
         var system = SystemRandomNumberGenerator()
-        state = system.next()
+        random = SplitMix64(seed: system.next())
     }
 
     /// A new random version-4 UUID, lower case.
     mutating func next() -> String {
-        var high = nextWord()
-        var low = nextWord()
+        var high = random.next()
+        var low = random.next()
         high = (high & ~0xF000) | 0x4000  // version 4 (RFC 9562 §5.4)
         low = (low & ~(0b11 << 62)) | (0b10 << 62)  // variant 10
         return Self.format(high: high, low: low)
@@ -49,13 +50,5 @@ struct MockIdentifiers {
             put(low, nibbles: 0...15)
             return 36
         }
-    }
-
-    private mutating func nextWord() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }

@@ -211,7 +211,7 @@ struct GatewayTests {
 
         var closed = fixture.clientConfiguration { $0.maximumConnectAttempts = 2 }
         closed.gateway = LegacyEndpoint(host: "127.0.0.1", port: port)
-        try await withLegacyClient(configuration: closed) { client in
+        _ = try await withLegacyClient(configuration: closed) { client in
             await #expect {
                 try await client.send(legacyNotification(1))
             } throws: { error in
