@@ -79,9 +79,7 @@ struct BenchCommand: AsyncParsableCommand {
         configuration.retry = .none
 
         var histogram = Histogram<UInt64>(highestTrackableValue: 60_000_000, numberOfSignificantValueDigits: .three)
-        var accepted = 0
-        var rejected: [String: Int] = [:]
-        var failed: [String: Int] = [:]
+        var tally = OutcomeTally()
         let before = ProcessStats.now()
         let clock = ContinuousClock()
         let started = clock.now
@@ -89,11 +87,7 @@ struct BenchCommand: AsyncParsableCommand {
         try await withAPNSClient(configuration: configuration) { client in
             for try await outcome in client.send(contentsOf: notifications) {
                 _ = histogram.record(UInt64(max(1, outcome.elapsed.components.seconds * 1_000_000 + outcome.elapsed.components.attoseconds / 1_000_000_000_000)))
-                switch outcome.result {
-                case .accepted: accepted += 1
-                case .rejected(let error): rejected[error.reason.rawValue, default: 0] += 1
-                case .failed(let error): failed[error.code.description, default: 0] += 1
-                }
+                tally.add(outcome)
                 progress.advance()
             }
         }
@@ -103,38 +97,31 @@ struct BenchCommand: AsyncParsableCommand {
         try await mock?.shutdown()
 
         let rate = Double(count) / seconds
-        let cpu = after.cpuSeconds - before.cpuSeconds
         func ms(_ percentile: Double) -> Double { Double(histogram.valueAtPercentile(percentile)) / 1000 }
         switch output {
         case .text:
             Terminal.line("herald bench: \(count) notifications to \(mock == nil ? environment.authority : "the in-process mock (\(environment.authority))"), \(tuning.connections) connection(s), \(tuning.concurrency) in flight")
-            Terminal.line("accepted \(accepted), rejected \(rejected.values.reduce(0, +)), failed \(failed.values.reduce(0, +))")
-            for (reason, n) in rejected.sorted(by: { $0.key < $1.key }) { Terminal.line("  rejected \(reason): \(n)") }
-            for (code, n) in failed.sorted(by: { $0.key < $1.key }) { Terminal.line("  failed \(code): \(n)") }
+            tally.printCounts()
             Terminal.line("rate        \(Int(rate)) notifications/s in \(format(seconds)) s")
             Terminal.line("latency     p50 \(format(ms(50))) ms, p90 \(format(ms(90))) ms, p99 \(format(ms(99))) ms, max \(format(Double(histogram.max) / 1000)) ms")
-            Terminal.line("cpu         \(format(cpu)) s (\(format(cpu / seconds * 100)) % of one core)")
-            Terminal.line("peak memory \(format(Double(after.peakResidentBytes) / 1_048_576)) MiB")
+            after.printUsage(since: before, over: seconds)
         case .json:
             var writer = JSONWriter()
             writer.beginObject()
             writer.key("count"); writer.int(count)
             writer.key("connections"); writer.int(tuning.connections)
             writer.key("concurrency"); writer.int(tuning.concurrency)
-            writer.key("accepted"); writer.int(accepted)
-            writer.key("rejected"); writer.value(.object(rejected.mapValues { .int($0) }))
-            writer.key("failed"); writer.value(.object(failed.mapValues { .int($0) }))
+            tally.writeCounts(into: &writer)
             writer.key("seconds"); writer.double(seconds)
             writer.key("rate"); writer.double(rate.rounded())
             writer.key("latency_ms")
             writer.value(["p50": .double(ms(50)), "p90": .double(ms(90)), "p99": .double(ms(99)), "max": .double(Double(histogram.max) / 1000)])
-            writer.key("cpu_seconds"); writer.double(cpu)
-            writer.key("peak_memory_bytes"); writer.int(after.peakResidentBytes)
+            after.writeUsage(since: before, into: &writer)
             writer.endObject()
             Terminal.line(bytes: writer.bytes)
         }
         Terminal.flush()
-        if accepted != count { throw ExitCode(1) }
+        if tally.accepted != count { throw ExitCode(1) }
     }
 
     private func makePayload() throws -> EncodedPayload {

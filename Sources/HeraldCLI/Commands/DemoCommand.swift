@@ -68,10 +68,7 @@ struct DemoCommand: AsyncParsableCommand {
         let expectedRejections: [Int: String] = Dictionary(uniqueKeysWithValues: unregistered.map { ($0, "Unregistered") } + bad.map { ($0, "BadDeviceToken") })
 
         var histogram = Histogram<UInt64>(highestTrackableValue: 60_000_000, numberOfSignificantValueDigits: .three)
-        var accepted = 0
-        var rejected: [String: Int] = [:]
-        var failed: [String: Int] = [:]
-        var retried = 0
+        var tally = OutcomeTally()
         var unexpected: [String] = []
         let progress = ProgressBar(total: count, label: "sending")
         let clock = ContinuousClock()
@@ -80,21 +77,18 @@ struct DemoCommand: AsyncParsableCommand {
             for try await outcome in client.send(contentsOf: notifications) {
                 let micros = outcome.elapsed.components.seconds * 1_000_000 + outcome.elapsed.components.attoseconds / 1_000_000_000_000
                 _ = histogram.record(UInt64(max(1, micros)))
-                retried += max(0, outcome.attempts - 1)
+                tally.add(outcome)
                 let expected = expectedRejections[outcome.index]
                 switch outcome.result {
                 case .accepted:
-                    accepted += 1
                     if let expected { unexpected.append("notification \(outcome.index) was accepted, expected \(expected)") }
                 case .rejected(let error):
-                    rejected[error.reason.rawValue, default: 0] += 1
                     if expected != error.reason.rawValue {
                         unexpected.append("notification \(outcome.index) was rejected with \(error.reason), expected \(expected ?? "acceptance")")
                     } else if error.reason == .unregistered && error.timestamp == nil {
                         unexpected.append("notification \(outcome.index): Unregistered without its timestamp")
                     }
                 case .failed(let error):
-                    failed[error.code.description, default: 0] += 1
                     unexpected.append("notification \(outcome.index) failed: \(error)")
                 }
                 progress.advance()
@@ -105,18 +99,17 @@ struct DemoCommand: AsyncParsableCommand {
         let mockAccepted = mock.acceptedCount
         let connectionsOpened = mock.connectionCount
         try await mock.shutdown()
-        if mockAccepted != accepted {
-            unexpected.append("the mock accepted \(mockAccepted) notifications, the client reported \(accepted)")
+        if mockAccepted != tally.accepted {
+            unexpected.append("the mock accepted \(mockAccepted) notifications, the client reported \(tally.accepted)")
         }
 
         func ms(_ percentile: Double) -> String { format(Double(histogram.valueAtPercentile(percentile)) / 1000) }
-        Terminal.line("accepted    \(accepted)")
-        let rejectedTotal = rejected.values.reduce(0, +)
-        Terminal.line("rejected    \(rejectedTotal)" + (rejected.isEmpty ? "" : " (" + rejected.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ") + ")"))
-        if !failed.isEmpty {
-            Terminal.line("failed      \(failed.values.reduce(0, +)) (" + failed.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ") + ")")
+        Terminal.line("accepted    \(tally.accepted)")
+        Terminal.line("rejected    \(tally.rejectedCount)" + (tally.rejected.isEmpty ? "" : " (\(OutcomeTally.breakdown(tally.rejected)))"))
+        if !tally.failed.isEmpty {
+            Terminal.line("failed      \(tally.failedCount) (\(OutcomeTally.breakdown(tally.failed)))")
         }
-        Terminal.line("retried     \(retried)")
+        Terminal.line("retried     \(tally.retried)")
         Terminal.line("connections \(connectionsOpened) opened (the GOAWAY one replaced; its unanswered notifications re-sent)")
         Terminal.line("rate        \(Int(Double(count) / seconds)) notifications/s (\(format(seconds)) s)")
         Terminal.line("latency     p50 \(ms(50)) ms, p99 \(ms(99)) ms")

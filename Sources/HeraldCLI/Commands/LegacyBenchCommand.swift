@@ -83,9 +83,7 @@ struct LegacyBenchCommand: AsyncParsableCommand {
         configuration.settleInterval = .seconds(settle)
         if let maximumInFlight { configuration.maximumInFlight = maximumInFlight }
 
-        var accepted = 0
-        var rejected: [String: Int] = [:]
-        var failed: [String: Int] = [:]
+        var tally = OutcomeTally()
         let before = ProcessStats.now()
         let clock = ContinuousClock()
         let started = clock.now
@@ -96,11 +94,7 @@ struct LegacyBenchCommand: AsyncParsableCommand {
             // The gateway says nothing on success: time until the mock has them all.
             async let delivered: Duration? = Self.waitUntil(inProcess, accepted: count, since: started)
             for try await outcome in client.send(contentsOf: sequence) {
-                switch outcome.result {
-                case .accepted: accepted += 1
-                case .rejected(let status): rejected[status.description, default: 0] += 1
-                case .failed(let error): failed[error.code.description, default: 0] += 1
-                }
+                tally.add(outcome)
                 progress.advance()
             }
             deliveredAfter = await delivered
@@ -117,13 +111,10 @@ struct LegacyBenchCommand: AsyncParsableCommand {
         if compareRaw, mock != nil {
             raw = try await Self.rawWriter(count: count, notifications: notifications, command: command, clientAuthority: clientAuthority)
         }
-        let cpu = after.cpuSeconds - before.cpuSeconds
         switch output {
         case .text:
             Terminal.line("herald legacy bench: \(count) notifications, command \(command.rawValue), to \(mock == nil ? configuration.gateway.description : "the in-process mock gateway (\(configuration.gateway))")")
-            Terminal.line("accepted \(accepted), rejected \(rejected.values.reduce(0, +)), failed \(failed.values.reduce(0, +))")
-            for (status, n) in rejected.sorted(by: { $0.key < $1.key }) { Terminal.line("  rejected \(status): \(n)") }
-            for (code, n) in failed.sorted(by: { $0.key < $1.key }) { Terminal.line("  failed \(code): \(n)") }
+            tally.printCounts()
             Terminal.line("rate        \(Int(rate)) notifications/s (\(format(seconds)) s until \(mock == nil ? "the last write" : "the gateway had them all"); outcomes after \(format(allOutcomes)) s)")
             // Each notification holds an in-flight permit until it settles.
             let ceiling = Double(configuration.maximumInFlight) / settle
@@ -131,16 +122,13 @@ struct LegacyBenchCommand: AsyncParsableCommand {
             if let raw {
                 Terminal.line("raw writer  \(Int(raw.rate)) notifications/s (\(format(raw.seconds)) s, pre-encoded 64 KiB writes); herald/raw = \(format(rate / raw.rate))")
             }
-            Terminal.line("cpu         \(format(cpu)) s (\(format(cpu / allOutcomes * 100)) % of one core)")
-            Terminal.line("peak memory \(format(Double(after.peakResidentBytes) / 1_048_576)) MiB")
+            after.printUsage(since: before, over: allOutcomes)
         case .json:
             var writer = JSONWriter()
             writer.beginObject()
             writer.key("count"); writer.int(count)
             writer.key("command"); writer.int(Int(command.rawValue))
-            writer.key("accepted"); writer.int(accepted)
-            writer.key("rejected"); writer.value(.object(rejected.mapValues { .int($0) }))
-            writer.key("failed"); writer.value(.object(failed.mapValues { .int($0) }))
+            tally.writeCounts(into: &writer)
             writer.key("seconds"); writer.double(seconds)
             writer.key("rate"); writer.double(rate.rounded())
             writer.key("outcomes_seconds"); writer.double(allOutcomes)
@@ -148,13 +136,12 @@ struct LegacyBenchCommand: AsyncParsableCommand {
                 writer.key("raw_rate"); writer.double(raw.rate.rounded())
                 writer.key("ratio_to_raw"); writer.double(rate / raw.rate)
             }
-            writer.key("cpu_seconds"); writer.double(cpu)
-            writer.key("peak_memory_bytes"); writer.int(after.peakResidentBytes)
+            after.writeUsage(since: before, into: &writer)
             writer.endObject()
             Terminal.line(bytes: writer.bytes)
         }
         Terminal.flush()
-        if accepted != count { throw ExitCode(1) }
+        if tally.accepted != count { throw ExitCode(1) }
     }
 
     private static func startMock(clientAuthority: MockCertificateAuthority) async throws -> MockLegacyGateway {

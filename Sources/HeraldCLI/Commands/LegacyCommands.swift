@@ -203,14 +203,8 @@ final class LegacyOutcomePrinter {
     }
 
     func print(_ outcome: LegacyOutcome) {
-        tally.total += 1
-        tally.retried += max(0, outcome.attempts - 1)
+        tally.add(outcome)
         let token = outcome.token.hex
-        switch outcome.result {
-        case .accepted: tally.accepted += 1
-        case .rejected(let status): tally.rejected[status.description, default: 0] += 1
-        case .failed(let error): tally.failed[error.code.description, default: 0] += 1
-        }
         switch format {
         case .text:
             switch outcome.result {

@@ -20,26 +20,22 @@ final class OutcomePrinter {
     }
 
     func print(_ outcome: APNSOutcome) {
-        tally.total += 1
-        tally.retried += max(0, outcome.attempts - 1)
+        tally.add(outcome)
         let token = outcome.notification.token.hex
         switch format {
         case .text:
             switch outcome.result {
             case .accepted(let response):
-                tally.accepted += 1
                 var line = "\(token) accepted apns-id=\(response.apnsID)"
                 if let unique = response.apnsUniqueID { line += " apns-unique-id=\(unique)" }
                 Terminal.line(line)
             case .rejected(let error):
-                tally.rejected[error.reason.rawValue, default: 0] += 1
                 var line = "\(token) rejected \(error.status.map(String.init) ?? "-") \(error.reason.rawValue)"
                 if let timestamp = error.timestamp { line += " since \(timestamp.formatted(.iso8601))" }
                 if let detail = error.detail { line += ": \(detail)" }
                 if let apnsID = error.apnsID { line += " apns-id=\(apnsID)" }
                 Terminal.line(line)
             case .failed(let error):
-                tally.failed[error.code.description, default: 0] += 1
                 Terminal.line("\(token) failed \(error.code): \(error.message)")
             }
         case .json:
@@ -49,14 +45,12 @@ final class OutcomePrinter {
             writer.string(token)
             switch outcome.result {
             case .accepted(let response):
-                tally.accepted += 1
                 writer.key("status"); writer.int(200)
                 writer.key("apns_id"); writer.string(response.apnsID)
                 if let unique = response.apnsUniqueID { writer.key("apns_unique_id"); writer.string(unique) }
                 writer.key("reason"); writer.null()
                 writer.key("timestamp"); writer.null()
             case .rejected(let error):
-                tally.rejected[error.reason.rawValue, default: 0] += 1
                 writer.key("status")
                 if let status = error.status { writer.int(status) } else { writer.null() }
                 writer.key("apns_id")
@@ -67,7 +61,6 @@ final class OutcomePrinter {
                 if let timestamp = error.timestamp { writer.int(Int((timestamp.timeIntervalSince1970 * 1000).rounded())) } else { writer.null() }
                 if let detail = error.detail { writer.key("detail"); writer.string(detail) }
             case .failed(let error):
-                tally.failed[error.code.description, default: 0] += 1
                 writer.key("status"); writer.null()
                 writer.key("apns_id"); writer.null()
                 writer.key("reason"); writer.string(error.code.description)
@@ -80,7 +73,6 @@ final class OutcomePrinter {
         }
     }
 
-    /// The totals: on stdout after text lines, on stderr after JSON lines (which stay pure JSON).
     /// The summary and the exit status; see ``OutcomeTally/finish(badTokens:format:retriesLabel:)``.
     func finish(badTokens: Int) throws {
         try tally.finish(badTokens: badTokens, format: format)

@@ -1,3 +1,5 @@
+import HeraldCore
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -28,4 +30,17 @@ struct ProcessStats {
     }
 
     var cpuSeconds: Double { userSeconds + systemSeconds }
+
+    /// A benchmark's `cpu` and `peak memory` lines, for the CPU used since `before` over `seconds`.
+    func printUsage(since before: ProcessStats, over seconds: Double) {
+        let cpu = cpuSeconds - before.cpuSeconds
+        Terminal.line("cpu         \(format(cpu)) s (\(format(cpu / seconds * 100)) % of one core)")
+        Terminal.line("peak memory \(format(Double(peakResidentBytes) / 1_048_576)) MiB")
+    }
+
+    /// The same as JSON keys: `cpu_seconds` and `peak_memory_bytes`.
+    func writeUsage(since before: ProcessStats, into writer: inout JSONWriter) {
+        writer.key("cpu_seconds"); writer.double(cpuSeconds - before.cpuSeconds)
+        writer.key("peak_memory_bytes"); writer.int(peakResidentBytes)
+    }
 }
