@@ -1,3 +1,4 @@
+import HeraldFlow
 import Logging
 import NIOCore
 import NIOPosix
@@ -19,13 +20,5 @@ public func withAPNSClient<Result: Sendable>(
     _ body: (APNSClient) async throws -> Result
 ) async throws -> Result {
     let client = try APNSClient(configuration: configuration, eventLoopGroup: eventLoopGroup, logger: logger)
-    let result: Result
-    do {
-        result = try await body(client)
-    } catch {
-        await client.shutdown()
-        throw error
-    }
-    await client.shutdown()
-    return result
+    return try await withShutdown(of: client, shutdown: { await $0.shutdown() }, body)
 }

@@ -1,3 +1,4 @@
+import HeraldFlow
 import Logging
 import NIOCore
 import NIOPosix
@@ -21,13 +22,5 @@ public func withLegacyClient<Result: Sendable>(
     _ body: (LegacyClient) async throws -> Result
 ) async throws -> Result {
     let client = try LegacyClient(configuration: configuration, eventLoopGroup: eventLoopGroup, logger: logger)
-    let result: Result
-    do {
-        result = try await body(client)
-    } catch {
-        await client.shutdown()
-        throw error
-    }
-    await client.shutdown()
-    return result
+    return try await withShutdown(of: client, shutdown: { await $0.shutdown() }, body)
 }

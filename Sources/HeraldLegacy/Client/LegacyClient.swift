@@ -38,16 +38,7 @@ public final class LegacyClient: Sendable {
     ) throws {
         self.configuration = configuration
         limiter = InFlightLimiter(limit: configuration.maximumInFlight)
-        var tls = TLSConfiguration.makeClientConfiguration()
-        tls.minimumTLSVersion = .tlsv12
-        configuration.trustRoots.apply(to: &tls)
-        configuration.identity.apply(to: &tls)
-        let sslContext: NIOSSLContext
-        do {
-            sslContext = try NIOSSLContext(configuration: tls)
-        } catch {
-            throw LegacyError(.connectionFailed, "the TLS configuration could not be built: \(error)")
-        }
+        let sslContext = try LegacyTLS.context(trustRoots: configuration.trustRoots, identity: configuration.identity)
         let machine = LegacyStateMachine<LegacyJob>(
             configuration: .init(
                 command: configuration.command,

@@ -40,16 +40,7 @@ public struct LegacyFeedbackReader: Sendable {
         eventLoopGroup: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton,
         logger: Logger = Logger(label: "herald.feedback", factory: { _ in SwiftLogNoOpLogHandler() })
     ) async throws -> [FeedbackTuple] {
-        var tls = TLSConfiguration.makeClientConfiguration()
-        tls.minimumTLSVersion = .tlsv12
-        trustRoots.apply(to: &tls)
-        identity.apply(to: &tls)
-        let sslContext: NIOSSLContext
-        do {
-            sslContext = try NIOSSLContext(configuration: tls)
-        } catch {
-            throw LegacyError(.connectionFailed, "the TLS configuration could not be built: \(error)")
-        }
+        let sslContext = try LegacyTLS.context(trustRoots: trustRoots, identity: identity)
         let eventLoop = eventLoopGroup.next()
         let promise = eventLoop.makePromise(of: [FeedbackTuple].self)
         let service = self.service
