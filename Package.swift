@@ -145,13 +145,16 @@ let package = Package(
             ]
         ),
         .executableTarget(name: "herald", dependencies: ["HeraldCLI"]),
+        // Scratch directories and command runs shared by the test targets; not a product.
+        .target(name: "HeraldTestSupport", path: "Tests/HeraldTestSupport"),
         .testTarget(
             name: "HeraldCoreTests",
-            dependencies: ["HeraldCore", .product(name: "Crypto", package: "swift-crypto")]
+            dependencies: ["HeraldTestSupport", "HeraldCore", .product(name: "Crypto", package: "swift-crypto")]
         ),
         .testTarget(
             name: "HeraldClientTests",
             dependencies: [
+                "HeraldTestSupport",
                 "HeraldCore",
                 "HeraldIdentity",
                 "HeraldClient",
@@ -172,6 +175,7 @@ let package = Package(
         .testTarget(
             name: "HeraldBundlesTests",
             dependencies: [
+                "HeraldTestSupport",
                 "HeraldCore",
                 "HeraldIdentity",
                 "HeraldBundles",
@@ -207,7 +211,7 @@ let package = Package(
         ),
         .testTarget(
             name: "HeraldCLITests",
-            dependencies: ["HeraldCore", "HeraldMock", "herald", .product(name: "Crypto", package: "swift-crypto")]
+            dependencies: ["HeraldTestSupport", "HeraldCore", "HeraldMock", "herald", .product(name: "Crypto", package: "swift-crypto")]
         ),
     ],
     swiftLanguageModes: [.v6]

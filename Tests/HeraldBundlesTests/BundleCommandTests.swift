@@ -1,16 +1,17 @@
 import Foundation
 import HeraldBundles
+import HeraldTestSupport
 import HeraldIdentity
 import Testing
 
 /// `herald pass` and `herald pushpackage` as a user runs them.
 @Suite("herald pass and pushpackage, end to end", .timeLimit(.minutes(3)))
 struct BundleCommandTests {
-    let scratch: Scratch
+    let scratch: ScratchDirectory
     let pki: TestPKI
 
     init() throws {
-        scratch = try Scratch()
+        scratch = try ScratchDirectory()
         pki = try TestPKI()
     }
 

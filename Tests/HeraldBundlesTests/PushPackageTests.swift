@@ -1,13 +1,14 @@
 import Crypto
 import Foundation
 import HeraldBundles
+import HeraldTestSupport
 import HeraldCore
 import HeraldIdentity
 import Testing
 import X509
 
 /// A push package directory: website.json and the six icons.
-func writePackageDirectory(in scratch: Scratch, name: String = "package", website: [String: JSONValue]? = nil, icons: [(String, Int)]? = nil) throws -> String {
+func writePackageDirectory(in scratch: ScratchDirectory, name: String = "package", website: [String: JSONValue]? = nil, icons: [(String, Int)]? = nil) throws -> String {
     let json: JSONValue = .object(website ?? [
         "websiteName": "Herald Example", "websitePushID": "web.com.example.herald", "allowedDomains": ["https://example.com"],
         "urlFormatString": "https://example.com/%@/?flight=%@", "authenticationToken": "19f8d7a6e9fb8a7f6d9330dabe",
@@ -22,11 +23,11 @@ func writePackageDirectory(in scratch: Scratch, name: String = "package", websit
 
 @Suite("Safari push packages", .timeLimit(.minutes(3)))
 struct PushPackageTests {
-    let scratch: Scratch
+    let scratch: ScratchDirectory
     let pki: TestPKI
 
     init() throws {
-        scratch = try Scratch()
+        scratch = try ScratchDirectory()
         pki = try TestPKI()
     }
 
@@ -38,7 +39,7 @@ struct PushPackageTests {
         let extracted = scratch.file("x")
         try unzipWithPython(zip, into: extracted)
         let root = try scratch.writePEM(pki.root, "root.pem")
-        try run("openssl", ["cms", "-verify", "-binary", "-inform", "DER", "-in", extracted + "/signature", "-content", extracted + "/manifest.json", "-CAfile", root, "-out", "/dev/null"])
+        try runCommand("openssl", ["cms", "-verify", "-binary", "-inform", "DER", "-in", extracted + "/signature", "-content", extracted + "/manifest.json", "-CAfile", root, "-out", "/dev/null"])
 
         let manifest = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: extracted + "/manifest.json"))) as! [String: Any]
         #expect(manifest.count == 7)  // website.json and six icons, at the archive root

@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import HeraldIdentity
+import HeraldTestSupport
 import SwiftASN1
 import Testing
 import X509
@@ -70,63 +71,18 @@ struct TestPKI {
     }
 }
 
-/// A scratch directory removed when the value is deinitialised.
-final class Scratch {
-    let path: String
-
-    init() throws {
-        path = FileManager.default.temporaryDirectory.appendingPathComponent("herald-bundles-\(UUID().uuidString)").path
-        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-    }
-
-    func file(_ name: String) -> String { path + "/" + name }
-
-    @discardableResult
-    func write(_ name: String, _ bytes: [UInt8]) throws -> String {
-        let full = file(name)
-        try FileManager.default.createDirectory(atPath: (full as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
-        try Data(bytes).write(to: URL(fileURLWithPath: full))
-        return full
-    }
-
-    @discardableResult
-    func write(_ name: String, _ text: String) throws -> String {
-        try write(name, Array(text.utf8))
-    }
-
+extension ScratchDirectory {
     func writePEM(_ certificate: Certificate, _ name: String) throws -> String {
         try write(name, certificate.serializeAsPEM().pemString)
     }
 
     /// A `.p12` of `identity`, made by openssl: legacy RC2-40/3DES or OpenSSL 3's AES-256.
     func p12(_ identity: CertificateIdentity, legacy: Bool, password: String, name: String) throws -> String {
-        let certificate = try write("\(name).crt.pem", identity.certificate.serializeAsPEM().pemString)
-        let key = try write("\(name).key.pem", identity.privateKey.serializeAsPEM().pemString)
-        let output = file("\(name).p12")
-        try run("openssl", ["pkcs12", "-export"] + (legacy ? ["-legacy"] : []) + ["-in", certificate, "-inkey", key, "-passout", "pass:\(password)", "-out", output])
-        return output
+        try p12(
+            certificatePEM: identity.certificate.serializeAsPEM().pemString, keyPEM: identity.privateKey.serializeAsPEM().pemString,
+            legacy: legacy, password: password, name: name
+        )
     }
-
-    deinit { try? FileManager.default.removeItem(atPath: path) }
-}
-
-/// Runs a command and returns its output; records an issue when it fails.
-@discardableResult
-func run(_ command: String, _ arguments: [String], expectSuccess: Bool = true) throws -> (status: Int32, output: String) {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-    process.arguments = [command] + arguments
-    let pipe = Pipe()
-    process.standardOutput = pipe
-    process.standardError = pipe
-    try process.run()
-    let data = pipe.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    let output = String(decoding: data, as: UTF8.self)
-    if expectSuccess {
-        try #require(process.terminationStatus == 0, "\(command) \(arguments.joined(separator: " ")): \(output)")
-    }
-    return (process.terminationStatus, output)
 }
 
 /// A real PNG of the given size (RGBA, stored deflate blocks), for iconsets and pass images.

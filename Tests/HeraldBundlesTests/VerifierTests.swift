@@ -1,5 +1,6 @@
 import Foundation
 import HeraldBundles
+import HeraldTestSupport
 import HeraldCore
 import HeraldIdentity
 import Testing
@@ -21,18 +22,18 @@ func rezip(_ source: String, to destination: String, replace: [String: [UInt8]] 
         "replace": replace.mapValues { Data($0).base64EncodedString() }, "remove": Array(remove), "add": add.mapValues { Data($0).base64EncodedString() },
     ]
     let json = String(decoding: try JSONSerialization.data(withJSONObject: spec), as: UTF8.self)
-    try run("python3", ["-c", script, source, destination, json])
+    try runCommand("python3", ["-c", script, source, destination, json])
 }
 
 @Suite("Bundle verifier", .timeLimit(.minutes(3)))
 struct VerifierTests {
-    let scratch: Scratch
+    let scratch: ScratchDirectory
     let pki: TestPKI
     let signed: SignedBundle
     let zip: String
 
     init() throws {
-        scratch = try Scratch()
+        scratch = try ScratchDirectory()
         pki = try TestPKI()
         signed = try WalletPass(directory: writePassDirectory(in: scratch)).sign(identity: pki.leaf(uid: "pass.com.example.herald"), wwdr: [pki.wwdr])
         zip = try scratch.write("good.pkpass", signed.zipData())

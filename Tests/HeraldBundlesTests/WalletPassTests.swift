@@ -1,13 +1,14 @@
 import Crypto
 import Foundation
 import HeraldBundles
+import HeraldTestSupport
 import HeraldCore
 import HeraldIdentity
 import Testing
 import X509
 
 /// A pass directory with images, localisations and the pass.json keys Wallet requires.
-func writePassDirectory(in scratch: Scratch, name: String = "Pass.pass", pass: [String: JSONValue]? = nil) throws -> String {
+func writePassDirectory(in scratch: ScratchDirectory, name: String = "Pass.pass", pass: [String: JSONValue]? = nil) throws -> String {
     let json: JSONValue = .object(pass ?? [
         "formatVersion": 1, "passTypeIdentifier": "pass.com.example.herald", "serialNumber": "E5982H-I2",
         "teamIdentifier": .string(TestPKI.teamID), "organizationName": "Herald Tests", "description": "Boarding pass",
@@ -28,7 +29,7 @@ func writePassDirectory(in scratch: Scratch, name: String = "Pass.pass", pass: [
 
 /// Unzips with Python's zipfile, an implementation independent of Herald's.
 func unzipWithPython(_ zip: String, into directory: String) throws {
-    try run("python3", ["-c", "import sys, zipfile; zipfile.ZipFile(sys.argv[1]).extractall(sys.argv[2])", zip, directory])
+    try runCommand("python3", ["-c", "import sys, zipfile; zipfile.ZipFile(sys.argv[1]).extractall(sys.argv[2])", zip, directory])
 }
 
 func sha1Hex(_ bytes: some DataProtocol) -> String {
@@ -37,11 +38,11 @@ func sha1Hex(_ bytes: some DataProtocol) -> String {
 
 @Suite("Wallet passes", .timeLimit(.minutes(3)))
 struct WalletPassTests {
-    let scratch: Scratch
+    let scratch: ScratchDirectory
     let pki: TestPKI
 
     init() throws {
-        scratch = try Scratch()
+        scratch = try ScratchDirectory()
         pki = try TestPKI()
     }
 
@@ -59,7 +60,7 @@ struct WalletPassTests {
         try unzipWithPython(output, into: extracted)
         let root = try scratch.writePEM(pki.root, "root.pem")
         // The command from the issue, as an independent check of the signature and its chain.
-        try run("openssl", ["cms", "-verify", "-binary", "-inform", "DER", "-in", extracted + "/signature", "-content", extracted + "/manifest.json", "-CAfile", root, "-out", "/dev/null"])
+        try runCommand("openssl", ["cms", "-verify", "-binary", "-inform", "DER", "-in", extracted + "/signature", "-content", extracted + "/manifest.json", "-CAfile", root, "-out", "/dev/null"])
 
         let manifest = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: extracted + "/manifest.json"))) as! [String: String]
         let expected = ["pass.json", "icon.png", "icon@2x.png", "logo.png", "en.lproj/pass.strings", "fr.lproj/pass.strings", "fr.lproj/logo.png"]
@@ -67,12 +68,12 @@ struct WalletPassTests {
         for path in expected {
             #expect(manifest[path] == sha1Hex(try Data(contentsOf: URL(fileURLWithPath: extracted + "/" + path))), "\(path)")
         }
-        let printed = try run("openssl", ["cms", "-cmsout", "-print", "-inform", "DER", "-in", extracted + "/signature"]).output
+        let printed = try runCommand("openssl", ["cms", "-cmsout", "-print", "-inform", "DER", "-in", extracted + "/signature"]).all
         #expect(printed.contains("signingTime"))
         #expect(printed.contains("messageDigest"))
         #expect(printed.contains("contentType"))
         #expect(printed.contains("sha256"))
-        let certificates = try run("openssl", ["pkcs7", "-inform", "DER", "-in", extracted + "/signature", "-print_certs", "-noout"]).output
+        let certificates = try runCommand("openssl", ["pkcs7", "-inform", "DER", "-in", extracted + "/signature", "-print_certs", "-noout"]).all
         #expect(certificates.contains("Worldwide Developer Relations"), "the WWDR intermediate is included")
         #expect(certificates.contains("pass.com.example.herald"), "the signer is included")
     }
@@ -85,8 +86,8 @@ struct WalletPassTests {
         let signature = try scratch.write("sig.der", signed.signature)
         let manifest = try scratch.write("manifest.json", signed.manifest)
         let root = try scratch.writePEM(pki.root, "root.pem")
-        try run("openssl", ["cms", "-verify", "-binary", "-inform", "DER", "-in", signature, "-content", manifest, "-CAfile", root, "-out", "/dev/null"])
-        #expect(try run("openssl", ["cms", "-cmsout", "-print", "-inform", "DER", "-in", signature]).output.contains("sha1"))
+        try runCommand("openssl", ["cms", "-verify", "-binary", "-inform", "DER", "-in", signature, "-content", manifest, "-CAfile", root, "-out", "/dev/null"])
+        #expect(try runCommand("openssl", ["cms", "-cmsout", "-print", "-inform", "DER", "-in", signature]).all.contains("sha1"))
     }
 
     @Test("the same signed pass zips to the same bytes, in memory, to a file, or streamed")

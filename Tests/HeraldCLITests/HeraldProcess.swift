@@ -61,25 +61,6 @@ struct HeraldProcess {
     }
 }
 
-/// A scratch directory removed when the value is deinitialised.
-final class ScratchDirectory {
-    let path: String
-
-    init() throws {
-        path = FileManager.default.temporaryDirectory.appendingPathComponent("herald-cli-files-\(UUID().uuidString)").path
-        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-    }
-
-    @discardableResult
-    func write(_ name: String, _ contents: String) throws -> String {
-        let file = path + "/" + name
-        try contents.write(toFile: file, atomically: true, encoding: .utf8)
-        return file
-    }
-
-    deinit { try? FileManager.default.removeItem(atPath: path) }
-}
-
 /// A `herald` process left running (such as `herald mock`), stopped with SIGTERM by its PID.
 final class BackgroundHerald: @unchecked Sendable {
     private let process = Process()

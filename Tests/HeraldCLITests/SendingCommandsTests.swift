@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import HeraldTestSupport
 import HeraldCore
 import HeraldMock
 import Testing
@@ -75,15 +76,10 @@ struct SendingCommandsTests {
     func pushWithCertificate() throws {
         let authority = try MockCertificateAuthority(name: "CLI test CA")
         let identity = try authority.issuePushCertificate(topic: "com.example.certcli")
-        let certificate = try files.write("cert.pem", identity.certificate.serializeAsPEM().pemString)
-        let privateKey = try files.write("key.pem", identity.privateKey.serializeAsPEM().pemString)
-        let p12 = files.path + "/cert.p12"
-        let openssl = Process()
-        openssl.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        openssl.arguments = ["openssl", "pkcs12", "-export", "-legacy", "-in", certificate, "-inkey", privateKey, "-passout", "pass:topsecret", "-out", p12]
-        try openssl.run()
-        openssl.waitUntilExit()
-        try #require(openssl.terminationStatus == 0)
+        let p12 = try files.p12(
+            certificatePEM: identity.certificate.serializeAsPEM().pemString, keyPEM: identity.privateKey.serializeAsPEM().pemString,
+            legacy: true, password: "topsecret", name: "cert"
+        )
         let clientCA = try files.write("client-ca.pem", authority.certificatePEM)
         let (mock, url, ca) = try startMock(extra: ["--client-ca", clientCA])
         defer { mock.stop() }

@@ -3,12 +3,13 @@ import HeraldClient
 import HeraldCore
 import HeraldIdentity
 import HeraldMock
+import HeraldTestSupport
 import NIOSSL
 import Testing
 import X509
 
 /// Writes an identity's certificate and key as PEM files.
-func writePEM(_ identity: CertificateIdentity, in directory: TemporaryFiles, name: String) throws -> (certificate: String, key: String) {
+func writePEM(_ identity: CertificateIdentity, in directory: ScratchDirectory, name: String) throws -> (certificate: String, key: String) {
     let certificate = try directory.write("\(name).crt.pem", identity.certificate.serializeAsPEM().pemString)
     let key = try directory.write("\(name).key.pem", identity.privateKey.serializeAsPEM().pemString)
     return (certificate, key)
@@ -16,22 +17,24 @@ func writePEM(_ identity: CertificateIdentity, in directory: TemporaryFiles, nam
 
 @Suite("Certificates: .p12 and PEM loading, certificate authentication", .timeLimit(.minutes(3)))
 struct CertificateAuthTests {
-    let files: TemporaryFiles
+    let files: ScratchDirectory
     let authority: MockCertificateAuthority
 
     init() throws {
-        files = try TemporaryFiles()
+        files = try ScratchDirectory()
         authority = try MockCertificateAuthority(name: "Herald Test Client CA")
     }
 
     /// A `.p12` made by openssl: `legacy` uses RC2-40 and 3DES with a SHA-1 MAC (macOS Keychain
     /// exports), otherwise OpenSSL 3's AES-256-CBC with PBKDF2.
     func p12(_ identity: CertificateIdentity, legacy: Bool, password: String, name: String) throws -> String {
-        let (certificate, key) = try writePEM(identity, in: files, name: name)
-        let output = files.path("\(name).p12")
-        try run("openssl", ["pkcs12", "-export"] + (legacy ? ["-legacy"] : []) + ["-in", certificate, "-inkey", key, "-passout", "pass:\(password)", "-out", output])
+        let output = try files.p12(
+            certificatePEM: identity.certificate.serializeAsPEM().pemString, keyPEM: identity.privateKey.serializeAsPEM().pemString,
+            legacy: legacy, password: password, name: name
+        )
         if legacy {
-            let info = try run("openssl", ["pkcs12", "-in", output, "-info", "-noout", "-legacy", "-passin", "pass:\(password)"])
+            // openssl prints the encryption on standard error.
+            let info = try runCommand("openssl", ["pkcs12", "-in", output, "-info", "-noout", "-legacy", "-passin", "pass:\(password)"]).all
             #expect(info.contains("40BitRC2"), "really the legacy encryption")
         }
         return output
@@ -48,13 +51,13 @@ struct CertificateAuthTests {
             #expect(loaded.environments == (true, true))
         }
         // Apple issues RSA 2048 certificates.
-        let key = files.path("rsa.key.pem")
-        let certificate = files.path("rsa.crt.pem")
-        try run("openssl", ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", certificate, "-days", "30",
+        let key = files.file("rsa.key.pem")
+        let certificate = files.file("rsa.crt.pem")
+        try runCommand("openssl", ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", certificate, "-days", "30",
                             "-subj", "/UID=com.example.rsa/CN=Apple Push Services: com.example.rsa/OU=TEAM123456/C=US"])
         for legacy in [true, false] {
-            let output = files.path("rsa-\(legacy).p12")
-            try run("openssl", ["pkcs12", "-export"] + (legacy ? ["-legacy"] : []) + ["-in", certificate, "-inkey", key, "-passout", "pass:pw", "-out", output])
+            let output = files.file("rsa-\(legacy).p12")
+            try runCommand("openssl", ["pkcs12", "-export"] + (legacy ? ["-legacy"] : []) + ["-in", certificate, "-inkey", key, "-passout", "pass:pw", "-out", output])
             let loaded = try CertificateIdentity(file: output, password: "pw")
             #expect(loaded.subjectUID == "com.example.rsa")
             #expect(loaded.organizationalUnit == "TEAM123456")
@@ -93,7 +96,7 @@ struct CertificateAuthTests {
         #expect(mismatch?.code == .keyMismatch)
         let noKey = #expect(throws: IdentityError.self) { try CertificateIdentity(file: certificate) }
         #expect(noKey?.code == .noPrivateKey)
-        let missing = #expect(throws: IdentityError.self) { try CertificateIdentity(file: files.path("absent.pem")) }
+        let missing = #expect(throws: IdentityError.self) { try CertificateIdentity(file: files.file("absent.pem")) }
         #expect(missing?.code == .unreadableFile)
         #expect(missing?.message.contains("No such file or directory") == true)
         let garbage = try files.write("garbage.p12", "not a certificate at all")
@@ -191,42 +194,4 @@ struct CertificateAuthTests {
         #expect(server.acceptedCount == 0)
         try await server.shutdown()
     }
-}
-
-/// A scratch directory removed when the value is deinitialised.
-final class TemporaryFiles {
-    let directory: String
-
-    init() throws {
-        directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-client-tests-\(UUID().uuidString)").path
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-    }
-
-    func path(_ name: String) -> String { directory + "/" + name }
-
-    @discardableResult
-    func write(_ name: String, _ contents: String) throws -> String {
-        let file = path(name)
-        try contents.write(toFile: file, atomically: true, encoding: .utf8)
-        return file
-    }
-
-    deinit { try? FileManager.default.removeItem(atPath: directory) }
-}
-
-/// Runs a command (openssl) and returns its output; fails the test if it fails.
-@discardableResult
-func run(_ command: String, _ arguments: [String]) throws -> String {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-    process.arguments = [command] + arguments
-    let output = Pipe()
-    process.standardOutput = output
-    process.standardError = output
-    try process.run()
-    let data = output.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    let text = String(decoding: data, as: UTF8.self)
-    try #require(process.terminationStatus == 0, "\(command) \(arguments.joined(separator: " ")): \(text)")
-    return text
 }

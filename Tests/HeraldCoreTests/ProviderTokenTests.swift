@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import HeraldCore
+import HeraldTestSupport
 import Testing
 
 /// Decodes base64url without padding, as a verifier would.
@@ -59,7 +60,7 @@ struct ProviderTokenTests {
 
     @Test("a .p8 file loads; its Key ID and Team ID are checked")
     func loadsFile() throws {
-        let directory = try TemporaryDirectory()
+        let directory = try ScratchDirectory()
         let path = try directory.write("AuthKey_ABC123DEFG.p8", P256.Signing.PrivateKey().pemRepresentation)
         let key = try ProviderKey(contentsOfFile: path, keyID: "ABC123DEFG", teamID: "DEF123GHIJ")
         #expect(key.keyID == "ABC123DEFG")
@@ -76,12 +77,12 @@ struct ProviderTokenTests {
 
     @Test("anything but a PKCS#8 P-256 PEM key is refused with what it is")
     func refusesOtherKeys() throws {
-        let directory = try TemporaryDirectory()
-        let rsa = try openssl(["genpkey", "-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:1024"])
-        let ed25519 = try openssl(["genpkey", "-algorithm", "ed25519"])
-        let sec1 = try openssl(["ecparam", "-name", "prime256v1", "-genkey", "-noout"])
+        let directory = try ScratchDirectory()
+        let rsa = try runCommand("openssl", ["genpkey", "-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:1024"]).standardOutput
+        let ed25519 = try runCommand("openssl", ["genpkey", "-algorithm", "ed25519"]).standardOutput
+        let sec1 = try runCommand("openssl", ["ecparam", "-name", "prime256v1", "-genkey", "-noout"]).standardOutput
         let p256Path = try directory.write("p256.pem", sec1)
-        let encrypted = try openssl(["pkcs8", "-topk8", "-in", p256Path, "-passout", "pass:secret", "-v2", "aes-256-cbc"])
+        let encrypted = try runCommand("openssl", ["pkcs8", "-topk8", "-in", p256Path, "-passout", "pass:secret", "-v2", "aes-256-cbc"]).standardOutput
         let p384 = P384.Signing.PrivateKey().pemRepresentation
         let certificateLike = "-----BEGIN CERTIFICATE-----\nMAA=\n-----END CERTIFICATE-----\n"
         let garbage = "-----BEGIN PRIVATE KEY-----\nMAMCAQA=\n-----END PRIVATE KEY-----\n"
