@@ -21,12 +21,21 @@ package struct HTTP2FrameParser {
     }
 
     /// Adds bytes read from the connection.
+    ///
+    /// What stays buffered is at most one incomplete frame (bounded by ``maximumFrameSize``) and
+    /// the bytes of this read: consumed bytes are dropped once they outnumber the unread ones, so
+    /// each byte is moved at most once more, whatever the split of the reads.
     package mutating func append(_ bytes: inout ByteBuffer) {
-        if buffer == nil || buffer!.readableBytes == 0 {
+        guard var current = buffer, current.readableBytes > 0 else {
             buffer = bytes
-        } else {
-            buffer!.writeBuffer(&bytes)
+            return
         }
+        buffer = nil  // own the storage while writing, so it is not copied
+        if current.readerIndex >= current.readableBytes {
+            current.discardReadBytes()
+        }
+        current.writeBuffer(&bytes)
+        buffer = current
     }
 
     /// The next complete frame, or `nil` until more bytes arrive.
@@ -53,6 +62,9 @@ package struct HTTP2FrameParser {
 
     /// Bytes received but not yet a whole frame.
     package var bufferedBytes: Int { buffer?.readableBytes ?? 0 }
+
+    /// Bytes of storage held, read or not: what the parser costs in memory.
+    package var retainedBytes: Int { buffer?.capacity ?? 0 }
 }
 
 extension ByteBuffer {

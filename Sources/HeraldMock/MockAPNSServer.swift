@@ -46,6 +46,11 @@ public final class MockAPNSServer: Sendable {
         public var script = MockScript()
         /// The mock's clock, for provider-token expiry.
         public var now: @Sendable () -> Date = { Date() }
+        /// What a client can make the mock hold or do: connections, timeouts, buffers, rates.
+        public var limits = Limits()
+        /// SO_SNDBUF of accepted connections (`nil`: the system's, autotuned): tests make it
+        /// small so that a client that does not read fills it quickly.
+        package var socketSendBufferSize: Int?
 
         public init() {}
 
@@ -59,7 +64,7 @@ public final class MockAPNSServer: Sendable {
     private let group: any EventLoopGroup
     private let logger: Logger
     private let state: MockServerState
-    private let channels = MockChannelStore()
+    private let channels: MockChannelStore
     private let serverIdentity: CertificateIdentity
     /// The CA that issued the server's certificate, when the mock made it.
     public let certificateAuthority: MockCertificateAuthority?
@@ -73,7 +78,8 @@ public final class MockAPNSServer: Sendable {
         self.configuration = configuration
         self.group = eventLoopGroup
         self.logger = logger
-        self.state = MockServerState(script: configuration.script, recordLimit: configuration.recordLimit)
+        self.state = MockServerState(script: configuration.script, recordLimit: configuration.recordLimit, limits: configuration.limits)
+        self.channels = MockChannelStore(maximumChannels: configuration.limits.maximumChannels)
         (serverIdentity, certificateAuthority) = try MockListener.identity(configuration.tlsIdentity)
     }
 
@@ -89,10 +95,20 @@ public final class MockAPNSServer: Sendable {
             sandbox: configuration.sandbox,
             mutualTLS: configuration.clientCertificateAuthorities != nil,
             maximumConcurrentStreams: configuration.maximumConcurrentStreams,
+            limits: configuration.limits,
             now: configuration.now,
             logger: logger
         )
+        let state = self.state
+        let queued = max(configuration.limits.maximumQueuedResponseBytes, 1024)
+        let sendBuffer = configuration.socketSendBufferSize
         let bound = try await MockListener.bind(host: configuration.host, port: configuration.port, group: group, sslContext: sslContext) { channel in
+            guard state.admitConnection() else { throw MockListener.Refused() }
+            channel.closeFuture.whenComplete { _ in state.connectionClosed() }
+            // Stop reading from a client while answers it has not read pile up past the bound.
+            _ = channel.setOption(.writeBufferWaterMark, value: .init(low: queued / 2, high: queued))
+            if let sendBuffer { _ = channel.setOption(.socketOption(.so_sndbuf), value: SocketOptionValue(sendBuffer)) }
+            try channel.pipeline.syncOperations.addHandler(BackPressureHandler())
             try channel.pipeline.syncOperations.addHandler(MockConnectionHandler(shared: shared))
         }
         channel.withLock { $0 = bound }
@@ -137,8 +153,19 @@ public final class MockAPNSServer: Sendable {
     public var requestCount: Int { state.requestCount }
     /// Connections accepted.
     public var connectionCount: Int { state.connectionCount }
-    /// Distinct provider tokens clients have used.
+    /// Connections open now.
+    public var openConnectionCount: Int { state.openConnectionCount }
+    /// Bytes of requests held now over all connections (within ``Limits/maximumBufferedRequestBytes``).
+    public var bufferedRequestBytes: Int { state.bufferedRequestBytes }
+    /// The most bytes of answers one connection held for its client and the client had not taken:
+    /// bodies waiting for flow-control window, and answers on the socket while the mock stopped
+    /// reading (about ``Limits/maximumQueuedResponseBytes`` at most, plus the last answers written).
+    public var peakQueuedResponseBytes: Int { state.peakQueuedResponseBytes }
+    /// Distinct provider tokens clients have used (a token forgotten under
+    /// ``Limits/maximumRememberedProviderTokens`` and used again counts twice).
     public var providerTokenCount: Int { state.providerTokenCount }
+    /// Provider tokens remembered now (at most ``Limits/maximumRememberedProviderTokens``).
+    public var rememberedProviderTokenCount: Int { state.rememberedProviderTokenCount }
     /// For each scripted stream limit: the most streams a client had open when a new one was
     /// accepted while that limit was in force. A client that follows SETTINGS stays within it.
     public var peakStreamsByLimit: [Int: Int] { state.peakStreamsByLimit }

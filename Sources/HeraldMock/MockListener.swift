@@ -6,6 +6,9 @@ import NIOSSL
 /// What the mock servers (HTTP/2, legacy gateway, feedback) share: their TLS identity and how
 /// they listen.
 enum MockListener {
+    /// A connection past the server's limit: the channel is closed as soon as it is accepted.
+    struct Refused: Error {}
+
     /// The given identity, or a certificate for local addresses from a fresh CA (returned too).
     static func identity(_ given: CertificateIdentity?) throws -> (identity: CertificateIdentity, authority: MockCertificateAuthority?) {
         if let given { return (given, nil) }

@@ -22,17 +22,21 @@ struct MockRequestHead {
     var requestID: String?
     /// An `apns-*` or `authorization` header that appeared twice.
     var duplicate: String?
+    /// Bytes this head holds, for the mock's request budget.
+    var size = 256
 
     init(_ headers: HPACKHeaders) {
         var duplicate: String?
+        var size = 256
         func set(_ field: inout String?, _ value: String, _ name: String) {
             if field != nil { duplicate = name }
             field = value
+            size += value.utf8.count
         }
         for (name, value, _) in headers {
             switch name {
-            case ":method": method = value
-            case ":path": path = value
+            case ":method": set(&method, value, name)
+            case ":path": set(&path, value, name)
             case "authorization": set(&authorization, value, name)
             case "apns-topic": set(&topic, value, name)
             case "apns-push-type": set(&pushType, value, name)
@@ -46,6 +50,7 @@ struct MockRequestHead {
             }
         }
         self.duplicate = duplicate
+        self.size = size
     }
 
     /// The device token in `/3/device/<token>`, lower-cased, or `nil` when the path is another one.
@@ -187,8 +192,10 @@ struct MockRequestValidator: Sendable {
                 else { return .invalidProviderToken("not a JWT") }
                 issuedAt = iat
             }
-            if let previous = auth.currentTokenIssuedAt, issuedAt - previous < 20 * 60 {
-                return .reason("TooManyProviderTokenUpdates")
+            if let previous = auth.currentTokenIssuedAt {
+                // The client's iat is any integer: a gap too large for Int is more than 20 minutes.
+                let (gap, overflow) = issuedAt.subtractingReportingOverflow(previous)
+                if issuedAt < previous || (!overflow && gap < 20 * 60) { return .reason("TooManyProviderTokenUpdates") }
             }
             auth.currentToken = String(jwt)
             auth.currentTokenIssuedAt = issuedAt

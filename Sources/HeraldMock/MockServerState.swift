@@ -17,18 +17,27 @@ final class MockServerState: Sendable {
         var script: MockScript
         var random: SplitMix64
         var providerTokens: Set<String> = []
+        /// The remembered provider tokens, oldest first, to forget them in that order.
+        var providerTokenOrder: [String] = []
+        var providerTokenOrderStart = 0
+        var distinctProviderTokens = 0
         var peakStreamsByLimit: [Int: Int] = [:]
     }
 
     let recordLimit: Int
+    let limits: MockAPNSServer.Limits
     private let records: Mutex<Records>
     private let acceptedTotal = Atomic<Int>(0)
     private let requestTotal = Atomic<Int>(0)
     private let connectionTotal = Atomic<Int>(0)
     private let refusedTotal = Atomic<Int>(0)
+    private let openConnections = Atomic<Int>(0)
+    private let requestBytes = Atomic<Int>(0)
+    private let peakQueuedResponses = Atomic<Int>(0)
 
-    init(script: MockScript, recordLimit: Int) {
+    init(script: MockScript, recordLimit: Int, limits: MockAPNSServer.Limits = .init()) {
         self.recordLimit = recordLimit
+        self.limits = limits
         self.records = Mutex(Records(script: script, random: SplitMix64(seed: script.randomFaults?.seed ?? 0)))
     }
 
@@ -46,12 +55,68 @@ final class MockServerState: Sendable {
         refusedTotal.wrappingAdd(1, ordering: .relaxed)
     }
 
-    /// A connection started using a provider token (first use, or a change).
-    func sawProviderToken(_ token: String) {
-        records.withLock { _ = $0.providerTokens.insert(token) }
+    /// Takes a connection if fewer than ``MockAPNSServer/Limits/maximumConnections`` are open.
+    func admitConnection() -> Bool {
+        let open = openConnections.wrappingAdd(1, ordering: .relaxed).newValue
+        if open > limits.maximumConnections {
+            openConnections.wrappingSubtract(1, ordering: .relaxed)
+            return false
+        }
+        return true
     }
 
-    var providerTokenCount: Int { records.withLock { $0.providerTokens.count } }
+    func connectionClosed() {
+        openConnections.wrappingSubtract(1, ordering: .relaxed)
+    }
+
+    var openConnectionCount: Int { openConnections.load(ordering: .relaxed) }
+
+    /// Takes `count` bytes of the server-wide request budget; false when they do not fit.
+    func reserveRequestBytes(_ count: Int) -> Bool {
+        let total = requestBytes.wrappingAdd(count, ordering: .relaxed).newValue
+        if total > limits.maximumBufferedRequestBytes {
+            requestBytes.wrappingSubtract(count, ordering: .relaxed)
+            return false
+        }
+        return true
+    }
+
+    func releaseRequestBytes(_ count: Int) {
+        requestBytes.wrappingSubtract(count, ordering: .relaxed)
+    }
+
+    /// A connection had `count` bytes of answers written and not yet taken by its client.
+    func sawQueuedResponseBytes(_ count: Int) {
+        peakQueuedResponses.max(count, ordering: .relaxed)
+    }
+
+    var peakQueuedResponseBytes: Int { peakQueuedResponses.load(ordering: .relaxed) }
+
+    /// Bytes of requests held now, over all connections.
+    var bufferedRequestBytes: Int { requestBytes.load(ordering: .relaxed) }
+
+    /// A connection started using a provider token (first use, or a change). At most
+    /// ``MockAPNSServer/Limits/maximumRememberedProviderTokens`` are remembered, oldest forgotten first.
+    func sawProviderToken(_ token: String) {
+        let limit = limits.maximumRememberedProviderTokens
+        records.withLock { records in
+            guard limit > 0, records.providerTokens.insert(token).inserted else { return }
+            records.distinctProviderTokens += 1
+            if records.providerTokenOrder.count < limit {
+                records.providerTokenOrder.append(token)
+            } else {
+                records.providerTokens.remove(records.providerTokenOrder[records.providerTokenOrderStart])
+                records.providerTokenOrder[records.providerTokenOrderStart] = token
+                records.providerTokenOrderStart = (records.providerTokenOrderStart + 1) % limit
+            }
+        }
+    }
+
+    /// Distinct provider tokens seen (a token forgotten and seen again counts twice).
+    var providerTokenCount: Int { records.withLock { $0.distinctProviderTokens } }
+
+    /// Provider tokens remembered now.
+    var rememberedProviderTokenCount: Int { records.withLock { $0.providerTokens.count } }
 
     /// A connection accepted a stream with `open` streams open (this one included) while `limit`
     /// was its stream limit, acknowledged by the client.

@@ -216,6 +216,25 @@ struct ClientBehaviourTests {
         try await fixture.stop()
     }
 
+    @Test("shutdown closes every connection, even one that finishes its setup after the work is done")
+    func shutdownClosesLateConnections() async throws {
+        let fixture = try await MockFixture.start()
+        // Many requests at once make the pool open a second connection, which may come up late.
+        try await withAPNSClient(configuration: fixture.clientConfiguration()) { client in
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for index in 0..<500 { group.addTask { _ = try await client.send(try notification(to: token(index))) } }
+                try await group.waitForAll()
+            }
+        }
+        var polls = 0
+        while fixture.server.openConnectionCount > 0, polls < 2000 {
+            try await Task.sleep(for: .milliseconds(10))
+            polls += 1
+        }
+        #expect(fixture.server.openConnectionCount == 0, "of \(fixture.server.connectionCount) connections")
+        try await fixture.stop()
+    }
+
     @Test("logs carry the apns-id and never a secret")
     func loggingWithoutSecrets() async throws {
         let fixture = try await MockFixture.start { $0.script.fail(token(2), with: .reject("BadDeviceToken")) }

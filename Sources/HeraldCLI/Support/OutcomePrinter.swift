@@ -58,7 +58,7 @@ final class OutcomePrinter {
                 writer.key("reason"); writer.string(error.reason.rawValue)
                 writer.key("timestamp")
                 // Milliseconds since the epoch, as APNs sends it (apns-spec §1.6).
-                if let timestamp = error.timestamp { writer.int(Int((timestamp.timeIntervalSince1970 * 1000).rounded())) } else { writer.null() }
+                if let milliseconds = error.timestampMilliseconds { writer.int(milliseconds) } else { writer.null() }
                 if let detail = error.detail { writer.key("detail"); writer.string(detail) }
             case .failed(let error):
                 writer.key("status"); writer.null()

@@ -87,7 +87,9 @@ public final class APNSClient: Sendable {
                 maximumConnections: max(1, configuration.maximumConnections),
                 reconnectInitialBackoff: .init(configuration.reconnectInitialBackoff),
                 reconnectMaximumBackoff: .init(configuration.reconnectMaximumBackoff),
-                maximumConnectAttempts: max(1, configuration.maximumConnectAttempts)
+                maximumConnectAttempts: max(1, configuration.maximumConnectAttempts),
+                requestTimeout: .init(configuration.requestTimeout),
+                authority: environment.authority
             ),
             group: eventLoopGroup,
             logger: logger

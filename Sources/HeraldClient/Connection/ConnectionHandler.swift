@@ -39,7 +39,6 @@ final class ConnectionHandler: ChannelInboundHandler, RemovableChannelHandler {
     private var context: ChannelHandlerContext?
     private var output: ByteBuffer
     private var events: [HTTP2Connection.Event] = []
-    private var data = HTTP2DataSender()
     private var timer: RepeatedTask?
     private var started = false
     private var ready = false
@@ -111,9 +110,9 @@ final class ConnectionHandler: ChannelInboundHandler, RemovableChannelHandler {
         let now = NIODeadline.now()
         state.read(now: now)
         do {
-            try http2.receive(&bytes, events: &events, output: &output)
+            try http2.receive(&bytes, now: now, outputWritable: context.channel.isWritable, events: &events, output: &output)
         } catch {
-            fail(context, code: error.code, APNSClientError(.protocolError, "\(shared.authority) broke HTTP/2: \(error.message)"))
+            fail(context, code: error.code, APNSClientError(.protocolError, "\(shared.authority) broke HTTP/2: \(error.message)"), http2Error: error)
             return
         }
         for event in events { handle(event, context: context, now: now) }
@@ -149,7 +148,6 @@ final class ConnectionHandler: ChannelInboundHandler, RemovableChannelHandler {
         timer?.cancel()
         timer = nil
         let outcomes = state.channelClosed()
-        data.removeAll()
         if ready {
             shared.metrics.connectionsClosed.increment()
             shared.pool.connectionClosed(id)
@@ -171,13 +169,15 @@ final class ConnectionHandler: ChannelInboundHandler, RemovableChannelHandler {
             var uniqueID: String?
             var channelID: String?
             var requestID: String?
+            // :status is three digits (checked by HeraldHTTP2); the ids are the server's text,
+            // made safe to print where they are read.
             for (name, value, _) in headers {
                 switch name {
                 case ":status": status = Int(value)
-                case "apns-id": apnsID = value
-                case "apns-unique-id": uniqueID = value
-                case "apns-channel-id": channelID = value
-                case "apns-request-id": requestID = value
+                case "apns-id": apnsID = Self.peerValue(value)
+                case "apns-unique-id": uniqueID = Self.peerValue(value)
+                case "apns-channel-id": channelID = Self.peerValue(value)
+                case "apns-request-id": requestID = Self.peerValue(value)
                 default: break
                 }
             }
@@ -187,22 +187,24 @@ final class ConnectionHandler: ChannelInboundHandler, RemovableChannelHandler {
             ) {
                 finishedStream(streamID, outcome)
             }
+        case .trailers(let streamID, _):
+            if let outcome = state.dataReceived(streamID: streamID, bytes: ByteBuffer(), endStream: true, now: now) {
+                finishedStream(streamID, outcome)
+            }
         case .data(let streamID, let bytes, let endStream):
             if let outcome = state.dataReceived(streamID: streamID, bytes: bytes, endStream: endStream, now: now) {
                 finishedStream(streamID, outcome)
             }
-        case .resetStream(let streamID, let code):
-            data.drop(streamID)
-            if let outcome = state.streamClosed(streamID: streamID, reason: code, now: now) {
+        case .streamReset(let streamID, let code, let byPeer):
+            if let outcome = state.streamClosed(streamID: streamID, reason: code, byPeer: byPeer, now: now) {
                 handle(outcome)
                 pullPending = true
             }
             closeIfDrained()
-        case .settings(let first, let maxConcurrentStreams, let delta):
+        case .settings(let first, let maxConcurrentStreams):
             // The stream budget follows SETTINGS_MAX_CONCURRENT_STREAMS live (apns-spec §1.3).
             let grew = state.settingsReceived(maximumConcurrentStreams: maxConcurrentStreams == .max ? nil : maxConcurrentStreams)
             logger.trace("server settings", metadata: ["max_concurrent_streams": "\(maxConcurrentStreams)"])
-            if delta != 0 { data.windowGrew(initialWindowDelta: delta, connection: &http2, output: &output) }
             if first, state.phase == .active {
                 ready = true
                 shared.metrics.connectionsOpened.increment()
@@ -211,19 +213,16 @@ final class ConnectionHandler: ChannelInboundHandler, RemovableChannelHandler {
             } else if grew {
                 pullPending = true
             }
-        case .streamWindowUpdate(let streamID, let increment):
-            data.windowGrew(streamID: streamID, increment: increment, connection: &http2, output: &output)
-        case .connectionWindowUpdate:
-            data.windowGrew(connection: &http2, output: &output)
         case .pingAck(let data):
             state.pingAckReceived(data)
-        case .settingsAck:
+        case .settingsAcknowledged:
             break
         case .goAway(let lastStreamID, let code, let debugData):
-            // APNs says why in JSON, e.g. {"reason":"Shutdown"} (apns-spec §1.3).
+            // APNs says why in JSON, e.g. {"reason":"Shutdown"} (apns-spec §1.3); whatever it is,
+            // it reaches the log escaped and cut short.
             logger.notice(
                 "APNs sent GOAWAY",
-                metadata: ["last_stream_id": "\(lastStreamID)", "error_code": "\(code)", "reason": "\(String(buffer: debugData))"]
+                metadata: ["last_stream_id": "\(lastStreamID)", "error_code": "\(code)", "reason": "\(PeerText(debugData.readableBytesView))"]
             )
             let outcomes = state.goAwayReceived(lastStreamID: lastStreamID)
             shared.pool.connectionDraining(id)
@@ -233,10 +232,7 @@ final class ConnectionHandler: ChannelInboundHandler, RemovableChannelHandler {
     }
 
     private func finishedStream(_ streamID: HTTP2StreamNumber, _ outcome: ConnectionStateMachine<RequestJob>.StreamOutcome) {
-        if data.drop(streamID) {
-            // Answered before the whole body was sent: stop sending it (RFC 9113 §8.1).
-            output.writeHTTP2RstStream(streamID: streamID, code: .noError)
-        }
+        // A body still being sent was stopped by the connection (RFC 9113 §8.1).
         handle(outcome)
         pullPending = true
         closeIfDrained()
@@ -248,7 +244,12 @@ final class ConnectionHandler: ChannelInboundHandler, RemovableChannelHandler {
     func pull() {
         guard let context else { return }
         let available = state.availableStreams
-        guard available > 0 else { return }
+        guard available > 0 else {
+            // A connection that can open no stream at all (the server allows none): tell the
+            // pool, so it does not count on this connection and may open another.
+            if state.openStreams == 0, state.phase == .active { _ = shared.pool.dequeue(for: id, maximum: 0) }
+            return
+        }
         let jobs = shared.pool.dequeue(for: id, maximum: available)
         guard !jobs.isEmpty else { return }
         var token: ProviderToken?
@@ -281,22 +282,20 @@ final class ConnectionHandler: ChannelInboundHandler, RemovableChannelHandler {
     private func write(_ job: RequestJob, authorization: ByteBuffer?, now: NIODeadline) {
         job.attempts += 1
         shared.metrics.sent.increment()
-        let streamID = state.openStream(for: job, now: now)
-        let body: [UInt8]
+        let streamID = state.openStream(for: job, now: now, deadline: job.deadline)
+        let authority = shared.authority
         if let other = job.other {
-            RequestEncoder.writeHeaders(
-                for: other, streamID: streamID, authority: shared.authority, authorization: authorization, connection: &http2, into: &output
-            )
-            guard let bytes = other.body else { return }  // HEADERS ended the request
-            body = bytes
+            http2.writeHeaders(streamID: streamID, endStream: other.body == nil, into: &output) { encoder, block in
+                RequestEncoder.writeFields(for: other, authority: authority, authorization: authorization, encoder: &encoder, into: &block)
+            }
+            if let body = other.body { http2.writeBody(streamID: streamID, body, into: &output) }
         } else {
-            RequestEncoder.writeHeaders(
-                for: job.notification, streamID: streamID, authority: shared.authority, authorization: authorization,
-                connection: &http2, into: &output
-            )
-            body = job.notification.payload.bytes
+            let notification = job.notification
+            http2.writeHeaders(streamID: streamID, endStream: false, into: &output) { encoder, block in
+                RequestEncoder.writeFields(for: notification, authority: authority, authorization: authorization, encoder: &encoder, into: &block)
+            }
+            http2.writeBody(streamID: streamID, notification.payload.bytes, into: &output)
         }
-        data.send(streamID: streamID, body: body, connection: &http2, output: &output)
     }
 
 
@@ -409,11 +408,17 @@ final class ConnectionHandler: ChannelInboundHandler, RemovableChannelHandler {
             context.close(promise: nil)
             return
         }
-        let actions = state.tick(now: .now())
+        let now = NIODeadline.now()
+        do {
+            try http2.checkTimeouts(now: now)
+        } catch {
+            fail(context, code: error.code, APNSClientError(.protocolError, "\(shared.authority) broke HTTP/2: \(error.message)"), http2Error: error)
+            return
+        }
+        let actions = state.tick(now: now)
         if let ping = actions.ping { output.writeHTTP2Ping(ping, ack: false) }
         for streamID in actions.cancelStreams {
-            data.drop(streamID)
-            output.writeHTTP2RstStream(streamID: streamID, code: .cancel)
+            http2.resetStream(streamID, code: .cancel, into: &output)
         }
         for outcome in actions.outcomes { handle(outcome) }
         deliverCompleted()
@@ -444,19 +449,29 @@ final class ConnectionHandler: ChannelInboundHandler, RemovableChannelHandler {
     private func close(_ context: ChannelHandlerContext) {
         guard !closing else { return }
         closing = true
-        output.writeHTTP2GoAway(lastStreamID: 0, code: .noError)
+        http2.writeGoAway(code: .noError, into: &output)
         flush(context)
         context.close(promise: nil)
     }
 
-    private func fail(_ context: ChannelHandlerContext, code: HTTP2ErrorCode, _ error: APNSClientError) {
+    private func fail(_ context: ChannelHandlerContext, code: HTTP2ErrorCode, _ error: APNSClientError, http2Error: HTTP2ConnectionError? = nil) {
         failure = failure ?? error
         logger.warning("closing APNs connection", metadata: ["error": "\(error)"])
         guard !closing else { return }
         closing = true
-        output.writeHTTP2GoAway(lastStreamID: 0, code: code)
+        if let http2Error {
+            http2.writeGoAway(for: http2Error, into: &output)
+        } else {
+            http2.writeGoAway(code: code, into: &output)
+        }
         flush(context)
         context.close(promise: nil)
+    }
+
+    /// A header value from the server as it may be printed: as it is when it is short and holds
+    /// nothing a terminal would act on (the usual UUID), else escaped and cut short.
+    static func peerValue(_ value: String) -> String {
+        value.utf8.count <= 128 && PeerText.isSafe(value) ? value : PeerText(value, limit: 128).description
     }
 
     private static func classify(_ error: any Error, authority: String) -> APNSClientError {

@@ -68,6 +68,8 @@ struct ConnectionStateMachine<Job> {
     private struct Stream {
         var job: Job
         var sentAt: NIODeadline
+        /// When the attempt times out: the request timeout counted from when it was queued.
+        var deadline: NIODeadline
         var status: Int?
         var apnsID: String?
         var uniqueID: String?
@@ -133,11 +135,14 @@ struct ConnectionStateMachine<Job> {
     }
 
     /// Opens a stream for `job`. Call only while ``availableStreams`` > 0.
-    mutating func openStream(for job: Job, now: NIODeadline) -> HTTP2StreamNumber {
+    ///
+    /// - Parameter deadline: when the attempt times out; by default the request timeout from now.
+    ///   The client counts it from when the notification was queued, so waiting for a stream counts.
+    mutating func openStream(for job: Job, now: NIODeadline, deadline: NIODeadline? = nil) -> HTTP2StreamNumber {
         precondition(availableStreams > 0, "no stream budget")
         let id = nextStreamID
         nextStreamID += 2
-        streams.append(id, Stream(job: job, sentAt: now))
+        streams.append(id, Stream(job: job, sentAt: now, deadline: deadline ?? now + configuration.requestTimeout))
         streamsOpened += 1
         if streamsOpened >= configuration.maximumStreamsPerConnection { phase = .draining }
         return id
@@ -174,11 +179,14 @@ struct ConnectionStateMachine<Job> {
     /// The stream closed (normally, by RST_STREAM, or by GOAWAY). An answer already received
     /// counts, even if the server then reset the stream with NO_ERROR before reading the whole
     /// request, as HTTP/2 allows.
-    mutating func streamClosed(streamID: HTTP2StreamNumber, reason: HTTP2ErrorCode?, now: NIODeadline) -> StreamOutcome? {
+    /// - Parameter byPeer: false when this side reset the stream because the server broke a rule on it.
+    mutating func streamClosed(streamID: HTTP2StreamNumber, reason: HTTP2ErrorCode?, byPeer: Bool = true, now: NIODeadline) -> StreamOutcome? {
         guard let stream = streams[streamID] else { return nil }
-        if stream.status != nil { return finish(streamID, now: now) }
+        if stream.status != nil, byPeer { return finish(streamID, now: now) }
         streams[streamID] = nil
         switch reason {
+        case .some(let code) where !byPeer:
+            return .lost(stream.job, "the server broke HTTP/2 on the stream (\(code)); it was reset before an answer")
         case .some(.refusedStream):
             return .unprocessed(stream.job)
         case .some where goAwayLastStreamID.map({ streamID > $0 }) ?? false:
@@ -234,9 +242,7 @@ struct ConnectionStateMachine<Job> {
             return actions
         }
 
-        // Streams open in order, so the oldest are first: stop at the first one still in time.
-        while let (id, stream) = streams.first, now - stream.sentAt >= configuration.requestTimeout {
-            streams[id] = nil
+        for (id, stream) in streams.remove(where: { now >= $0.deadline }) {
             actions.cancelStreams.append(id)
             actions.outcomes.append(.timedOut(stream.job))
         }

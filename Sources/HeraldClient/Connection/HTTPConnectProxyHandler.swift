@@ -1,3 +1,4 @@
+import HeraldCore
 import NIOCore
 
 /// Opens a tunnel through an HTTP proxy with `CONNECT host:port` (RFC 9110 §9.3.6), then hands
@@ -13,6 +14,7 @@ final class HTTPConnectProxyHandler: ChannelInboundHandler, RemovableChannelHand
     private let established: (Channel) throws -> Void
     private let failed: (String) -> Void
     private var response = ByteBuffer()
+    private var searched = 0
     private var done = false
     private var timer: Scheduled<Void>?
 
@@ -71,12 +73,16 @@ final class HTTPConnectProxyHandler: ChannelInboundHandler, RemovableChannelHand
         var bytes = unwrapInboundIn(data)
         response.writeBuffer(&bytes)
         let view = response.readableBytesView
-        guard let end = view.firstRange(of: Array("\r\n\r\n".utf8)) else {
+        // Search only what arrived since the last read (and 3 bytes before): linear in the answer.
+        let from = view.index(view.startIndex, offsetBy: max(0, searched - 3))
+        searched = view.count
+        guard let end = view[from...].firstRange(of: Array("\r\n\r\n".utf8)) else {
             if response.readableBytes > 16 << 10 { fail(context, "the proxy's answer to CONNECT is too long") }
             return
         }
         let head = String(decoding: view[view.startIndex..<end.lowerBound], as: UTF8.self)
-        let statusLine = head.split(separator: "\r\n", maxSplits: 1).first.map(String.init) ?? ""
+        // The proxy's words reach logs and terminals: escaped and cut short.
+        let statusLine = PeerText(head.split(separator: "\r\n", maxSplits: 1).first ?? "", limit: 200).description
         let parts = statusLine.split(separator: " ", maxSplits: 2)
         guard parts.count >= 2, parts[0].hasPrefix("HTTP/1."), parts[1] == "200" else {
             fail(context, "the proxy refused CONNECT \(target): \(statusLine.isEmpty ? "no status line" : statusLine)")

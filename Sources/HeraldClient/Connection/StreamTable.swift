@@ -60,6 +60,24 @@ struct StreamTable<Value> {
         return result
     }
 
+    /// Removes the streams `predicate` picks, oldest first, and returns them with their IDs.
+    mutating func remove(where predicate: (Value) -> Bool) -> [(id: HTTP2StreamNumber, value: Value)] {
+        var removed: [(id: HTTP2StreamNumber, value: Value)] = []
+        var index = slots.startIndex
+        var offset: HTTP2StreamNumber = 0
+        while index != slots.endIndex {
+            if let value = slots[index], predicate(value) {
+                removed.append((base + 2 * offset, value))
+                slots[index] = nil
+                count -= 1
+            }
+            index = slots.index(after: index)
+            offset += 1
+        }
+        if !removed.isEmpty { trim() }
+        return removed
+    }
+
     mutating func removeAll() -> [Value] {
         defer {
             slots.removeAll(keepingCapacity: true)

@@ -18,6 +18,10 @@ final class ConnectionPool: Sendable {
         /// Consecutive failed connection attempts, with no connection up, after which queued
         /// notifications fail instead of waiting.
         var maximumConnectAttempts: Int
+        /// How long an attempt may take, waiting for a stream included.
+        var requestTimeout: TimeAmount
+        /// Authority of the server, for messages.
+        var authority: String
     }
 
     private struct Entry {
@@ -39,6 +43,11 @@ final class ConnectionPool: Sendable {
         var activeJobs = 0
         var drainWaiters: [CheckedContinuation<Void, Never>] = []
         var shuttingDown = false
+        /// No queued job's deadline is earlier (it may be later: dequeued jobs are not subtracted).
+        var earliestQueuedDeadline = NIODeadline.distantFuture
+        var sweeper: RepeatedTask?
+        /// Shutdown has closed the connections: one that becomes ready now is closed at once.
+        var closing = false
     }
 
     private enum Action {
@@ -67,10 +76,13 @@ final class ConnectionPool: Sendable {
 
     /// Queues notifications for sending. Returns false (and queues nothing) after shutdown began.
     func submit(_ jobs: some Collection<RequestJob>) -> Bool {
+        let deadline = NIODeadline.now() + configuration.requestTimeout
+        for job in jobs { job.deadline = deadline }
         let actions = state.withLock { state -> [Action]? in
             guard !state.shuttingDown else { return nil }
             state.activeJobs += jobs.count
             state.queue.append(contentsOf: jobs)
+            queued(deadline, &state)
             return dispatch(&state)
         }
         guard let actions else { return false }
@@ -81,20 +93,71 @@ final class ConnectionPool: Sendable {
     /// Puts a notification back for another attempt, at once (at the front of the queue) or after `delay`.
     func retry(_ job: RequestJob, after delay: TimeAmount) {
         if delay <= .zero {
+            job.deadline = .now() + configuration.requestTimeout
             let actions = state.withLock { state -> [Action] in
                 state.queue.prepend(job)
+                queued(job.deadline, &state)
                 return dispatch(&state)
             }
             perform(actions)
         } else {
             group.next().scheduleTask(in: delay) { [self] in
+                job.deadline = .now() + configuration.requestTimeout
                 let actions = state.withLock { state -> [Action] in
                     state.queue.append(job)
+                    queued(job.deadline, &state)
                     return dispatch(&state)
                 }
                 perform(actions)
             }
         }
+    }
+
+    private func queued(_ deadline: NIODeadline, _ state: inout State) {
+        state.earliestQueuedDeadline = min(state.earliestQueuedDeadline, deadline)
+        if state.sweeper == nil {
+            // Notifications that wait for a stream past their deadline fail (a server may allow
+            // no streams at all): checked a few times per request timeout.
+            let interval = TimeAmount.nanoseconds(min(max(configuration.requestTimeout.nanoseconds / 4, 10_000_000), 1_000_000_000))
+            state.sweeper = group.next().scheduleRepeatedTask(initialDelay: interval, delay: interval) { [weak self] task in
+                guard let self else { return task.cancel() }
+                self.failExpired(now: .now())
+            }
+        }
+    }
+
+    /// Fails the queued notifications whose deadline has passed before they got a stream.
+    func failExpired(now: NIODeadline) {
+        let (expired, ready) = state.withLock { state -> ([RequestJob], Int) in
+            guard state.earliestQueuedDeadline <= now else { return ([], 0) }
+            var expired: [RequestJob] = []
+            var kept = CircularBuffer<RequestJob>(initialCapacity: max(16, state.queue.count))
+            var earliest = NIODeadline.distantFuture
+            while let job = state.queue.popFirst() {
+                if job.deadline <= now {
+                    expired.append(job)
+                } else {
+                    kept.append(job)
+                    earliest = min(earliest, job.deadline)
+                }
+            }
+            state.queue = kept
+            state.earliestQueuedDeadline = earliest
+            return (expired, state.entries.values.filter { $0.handle != nil && $0.accepting }.count)
+        }
+        guard !expired.isEmpty else { return }
+        let timeout = configuration.requestTimeout
+        let why = ready == 0
+            ? "no connection to \(configuration.authority) was ready within \(Self.describe(timeout))"
+            : "no stream was free within \(Self.describe(timeout)) on \(ready) connection\(ready == 1 ? "" : "s") to \(configuration.authority): the server allowed no more concurrent streams"
+        let error = APNSClientError(.timedOut, why)
+        logger.warning("APNs notifications timed out waiting for a stream", metadata: ["count": "\(expired.count)", "reason": "\(why)"])
+        for job in expired { finished(job, .failed(error)) }
+    }
+
+    static func describe(_ amount: TimeAmount) -> String {
+        let milliseconds = amount.nanoseconds / 1_000_000
+        return milliseconds % 1000 == 0 ? "\(milliseconds / 1000) s" : "\(milliseconds) ms"
     }
 
     /// A notification reached its final outcome.
@@ -158,12 +221,15 @@ final class ConnectionPool: Sendable {
     // MARK: Connection life
 
     func connectionReady(_ handle: ConnectionHandle) {
-        state.withLock { state in
+        let closed = state.withLock { state -> Bool in
             state.opening -= 1
             state.consecutiveFailures = 0
             state.entries[handle.id, default: Entry()].handle = handle
+            return state.closing
         }
         logger.debug("APNs connection ready", metadata: ["connection": "\(handle.id)"])
+        // Set up after shutdown closed the others: it has no work and would stay open.
+        if closed { _ = handle.close() }
     }
 
     func connectionFailed(_ id: Int, error: APNSClientError) {
@@ -232,7 +298,12 @@ final class ConnectionPool: Sendable {
                 if done { continuation.resume() }
             }
         }
-        let handles = state.withLock { state in state.entries.values.compactMap(\.handle) }
+        let handles = state.withLock { state in
+            state.sweeper?.cancel()
+            state.sweeper = nil
+            state.closing = true
+            return state.entries.values.compactMap(\.handle)
+        }
         for handle in handles {
             try? await handle.close().get()
         }

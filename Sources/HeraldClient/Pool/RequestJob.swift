@@ -36,6 +36,9 @@ final class RequestJob: @unchecked Sendable {
     var providerToken: ProviderToken?
     /// When the client took it.
     let createdAt = NIODeadline.now()
+    /// When the current attempt times out: set when the job is queued, so the wait for a stream
+    /// counts towards the request timeout.
+    var deadline = NIODeadline.distantFuture
 
     init(notification: PushNotification, index: Int, completion: Completion, logger: Logger) {
         self.notification = notification

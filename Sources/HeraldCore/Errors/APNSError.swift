@@ -51,19 +51,57 @@ public struct APNSError: Error, Sendable, Hashable, CustomStringConvertible {
     /// Parses an APNs error response: `{"reason":"…"}`, and for 410 `"timestamp"` in milliseconds
     /// since the epoch (apns-spec §1.6). A body that is not such JSON still yields an error, with
     /// the reason implied by the status where there is one.
+    ///
+    /// What the server sent is checked here, where it is parsed: a timestamp that is not a time
+    /// between 1970 and 9999 is dropped (and said so in ``detail``), an unknown reason is kept
+    /// with its control characters escaped and cut at 128 characters, and an apns-id that is not
+    /// a UUID likewise, so nothing a server sends can crash a printer or reach a terminal raw.
     public init(status: Int, responseBody: some Collection<UInt8>, apnsID: String? = nil) {
         let json = try? JSONValue(parsing: responseBody)
         var timestamp: Date?
+        var detail: String?
         if let value = json?["timestamp"] {
-            let milliseconds = value.doubleValue ?? value.stringValue.flatMap(Double.init)
-            timestamp = milliseconds.map { Date(timeIntervalSince1970: $0 / 1000) }
+            timestamp = (value.doubleValue ?? value.stringValue.flatMap(Double.init)).flatMap(Self.date(milliseconds:))
+            if timestamp == nil { detail = "the timestamp is not a time from 1970 to 9999 and was ignored" }
         }
+        let apnsID = apnsID.map(Self.sanitizedID)
         if let text = json?["reason"]?.stringValue {
-            self.init(status: status, reason: APNSReason(rawValue: text), timestamp: timestamp, apnsID: apnsID)
+            var reason = APNSReason(rawValue: text)
+            if case .unknown(let unknown) = reason, unknown.utf8.count > 128 || !PeerText.isSafe(unknown) {
+                reason = .unknown(PeerText(unknown, limit: 128).description)
+            }
+            self.init(status: status, reason: reason, timestamp: timestamp, apnsID: apnsID, detail: detail)
         } else {
-            let detail = responseBody.isEmpty ? "empty response body" : "response body has no reason"
-            self.init(status: status, reason: Self.impliedReason(status: status), timestamp: timestamp, apnsID: apnsID, detail: detail)
+            let missing = responseBody.isEmpty ? "empty response body" : "response body has no reason"
+            self.init(
+                status: status, reason: Self.impliedReason(status: status), timestamp: timestamp, apnsID: apnsID,
+                detail: detail.map { missing + "; " + $0 } ?? missing
+            )
         }
+    }
+
+    /// The latest time a timestamp may name: 9999-12-31T23:59:59.999Z, in milliseconds.
+    static let latestTimestamp = 253_402_300_799_999.0
+
+    /// A time from milliseconds since the epoch, if it is one between 1970 and 9999.
+    static func date(milliseconds: Double) -> Date? {
+        guard milliseconds.isFinite, milliseconds >= 0, milliseconds <= latestTimestamp else { return nil }
+        return Date(timeIntervalSince1970: milliseconds / 1000)
+    }
+
+    /// An apns-id as a server sent it: a UUID in lower case, or the text made safe to print.
+    static func sanitizedID(_ text: String) -> String {
+        if let uuid = UUID(uuidString: text) { return uuid.uuidString.lowercased() }
+        return PeerText(text, limit: 64).description
+    }
+
+    /// ``timestamp`` in milliseconds since the epoch, as APNs sends it (`nil` for a time no
+    /// integer can hold, which a parsed response never has).
+    public var timestampMilliseconds: Int? {
+        guard let milliseconds = timestamp.map({ ($0.timeIntervalSince1970 * 1000).rounded() }),
+            milliseconds.isFinite, milliseconds.magnitude < 9e15
+        else { return nil }
+        return Int(milliseconds)
     }
 
     /// What to do next. Unknown reasons fall back on the status: 5xx with back-off, 429 after a delay.
