@@ -147,6 +147,21 @@ let package = Package(
         .executableTarget(name: "herald", dependencies: ["HeraldCLI"]),
         // Scratch directories and command runs shared by the test targets; not a product.
         .target(name: "HeraldTestSupport", path: "Tests/HeraldTestSupport"),
+        // Hostile HTTP/2 peers for tests: a scripted frame-level server and a raw TLS client.
+        .target(
+            name: "HeraldHostilePeers",
+            dependencies: [
+                "HeraldHTTP2",
+                "HeraldMock",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "NIOTLS", package: "swift-nio"),
+                .product(name: "NIOHPACK", package: "swift-nio-http2"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            ],
+            path: "Tests/HeraldHostilePeers"
+        ),
         .testTarget(
             name: "HeraldCoreTests",
             dependencies: ["HeraldTestSupport", "HeraldCore", .product(name: "Crypto", package: "swift-crypto")]
@@ -155,6 +170,8 @@ let package = Package(
             name: "HeraldClientTests",
             dependencies: [
                 "HeraldTestSupport",
+                "HeraldHostilePeers",
+                "HeraldHTTP2",
                 "HeraldCore",
                 "HeraldIdentity",
                 "HeraldClient",
@@ -211,7 +228,7 @@ let package = Package(
         ),
         .testTarget(
             name: "HeraldCLITests",
-            dependencies: ["HeraldTestSupport", "HeraldCore", "HeraldMock", "herald", .product(name: "Crypto", package: "swift-crypto")]
+            dependencies: ["HeraldTestSupport", "HeraldHostilePeers", "HeraldCore", "HeraldMock", "herald", .product(name: "Crypto", package: "swift-crypto")]
         ),
     ],
     swiftLanguageModes: [.v6]
