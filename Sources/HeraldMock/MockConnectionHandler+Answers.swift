@@ -129,8 +129,10 @@ extension MockConnectionHandler {
         body.key("reason")
         body.string(rejection.reason)
         if let timestamp = rejection.timestamp {
-            body.key("timestamp")  // milliseconds since the epoch (apns-spec §1.6)
-            body.int(Int(timestamp.timeIntervalSince1970 * 1000))
+            // Milliseconds since the epoch (apns-spec §1.6); a scripted date past 9999 is clamped.
+            body.key("timestamp")
+            let milliseconds = (timestamp.timeIntervalSince1970 * 1000).rounded()
+            body.int(milliseconds.isFinite ? Int(min(max(milliseconds, 0), 253_402_300_799_999)) : 0)
         }
         body.endObject()
         http2.writeBody(streamID: streamID, body.bytes, into: &output)

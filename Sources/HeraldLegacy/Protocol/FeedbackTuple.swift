@@ -19,7 +19,9 @@ public struct FeedbackTuple: Sendable, Hashable {
     }
 
     public func write(into buffer: inout ByteBuffer) {
-        buffer.writeInteger(UInt32(clamping: Int(timestamp.timeIntervalSince1970)))
+        // Seconds as 32 bits (apns-spec §4): a date outside 1970-2106 is clamped, never a trap.
+        let seconds = timestamp.timeIntervalSince1970
+        buffer.writeInteger(seconds.isFinite ? UInt32(min(max(seconds, 0), Double(UInt32.max))) : 0)
         let bytes = token.bytes
         buffer.writeInteger(UInt16(bytes.count))
         buffer.writeBytes(bytes)
