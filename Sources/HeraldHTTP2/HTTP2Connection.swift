@@ -89,6 +89,8 @@ package struct HTTP2Connection {
     var streamErrors: HTTP2EventCounter
     /// Frames written in answer to the peer since its output was last being read.
     var queuedControlFrames = 0
+    /// The connection error this side raised: nothing more is read after it.
+    package internal(set) var failure: HTTP2ConnectionError?
 
     /// A header block spread over HEADERS and CONTINUATION frames, gathered before decoding.
     struct PendingHeaderBlock {
@@ -163,6 +165,22 @@ package struct HTTP2Connection {
     package mutating func receive(
         _ bytes: inout ByteBuffer, now: NIODeadline = .now(), outputWritable: Bool = true, events: inout [Event], output: inout ByteBuffer
     ) throws(HTTP2ConnectionError) {
+        // After a connection error the peer's bytes are dropped, not buffered: a TLS layer
+        // waiting for close_notify may still deliver them.
+        if let failure { throw failure }
+        do {
+            try receiveFrames(&bytes, now: now, outputWritable: outputWritable, events: &events, output: &output)
+        } catch {
+            failure = error
+            parser = HTTP2FrameParser(maximumFrameSize: local.maxFrameSize)
+            headerBlock = nil
+            throw error
+        }
+    }
+
+    private mutating func receiveFrames(
+        _ bytes: inout ByteBuffer, now: NIODeadline, outputWritable: Bool, events: inout [Event], output: inout ByteBuffer
+    ) throws(HTTP2ConnectionError) {
         self.now = now
         if outputWritable { queuedControlFrames = 0 }
         if prefaceBytesExpected > 0 {
@@ -182,9 +200,12 @@ package struct HTTP2Connection {
     }
 
     /// Checks the limits that depend on time alone: a header block left open too long.
-    package func checkTimeouts(now: NIODeadline) throws(HTTP2ConnectionError) {
+    package mutating func checkTimeouts(now: NIODeadline) throws(HTTP2ConnectionError) {
         if let block = headerBlock, now - block.startedAt > limits.headerBlockTimeout {
-            throw HTTP2ConnectionError(.enhanceYourCalm, "header block open for more than \(limits.headerBlockTimeout)")
+            let error = HTTP2ConnectionError(.enhanceYourCalm, "header block open for more than \(limits.headerBlockTimeout.shortDescription)")
+            failure = error
+            headerBlock = nil
+            throw error
         }
     }
 

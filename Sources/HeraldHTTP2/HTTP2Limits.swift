@@ -10,10 +10,7 @@ package struct HTTP2RateLimit: Sendable, Hashable, CustomStringConvertible {
         self.window = window
     }
 
-    package var description: String {
-        let milliseconds = window.nanoseconds / 1_000_000
-        return milliseconds % 1000 == 0 ? "\(maximumCount) per \(milliseconds / 1000) s" : "\(maximumCount) per \(milliseconds) ms"
-    }
+    package var description: String { "\(maximumCount) per \(window.shortDescription)" }
 }
 
 extension HTTP2Connection {
@@ -93,4 +90,12 @@ struct HTTP2RecentStreams {
     }
 
     var count: Int { order.count }
+}
+
+extension TimeAmount {
+    /// `5 s` or `300 ms`, for messages.
+    package var shortDescription: String {
+        let milliseconds = nanoseconds / 1_000_000
+        return milliseconds % 1000 == 0 ? "\(milliseconds / 1000) s" : "\(milliseconds) ms"
+    }
 }

@@ -65,6 +65,8 @@ enum HTTP2MessageValidation {
                 continue
             }
             seenRegular = true
+            // Only names starting with c, k, p, t or u need a closer look (most start with "a").
+            guard let first = name.utf8.first, first == 0x63 || first == 0x6B || first == 0x70 || first == 0x74 || first == 0x75 else { continue }
             switch name {
             case "connection", "proxy-connection", "keep-alive", "transfer-encoding", "upgrade":
                 // Connection-specific fields have no place in HTTP/2 (§8.2.2).
@@ -109,31 +111,36 @@ enum HTTP2MessageValidation {
     /// Field names are lower-case tokens (§8.2.1): no upper case, controls, space, DEL or
     /// non-ASCII; a colon only to start a pseudo-header.
     private static func problem(inName name: String) -> String? {
-        var first = true
-        for byte in name.utf8 {
-            switch byte {
-            case UInt8(ascii: "A")...UInt8(ascii: "Z"):
-                return "upper-case field name"
-            case 0...0x20, 0x7F...0xFF:
-                return "invalid character in a field name"
-            case UInt8(ascii: ":") where !first:
-                return "colon inside a field name"
-            default:
-                first = false
+        var name = name
+        return name.withUTF8 { bytes -> String? in
+            guard !bytes.isEmpty else { return "empty field name" }
+            // One pass with one test per byte in the usual case: a lower-case letter, digit or '-'.
+            for (index, byte) in bytes.enumerated() where !(byte >= 0x61 && byte <= 0x7A) {
+                switch byte {
+                case UInt8(ascii: "A")...UInt8(ascii: "Z"): return "upper-case field name"
+                case 0...0x20, 0x7F...0xFF: return "invalid character in a field name"
+                case UInt8(ascii: ":") where index > 0: return "colon inside a field name"
+                default: continue
+                }
             }
+            return nil
         }
-        return first ? "empty field name" : nil
     }
 
     /// Field values hold no NUL, CR or LF, and neither start nor end with whitespace (§8.2.1).
     private static func problem(inValue value: String, of name: String) -> String? {
-        let bytes = value.utf8
-        if let first = bytes.first, first == 0x20 || first == 0x09 { return "field \(name) starts with whitespace" }
-        if let last = bytes.last, last == 0x20 || last == 0x09 { return "field \(name) ends with whitespace" }
-        for byte in bytes where byte == 0 || byte == 0x0A || byte == 0x0D {
-            return "field \(name) holds NUL, CR or LF"
+        var value = value
+        let problem = value.withUTF8 { bytes -> String? in
+            guard let first = bytes.first, let last = bytes.last else { return nil }
+            if first == 0x20 || first == 0x09 { return "starts with whitespace" }
+            if last == 0x20 || last == 0x09 { return "ends with whitespace" }
+            // Bytes under 0x0E are rare in values: only then is the byte looked at closely.
+            for byte in bytes where byte < 0x0E && (byte == 0 || byte == 0x0A || byte == 0x0D) {
+                return "holds NUL, CR or LF"
+            }
+            return nil
         }
-        return nil
+        return problem.map { "field \(name) " + $0 }
     }
 
     /// A non-negative decimal of at most 15 digits.

@@ -131,6 +131,7 @@ final class MockConnectionHandler: ChannelInboundHandler {
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        guard !closing else { return }  // TLS may still deliver bytes while it closes
         var bytes = unwrapInboundIn(data)
         do {
             try http2.receive(&bytes, now: .now(), outputWritable: context.channel.isWritable, events: &events, output: &output)

@@ -27,6 +27,9 @@ enum MockListener {
         )
         tls.applicationProtocols = applicationProtocols
         tls.minimumTLSVersion = .tlsv12
+        // A client the mock closes gets a second to answer close_notify: one that floods instead
+        // is only read (and dropped) that long.
+        tls.shutdownTimeout = .seconds(1)
         if let clientCertificateAuthorities {
             tls.certificateVerification = .noHostnameVerification
             tls.trustRoots = .certificates(clientCertificateAuthorities)

@@ -41,7 +41,9 @@ struct HostileServerTests {
         let notifications = try batch(20)
         let started = ContinuousClock.now
         let outcomes = try await withAPNSClient(configuration: Self.configuration(server) {
-            $0.requestTimeout = .milliseconds(800)
+            // Long enough for the connection to be up even under load: the wait that times out is
+            // the one for a stream.
+            $0.requestTimeout = .seconds(3)
             $0.retry = .default
         }) { client in
             try await sendAll(notifications, with: client)

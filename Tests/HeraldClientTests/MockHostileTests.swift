@@ -80,14 +80,20 @@ struct MockHostileTests {
 
     @Test("a client that never completes the preface is closed after handshakeTimeout; one idle too long gets GOAWAY")
     func handshakeAndIdleTimeouts() async throws {
-        var configuration = MockAPNSServer.Configuration()
-        configuration.limits.handshakeTimeout = .milliseconds(300)
-        configuration.limits.idleTimeout = .milliseconds(300)
-        let server = try MockAPNSServer(configuration: configuration)
-        try await server.start()
-        let silent = try await RawTLSClient.connect(port: server.port, trustRoots: server.trustRoots)
+        var quick = MockAPNSServer.Configuration()
+        quick.limits.handshakeTimeout = .milliseconds(300)
+        let handshaking = try MockAPNSServer(configuration: quick)
+        try await handshaking.start()
+        let silent = try await RawTLSClient.connect(port: handshaking.port, trustRoots: handshaking.trustRoots)
         #expect(await silent.wait { $0.isClosed })
+        #expect(silent.goAwayCode == nil, "closed before HTTP/2 began: no GOAWAY")
+        try await handshaking.shutdown()
 
+        // A server of its own: under load a handshake may take longer than this idle timeout.
+        var idling = MockAPNSServer.Configuration()
+        idling.limits.idleTimeout = .milliseconds(300)
+        let server = try MockAPNSServer(configuration: idling)
+        try await server.start()
         let idle = try await RawTLSClient.connect(port: server.port, trustRoots: server.trustRoots)
         idle.sendPreface()
         #expect(await idle.wait { $0.isClosed })

@@ -39,6 +39,26 @@ struct HostilePeerTests {
         #expect(largest <= 4 * (16_384 + 9), "retained \(largest) bytes")
     }
 
+    @Test("after a connection error the peer's bytes are dropped, not buffered, however many more arrive", arguments: [HTTP2Connection.Role.server, .client])
+    func nothingAfterFailure(role: HTTP2Connection.Role) {
+        var peer = role == .server ? Peer.server() : Peer.client()
+        peer.send { $0.writeHTTP2Data(streamID: 0, bytes: [1], endStream: false) }
+        peer.expectConnectionError(.protocolError)
+        // A TLS layer waiting for close_notify still hands over what arrives: 100 reads of 64 KiB.
+        var read = ByteBuffer()
+        for index in 0..<4000 { read.writeHTTP2Ping(UInt64(index), ack: false) }
+        for _ in 0..<100 {
+            var bytes = read
+            var events: [HTTP2Connection.Event] = []
+            var output = ByteBuffer()
+            let error = #expect(throws: HTTP2ConnectionError.self) {
+                try peer.connection.receive(&bytes, events: &events, output: &output)
+            }
+            #expect(error?.code == .protocolError && events.isEmpty && output.readableBytes == 0)
+        }
+        #expect(peer.connection.retainedBytes == 0)
+    }
+
     @Test("a PING or SETTINGS flood ends with ENHANCE_YOUR_CALM after 200 (swift-nio-http2's limit)")
     func controlFlood() {
         for kind in ["PING", "SETTINGS", "PRIORITY", "empty DATA"] {

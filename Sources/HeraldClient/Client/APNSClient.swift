@@ -42,6 +42,9 @@ public final class APNSClient: Sendable {
 
         var tls = TLSConfiguration.makeClientConfiguration()
         tls.minimumTLSVersion = .tlsv12  // apns-spec §1.2
+        // A server this side closes gets a second to answer close_notify, not five: one that
+        // floods instead is only read (and dropped) that long.
+        tls.shutdownTimeout = .seconds(1)
         tls.applicationProtocols = ["h2"]
         configuration.trustRoots.apply(to: &tls)
         switch configuration.credentials {

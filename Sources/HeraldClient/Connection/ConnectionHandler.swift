@@ -106,6 +106,7 @@ final class ConnectionHandler: ChannelInboundHandler, RemovableChannelHandler {
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        guard !closing else { return }  // TLS may still deliver bytes while it closes
         var bytes = unwrapInboundIn(data)
         let now = NIODeadline.now()
         state.read(now: now)
