@@ -17,6 +17,8 @@ let package = Package(
         .library(name: "HeraldLegacy", targets: ["HeraldLegacy"]),
         // Signed Wallet passes and Safari push packages.
         .library(name: "HeraldBundles", targets: ["HeraldBundles"]),
+        // The device registry and durable delivery queue, on SQLite or PostgreSQL.
+        .library(name: "HeraldStore", targets: ["HeraldStore"]),
         .executable(name: "herald", targets: ["herald"]),
     ],
     dependencies: [
@@ -33,6 +35,8 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
         .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift.git", from: "0.2.0"),
         .package(url: "https://github.com/weichsel/ZIPFoundation.git", from: "0.9.20"),
+        .package(url: "https://github.com/vapor/sqlite-nio.git", from: "1.13.2"),
+        .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.2"),
     ],
     targets: [
         .target(
@@ -123,6 +127,18 @@ let package = Package(
                 .product(name: "SwiftASN1", package: "swift-asn1"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "ZIPFoundation", package: "ZIPFoundation"),
+            ]
+        ),
+        .target(
+            name: "HeraldStore",
+            dependencies: [
+                "HeraldCore",
+                .product(name: "SQLiteNIO", package: "sqlite-nio"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
         .target(
@@ -227,6 +243,10 @@ let package = Package(
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "Logging", package: "swift-log"),
             ]
+        ),
+        .testTarget(
+            name: "HeraldStoreTests",
+            dependencies: ["HeraldTestSupport", "HeraldCore", "HeraldStore"]
         ),
         .testTarget(
             name: "HeraldCLITests",

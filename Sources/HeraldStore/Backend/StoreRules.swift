@@ -1,0 +1,153 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
+/// What both backends store the same way: the small integers for statuses and states, how an
+/// audience is written down, and how a broadcast is cut into key ranges.
+enum StoreCodes {
+    // Device status.
+    static func code(_ status: DeviceStatus) -> Int {
+        switch status {
+        case .active: 0
+        case .unregistered: 1
+        case .invalid: 2
+        }
+    }
+
+    static func deviceStatus(_ code: Int) -> DeviceStatus {
+        switch code {
+        case 1: .unregistered
+        case 2: .invalid
+        default: .active
+        }
+    }
+
+    // Notification status.
+    static let queued = 0, sending = 1, done = 2, cancelled = 3
+
+    static func notificationStatus(_ code: Int) -> NotificationStatus {
+        switch code {
+        case sending: .sending
+        case done: .done
+        case cancelled: .cancelled
+        default: .queued
+        }
+    }
+
+    // Delivery state.
+    static let pending = 0, claimed = 1, accepted = 2, rejected = 3, failed = 4
+
+    static func deliveryState(_ outcome: DeliveryRecord.Outcome) -> Int {
+        switch outcome {
+        case .accepted: accepted
+        case .rejected: rejected
+        case .failed: failed
+        }
+    }
+
+    static func outcome(_ state: Int) -> DeliveryRecord.Outcome? {
+        switch state {
+        case accepted: .accepted
+        case rejected: .rejected
+        case failed: .failed
+        default: nil
+        }
+    }
+
+    // Segment state (pending and claimed as for deliveries).
+    static let segmentDone = 2
+
+    // Badge mode.
+    static func code(_ mode: BadgeMode) -> Int { mode == .increment ? 1 : 0 }
+    static func badgeMode(_ code: Int) -> BadgeMode { code == 1 ? .increment : .none }
+
+    /// An audience as (kind, newline-separated values).
+    static func encode(_ audience: Audience) -> (kind: Int, values: String) {
+        switch audience {
+        case .tokens(let tokens): (0, tokens.joined(separator: "\n"))
+        case .users(let users): (1, users.joined(separator: "\n"))
+        case .tags(let tags): (2, tags.joined(separator: "\n"))
+        case .all: (3, "")
+        }
+    }
+
+    static func decode(kind: Int, values: String) -> Audience {
+        let list = values.isEmpty ? [] : values.split(separator: "\n").map(String.init)
+        switch kind {
+        case 0: return .tokens(list)
+        case 1: return .users(list)
+        case 2: return .tags(list)
+        default: return .all
+        }
+    }
+
+    /// Tags as stored in a device row: sorted, comma-separated.
+    static func encode(tags: Set<String>) -> String { tags.sorted().joined(separator: ",") }
+    static func decode(tags: String?) -> Set<String> {
+        guard let tags, !tags.isEmpty else { return [] }
+        return Set(tags.split(separator: ",").map(String.init))
+    }
+
+    /// A broadcast's key ranges: one per first hex digit of the token, so up to 16 workers can
+    /// read one broadcast at once. Range `k` holds the tokens above its cursor (its first digit,
+    /// which every longer token starting with it sorts after) and below the next range's digit.
+    static let ranges: [(cursor: String, upper: String?)] = {
+        let digits = Array("0123456789abcdef").map(String.init)
+        return digits.indices.map { (digits[$0], $0 + 1 < digits.count ? digits[$0 + 1] : nil) }
+    }()
+}
+
+/// What a batch's outcomes do to the store, worked out once for both backends.
+struct OutcomePlan {
+    struct Row {
+        var token: String
+        var state: Int
+        var reason: String?
+        var apnsID: String?
+        /// For retries: when to try again.
+        var nextAttemptAt: Int64?
+    }
+
+    var accepted = 0
+    var rejected: [String: Int] = [:]
+    var failed = 0
+    /// Row changes, one per device (for a range, only those that are not plain acceptances).
+    var rows: [Row] = []
+    var invalidations: [Invalidation] = []
+
+    /// - Parameters:
+    ///   - attempts: each device's attempt number (for the back-off of a retry).
+    ///   - cancelled: the notification was cancelled meanwhile: retries end as failed.
+    init(outcomes: [DeliveryOutcome], attempts: [String: Int], deadline: Date, cancelled: Bool, retryAt: (Int) -> Date, now: Date) {
+        for outcome in outcomes {
+            switch outcome.result {
+            case .accepted(let apnsID):
+                accepted += 1
+                rows.append(Row(token: outcome.token, state: StoreCodes.accepted, apnsID: apnsID))
+            case .rejected(let reason, let timestamp):
+                rejected[reason, default: 0] += 1
+                rows.append(Row(token: outcome.token, state: StoreCodes.rejected, reason: reason))
+                if Invalidation.status(for: reason) != nil {
+                    // A 410 without a usable timestamp counts from when APNs answered.
+                    invalidations.append(Invalidation(token: outcome.token, reason: reason, timestamp: timestamp ?? now))
+                }
+            case .retry(let reason):
+                let next = retryAt(attempts[outcome.token] ?? 1)
+                if cancelled {
+                    failed += 1
+                    rows.append(Row(token: outcome.token, state: StoreCodes.failed, reason: "Cancelled"))
+                } else if next >= deadline {
+                    failed += 1
+                    rows.append(Row(token: outcome.token, state: StoreCodes.failed, reason: "Expired (last: \(reason))"))
+                } else {
+                    rows.append(Row(token: outcome.token, state: StoreCodes.pending, reason: reason, nextAttemptAt: next.milliseconds))
+                }
+            case .failed(let reason):
+                failed += 1
+                rows.append(Row(token: outcome.token, state: StoreCodes.failed, reason: reason))
+            }
+        }
+    }
+}

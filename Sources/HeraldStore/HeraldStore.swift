@@ -1,0 +1,258 @@
+import Logging
+import ServiceLifecycle
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
+/// A device registry and a durable delivery queue, on SQLite (one file, the embedded default) or
+/// PostgreSQL (for many gateway processes sharing one database), with the same behaviour on both.
+///
+/// Devices are registered by app and token and pruned by APNs's rules. Notifications are stored
+/// before they are acknowledged; workers claim them in batches under a lease, so a worker that is
+/// killed loses nothing: its lease runs out and another takes its work over. A broadcast is read
+/// from the devices table in key ranges as workers claim it, never written out device by device.
+///
+/// Run it as a swift-service-lifecycle `Service` (PostgreSQL's connections live in ``run()``), or
+/// use ``withHeraldStore(configuration:logger:_:)``.
+public final class HeraldStore: Service, Sendable {
+    /// Where the store lives and how its queue behaves.
+    public struct Configuration: Sendable {
+        /// `sqlite:PATH` or `postgres://USER:PASSWORD@HOST:PORT/DATABASE`.
+        public var url: StoreURL
+        /// How long a worker's claim lasts before its work goes back to the queue (workers renew it
+        /// while they send). Default 60 s.
+        public var leaseDuration: Duration = .seconds(60)
+        /// Notifications without an apns-expiration are retried for this long. Default 24 hours.
+        public var maximumAge: Duration = .seconds(24 * 3600)
+        /// The first retry of a device that could not be reached waits this long, doubling up to
+        /// ``maximumRetryDelay``. Default 5 s.
+        public var initialRetryDelay: Duration = .seconds(5)
+        /// Default 10 minutes.
+        public var maximumRetryDelay: Duration = .seconds(600)
+        /// PostgreSQL connections per process. Default 10.
+        public var maximumConnections = 10
+
+        public init(url: StoreURL) {
+            self.url = url
+        }
+
+        /// A configuration for the URL in `text`.
+        public init(url text: String) throws(StoreError) {
+            self.init(url: try StoreURL(text))
+        }
+    }
+
+    public let configuration: Configuration
+    let backend: any StoreBackend
+    private let logger: Logger
+
+    /// A store at the configured URL. Nothing is opened yet: SQLite opens its file on first use,
+    /// PostgreSQL connects once ``run()`` is running.
+    public init(configuration: Configuration, logger: Logger = Logger(label: "herald.store", factory: { _ in SwiftLogNoOpLogHandler() })) {
+        self.configuration = configuration
+        self.logger = logger
+        switch configuration.url {
+        case .sqlite(let path):
+            backend = SQLiteStore.shared(path: path, logger: logger)
+        case .postgres(let postgres):
+            backend = PostgresStore(configuration: postgres, maximumConnections: configuration.maximumConnections, logger: logger)
+        }
+    }
+
+    /// Keeps the database connections until graceful shutdown (or cancellation), then closes them.
+    public func run() async throws {
+        try await cancelWhenGracefulShutdown {
+            await self.backend.run()
+        }
+        try await backend.close()
+    }
+
+    /// Brings the schema up to this Herald's: migrations are numbered and applied once, in order
+    /// (on PostgreSQL under an advisory lock, so processes starting together migrate once).
+    ///
+    /// - Throws: ``StoreError`` with code `newerSchema` when a newer Herald migrated the database.
+    public func migrate() async throws {
+        try await backend.migrate()
+    }
+
+    /// Throws unless the database answers and is migrated: what a readiness probe asks.
+    public func checkReady() async throws {
+        try await backend.checkReady()
+    }
+
+    // MARK: Devices
+
+    /// Registers a device, or registers it again: fields left `nil` keep their stored values, and
+    /// the device is active again whatever it was. Returns the device, and whether it is new.
+    @discardableResult
+    public func register(_ registration: DeviceRegistration, app: String, now: Date = Date()) async throws -> (device: Device, created: Bool) {
+        try await backend.register(registration, app: app, now: now)
+    }
+
+    /// Registers every device of `registrations` (a million is fine: they are read and written in
+    /// batches, never held at once). Returns how many were registered.
+    @discardableResult
+    public func register<Registrations: AsyncSequence>(
+        contentsOf registrations: Registrations, app: String, batchSize: Int = 2000, now: @Sendable () -> Date = { Date() }
+    ) async throws -> Int where Registrations.Element == DeviceRegistration {
+        var batch: [DeviceRegistration] = []
+        batch.reserveCapacity(batchSize)
+        var total = 0
+        for try await registration in registrations {
+            batch.append(registration)
+            if batch.count >= batchSize {
+                try await backend.register(batch: batch, app: app, now: now())
+                total += batch.count
+                batch.removeAll(keepingCapacity: true)
+            }
+        }
+        if !batch.isEmpty {
+            try await backend.register(batch: batch, app: app, now: now())
+            total += batch.count
+        }
+        return total
+    }
+
+    public func device(app: String, token: String) async throws -> Device? {
+        try await backend.device(app: app, token: token.lowercased())
+    }
+
+    /// Forgets a device. Returns whether there was one.
+    @discardableResult
+    public func deleteDevice(app: String, token: String) async throws -> Bool {
+        try await backend.deleteDevice(app: app, token: token.lowercased())
+    }
+
+    /// A page of an app's devices in token order, filtered; `after` is the previous page's `next`.
+    public func devices(app: String, filter: DeviceFilter = DeviceFilter(), limit: Int = 100, after: String? = nil) async throws -> Page<Device> {
+        try await backend.devices(app: app, filter: filter, limit: max(1, min(limit, 1000)), after: after)
+    }
+
+    public func countDevices(app: String, status: DeviceStatus? = nil) async throws -> Int {
+        try await backend.countDevices(app: app, status: status)
+    }
+
+    /// Applies what the legacy feedback service reported: each token is unregistered unless its
+    /// device registered again after the time the service gives (Apple's rule). Returns how many
+    /// devices changed.
+    @discardableResult
+    public func recordFeedback(app: String, _ tuples: [(token: String, timestamp: Date)], now: Date = Date()) async throws -> Int {
+        try await backend.invalidate(
+            app: app, reports: tuples.map { Invalidation(token: $0.token.lowercased(), reason: "Unregistered", timestamp: $0.timestamp) }, now: now
+        )
+    }
+
+    // MARK: Notifications
+
+    /// Stores a notification for sending and returns it once it is durable. The same idempotency
+    /// key (per app) returns the notification stored the first time (`created` false).
+    public func enqueue(_ request: NotificationRequest, now: Date = Date()) async throws -> (notification: StoredNotification, created: Bool) {
+        let deadline = request.expiration?.deadline ?? now.addingTimeInterval(configuration.maximumAge.seconds)
+        return try await backend.enqueue(request, id: NotificationID.make(now: now), deadline: deadline, now: now)
+    }
+
+    public func notification(id: String) async throws -> StoredNotification? {
+        guard NotificationID.isValid(id.lowercased()) else { return nil }
+        return try await backend.notification(id: id.lowercased())
+    }
+
+    /// A page of a notification's device outcomes in token order. Accepted devices are kept for
+    /// token and user audiences; a broadcast keeps counts for them, and rows for the others.
+    public func deliveries(notificationID: String, outcome: DeliveryRecord.Outcome? = nil, limit: Int = 100, after: String? = nil) async throws -> Page<DeliveryRecord> {
+        try await backend.deliveries(notificationID: notificationID.lowercased(), outcome: outcome, limit: max(1, min(limit, 1000)), after: after)
+    }
+
+    /// Cancels what of a notification has not been sent; what is in flight finishes. Returns the
+    /// notification, or `nil` when there is none with this ID.
+    public func cancel(id: String, now: Date = Date()) async throws -> StoredNotification? {
+        guard NotificationID.isValid(id.lowercased()) else { return nil }
+        return try await backend.cancel(id: id.lowercased(), now: now)
+    }
+
+    // MARK: Queue
+
+    /// Claims up to `limit` devices of one notification for `owner`: single deliveries first,
+    /// else (when `includeRanges`) the next key range of a broadcast. Empty when nothing is due.
+    public func claim(owner: String, limit: Int = 1000, includeRanges: Bool = true, now: Date = Date()) async throws -> [WorkBatch] {
+        try await backend.claim(
+            owner: owner, limit: max(1, limit), includeRanges: includeRanges, leaseUntil: now.addingTimeInterval(configuration.leaseDuration.seconds),
+            now: now
+        )
+    }
+
+    /// Extends the lease on a batch still being sent.
+    public func renew(_ batch: WorkBatch, now: Date = Date()) async throws {
+        try await backend.renew(batch, leaseUntil: now.addingTimeInterval(configuration.leaseDuration.seconds))
+    }
+
+    /// Records how each device of a batch ended: counts, rejections kept for listing, retries
+    /// scheduled with back-off until the notification's deadline, devices pruned by APNs's rules.
+    ///
+    /// - Throws: ``StoreError`` with code `leaseLost` when the batch's lease ran out and another
+    ///   worker took it over (its outcomes then count, not these).
+    public func complete(_ batch: WorkBatch, outcomes: [DeliveryOutcome], now: Date = Date()) async throws {
+        let initial = configuration.initialRetryDelay.seconds
+        let maximum = configuration.maximumRetryDelay.seconds
+        try await backend.complete(batch, outcomes: outcomes, retryAt: { attempt in
+            now.addingTimeInterval(min(maximum, initial * Double(1 << min(max(attempt - 1, 0), 30))))
+        }, now: now)
+    }
+
+    /// Gives a batch back unsent (the worker is stopping): another worker may take it at once.
+    public func release(_ batch: WorkBatch) async throws {
+        try await backend.release(batch)
+    }
+
+    /// Returns when there may be new work (LISTEN/NOTIFY on PostgreSQL, a signal within the
+    /// process on SQLite), or after `timeout`.
+    public func waitForWork(timeout: Duration) async {
+        await backend.waitForWork(timeout: timeout)
+    }
+
+    public func statistics(now: Date = Date()) async throws -> QueueStatistics {
+        try await backend.statistics(now: now)
+    }
+
+    /// Deletes outcomes and notifications finished before `cutoff`, at most `limit` rows at a
+    /// time until none are left; returns how many rows went.
+    @discardableResult
+    public func purge(finishedBefore cutoff: Date, batchSize: Int = 10_000) async throws -> Int {
+        var total = 0
+        while true {
+            let purged = try await backend.purge(finishedBefore: cutoff, limit: batchSize)
+            total += purged
+            if purged < batchSize { return total }
+        }
+    }
+}
+
+/// Runs `body` with a store whose connections live for the call: migrated first, closed after.
+public func withHeraldStore<Result: Sendable>(
+    configuration: HeraldStore.Configuration, logger: Logger = Logger(label: "herald.store", factory: { _ in SwiftLogNoOpLogHandler() }),
+    _ body: (HeraldStore) async throws -> Result
+) async throws -> Result {
+    let store = HeraldStore(configuration: configuration, logger: logger)
+    return try await withThrowingTaskGroup(of: Void.self) { group in
+        group.addTask { await store.backend.run() }
+        defer { group.cancelAll() }
+        do {
+            try await store.migrate()
+            let result = try await body(store)
+            try await store.backend.close()
+            return result
+        } catch {
+            try? await store.backend.close()
+            throw error
+        }
+    }
+}
+
+extension Duration {
+    var seconds: Double {
+        let (whole, fraction) = components
+        return Double(whole) + Double(fraction) / 1e18
+    }
+}

@@ -1,0 +1,132 @@
+import HeraldCore
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
+/// Whether notifications go to a device.
+public enum DeviceStatus: String, Sendable, Hashable, CaseIterable {
+    /// Registered, and not reported gone: notifications go to it.
+    case active
+    /// APNs said the app is no longer installed (410 `Unregistered`, or the feedback service) at
+    /// a time after the device last registered.
+    case unregistered
+    /// APNs refused the token itself (`BadDeviceToken`, `DeviceTokenNotForTopic`).
+    case invalid
+}
+
+/// A device token registered with an app: its user, tags and badge, and whether notifications
+/// still go to it.
+public struct Device: Sendable, Hashable {
+    /// The app (a gateway's app ID, not a bundle ID).
+    public var app: String
+    /// The device token, lower-case hex.
+    public var token: String
+    public var user: String?
+    public var tags: Set<String>
+    /// The badge count, set when the app says so and raised by notifications that increment it.
+    public var badge: Int
+    public var status: DeviceStatus
+    /// Why the device is not active: the APNs reason.
+    public var reason: String?
+    /// For ``DeviceStatus/unregistered``: when APNs saw the token go (its 410 timestamp).
+    public var invalidatedAt: Date?
+    public var createdAt: Date
+    /// Every registration sets it; APNs's timestamp rule compares against it.
+    public var updatedAt: Date
+
+    public init(
+        app: String, token: String, user: String? = nil, tags: Set<String> = [], badge: Int = 0, status: DeviceStatus = .active,
+        reason: String? = nil, invalidatedAt: Date? = nil, createdAt: Date, updatedAt: Date
+    ) {
+        self.app = app
+        self.token = token
+        self.user = user
+        self.tags = tags
+        self.badge = badge
+        self.status = status
+        self.reason = reason
+        self.invalidatedAt = invalidatedAt
+        self.createdAt = createdAt
+        self.updatedAt = updatedAt
+    }
+}
+
+/// A device registering (or registering again): what it says about itself. Fields left `nil` keep
+/// their stored value; registering makes the device active again.
+public struct DeviceRegistration: Sendable, Hashable {
+    /// The device token, lower-case hex (checked by ``init(token:user:tags:badge:)``).
+    public private(set) var token: String
+    public var user: String??
+    public var tags: Set<String>?
+    public var badge: Int?
+
+    /// The most tags a device may have, and their longest length.
+    public static let maximumTags = 32
+    public static let maximumTagLength = 64
+    /// The longest user ID.
+    public static let maximumUserLength = 256
+
+    /// - Parameters:
+    ///   - user: `nil` keeps the stored user; `.some(nil)` clears it.
+    /// - Throws: ``StoreError`` with code `invalidInput`, saying what is wrong.
+    public init(token: String, user: String?? = nil, tags: Set<String>? = nil, badge: Int? = nil) throws(StoreError) {
+        do {
+            self.token = try DeviceToken(token).hex
+        } catch {
+            throw StoreError(.invalidInput, "device token: \(error.detail ?? error.description)")
+        }
+        if case .some(.some(let user)) = user {
+            guard !user.isEmpty, user.utf8.count <= Self.maximumUserLength, PeerText.isSafe(user) else {
+                throw StoreError(.invalidInput, "user: must be 1 to \(Self.maximumUserLength) bytes without control characters")
+            }
+        }
+        if let tags {
+            guard tags.count <= Self.maximumTags else { throw StoreError(.invalidInput, "tags: at most \(Self.maximumTags)") }
+            for tag in tags where !Self.isValidTag(tag) {
+                throw StoreError(.invalidInput, "tags: \(String(reflecting: PeerText(tag, limit: 80).description)) must be 1 to \(Self.maximumTagLength) of A-Z a-z 0-9 . _ : -")
+            }
+        }
+        if let badge, badge < 0 || badge > Int(Int32.max) {
+            throw StoreError(.invalidInput, "badge: must be 0 to \(Int32.max)")
+        }
+        self.user = user
+        self.tags = tags
+        self.badge = badge
+    }
+
+    /// A tag: 1 to 64 characters of letters, digits, `.`, `_`, `:` and `-`.
+    public static func isValidTag(_ tag: String) -> Bool {
+        let bytes = tag.utf8
+        return !bytes.isEmpty && bytes.count <= maximumTagLength && bytes.allSatisfy { byte in
+            (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A)
+                || byte == 0x2E || byte == 0x5F || byte == 0x3A || byte == 0x2D
+        }
+    }
+}
+
+/// Which devices to list.
+public struct DeviceFilter: Sendable, Hashable {
+    public var status: DeviceStatus?
+    public var user: String?
+    public var tag: String?
+
+    public init(status: DeviceStatus? = nil, user: String? = nil, tag: String? = nil) {
+        self.status = status
+        self.user = user
+        self.tag = tag
+    }
+}
+
+/// One page of a listing, and where the next one starts (`nil` after the last page).
+public struct Page<Element: Sendable>: Sendable {
+    public var items: [Element]
+    public var next: String?
+
+    public init(items: [Element], next: String?) {
+        self.items = items
+        self.next = next
+    }
+}

@@ -1,0 +1,124 @@
+import HeraldCore
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
+/// Who a notification goes to.
+public enum Audience: Sendable, Hashable {
+    /// These device tokens (lower-case hex), registered or not.
+    case tokens([String])
+    /// Every active device of these users.
+    case users([String])
+    /// Every active device with any of these tags.
+    case tags([String])
+    /// Every active device of the app.
+    case all
+
+    /// Whether devices are read in key ranges as the broadcast goes (tags, all), rather than one
+    /// delivery row per token written when it is queued (tokens, users).
+    var isRange: Bool {
+        switch self {
+        case .tokens, .users: false
+        case .tags, .all: true
+        }
+    }
+}
+
+/// How a notification changes the badge of each device it goes to.
+public enum BadgeMode: String, Sendable, Hashable {
+    /// The payload is sent as it is.
+    case none
+    /// Each device's stored badge goes up by one, and that value is its payload's `aps.badge`.
+    case increment
+}
+
+/// Where a notification stands.
+public enum NotificationStatus: String, Sendable, Hashable {
+    /// Stored; nothing claimed yet.
+    case queued
+    /// Being delivered.
+    case sending
+    /// Every device has its outcome.
+    case done
+    /// Cancelled: what was not sent will not be.
+    case cancelled
+}
+
+/// What a caller asks to send.
+public struct NotificationRequest: Sendable {
+    public var app: String
+    public var audience: Audience
+    /// The APNs JSON payload, checked by the caller (size, push type).
+    public var payload: [UInt8]
+    public var pushType: PushType
+    public var priority: PushPriority?
+    public var expiration: PushExpiration?
+    public var collapseID: String?
+    public var badge: BadgeMode
+    /// The same key (per app) returns the notification stored the first time.
+    public var idempotencyKey: String?
+
+    public init(
+        app: String, audience: Audience, payload: [UInt8], pushType: PushType = .alert, priority: PushPriority? = nil,
+        expiration: PushExpiration? = nil, collapseID: String? = nil, badge: BadgeMode = .none, idempotencyKey: String? = nil
+    ) {
+        self.app = app
+        self.audience = audience
+        self.payload = payload
+        self.pushType = pushType
+        self.priority = priority
+        self.expiration = expiration
+        self.collapseID = collapseID
+        self.badge = badge
+        self.idempotencyKey = idempotencyKey
+    }
+}
+
+/// How many devices a notification reached, and how the others ended.
+public struct NotificationCounts: Sendable, Hashable {
+    /// Devices it goes to: for tag and all-device audiences, the active ones counted when it was
+    /// queued, made exact when it is done.
+    public var targeted: Int
+    public var accepted: Int
+    /// Rejections by APNs reason.
+    public var rejected: [String: Int]
+    /// Devices it could not reach (APNs unreachable until it expired, or cancelled).
+    public var failed: Int
+
+    public init(targeted: Int = 0, accepted: Int = 0, rejected: [String: Int] = [:], failed: Int = 0) {
+        self.targeted = targeted
+        self.accepted = accepted
+        self.rejected = rejected
+        self.failed = failed
+    }
+
+    /// Devices without an outcome yet.
+    public var pending: Int { max(0, targeted - accepted - rejected.values.reduce(0, +) - failed) }
+}
+
+/// A notification as stored: what was asked, and how it is going.
+public struct StoredNotification: Sendable {
+    /// Sortable by creation (a UUIDv7), lower case.
+    public var id: String
+    public var request: NotificationRequest
+    public var status: NotificationStatus
+    public var counts: NotificationCounts
+    public var createdAt: Date
+    public var finishedAt: Date?
+}
+
+/// How one device's delivery ended, as listed.
+public struct DeliveryRecord: Sendable, Hashable {
+    public enum Outcome: String, Sendable, Hashable, CaseIterable {
+        case accepted, rejected, failed
+    }
+
+    public var token: String
+    public var outcome: Outcome
+    public var reason: String?
+    public var apnsID: String?
+    public var at: Date
+}

@@ -1,0 +1,77 @@
+import HeraldCore
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
+/// Devices a worker has claimed to send one notification to, under a lease: until it completes,
+/// renews or releases the batch, no other worker gets them; if the lease runs out (the worker was
+/// killed), they go back to the queue.
+public struct WorkBatch: Sendable {
+    /// The notification to send.
+    public var notification: QueuedNotification
+    /// The devices, each with its own badge when the notification increments badges.
+    public var items: [WorkItem]
+    /// Some of these devices may have been sent this before (a lease that ran out was taken
+    /// over): the sender should give the notification a collapse ID so a device shows it once.
+    public var isResend: Bool
+    /// The worker that holds the lease.
+    public var owner: String
+    let source: Source
+
+    enum Source: Sendable, Hashable {
+        /// Delivery rows, by ID.
+        case deliveries([Int64])
+        /// A key range of the devices table: the range's number, and the token it was read after.
+        case segment(number: Int, after: String, exhausted: Bool)
+    }
+}
+
+/// One device of a ``WorkBatch``.
+public struct WorkItem: Sendable, Hashable {
+    /// The device token, lower-case hex.
+    public var token: String
+    /// The badge to send (``BadgeMode/increment``), already counted in the store.
+    public var badge: Int?
+    /// How many times this device was claimed for this notification, this time included.
+    public var attempt: Int
+}
+
+/// What a worker needs to know to send a notification.
+public struct QueuedNotification: Sendable {
+    public var id: String
+    public var app: String
+    public var payload: [UInt8]
+    public var pushType: PushType
+    public var priority: PushPriority?
+    public var expiration: PushExpiration?
+    public var collapseID: String?
+    public var badge: BadgeMode
+    /// No attempt is made after this: the notification's apns-expiration, or its maximum age.
+    public var deadline: Date
+}
+
+/// How sending to one device of a ``WorkBatch`` ended.
+public struct DeliveryOutcome: Sendable, Hashable {
+    public enum Result: Sendable, Hashable {
+        /// APNs accepted it.
+        case accepted(apnsID: String?)
+        /// APNs refused it, for good. A 410 carries when APNs saw the token go.
+        case rejected(reason: String, timestamp: Date?)
+        /// It could not be delivered now (APNs unreachable, 5xx, 429): try again later, until
+        /// the notification's deadline.
+        case retry(reason: String)
+        /// It cannot be delivered, and trying again would not help.
+        case failed(reason: String)
+    }
+
+    public var token: String
+    public var result: Result
+
+    public init(token: String, result: Result) {
+        self.token = token
+        self.result = result
+    }
+}

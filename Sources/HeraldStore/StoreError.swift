@@ -1,0 +1,30 @@
+/// Something the store could not do, with a stable code and words that say what to do. Never
+/// holds a password.
+public struct StoreError: Error, Sendable, Hashable, CustomStringConvertible {
+    public struct Code: Sendable, Hashable, CustomStringConvertible {
+        let name: String
+        /// The database URL is not one the store understands.
+        public static let invalidURL = Code(name: "invalidURL")
+        /// The database cannot be reached (down, refused, restarting): try again.
+        public static let unavailable = Code(name: "unavailable")
+        /// The database was migrated by a newer Herald than this one.
+        public static let newerSchema = Code(name: "newerSchema")
+        /// A value given to the store is out of range or malformed.
+        public static let invalidInput = Code(name: "invalidInput")
+        /// The database answered with an error.
+        public static let databaseError = Code(name: "databaseError")
+        /// The lease on a batch was lost (it ran out and another worker took it).
+        public static let leaseLost = Code(name: "leaseLost")
+        public var description: String { name }
+    }
+
+    public var code: Code
+    public var message: String
+
+    public init(_ code: Code, _ message: String) {
+        self.code = code
+        self.message = message
+    }
+
+    public var description: String { "\(code): \(message)" }
+}

@@ -1,0 +1,86 @@
+import Foundation
+import HeraldCore
+import HeraldStore
+import HeraldTestSupport
+import Testing
+
+/// Migrations, readiness, and many workers on one database.
+@Suite("Store schema and concurrency", .timeLimit(.minutes(3)))
+struct SchemaTests {
+    @Test("migrating twice is a no-op; a database migrated by a newer Herald is refused, saying so", arguments: Backend.allCases)
+    func migrations(backend: Backend) async throws {
+        let scratch = try ScratchDirectory()
+        let url = try storeURL(backend, scratch: scratch)
+        let configuration = try HeraldStore.Configuration(url: url)
+        try await withHeraldStore(configuration: configuration) { store in
+            try await store.migrate()
+            try await store.checkReady()
+            try await store.register(try registration(1), app: app)
+        }
+        // A newer Herald recorded schema 999.
+        switch backend {
+        case .sqlite: try runCommand("python3", ["-c", "import sqlite3; c = sqlite3.connect('\(scratch.file("store.db"))'); c.execute('INSERT INTO herald_schema VALUES (999, 0)'); c.commit()"])
+        case .postgres: try PostgresCluster.shared().psql("INSERT INTO herald_schema VALUES (999, 0)", database: url)
+        }
+        let error = await #expect(throws: StoreError.self) {
+            try await withHeraldStore(configuration: configuration) { _ in }
+        }
+        #expect(error?.code == .newerSchema)
+        #expect(error?.message.contains("upgrade Herald") == true)
+    }
+
+    @Test("ten processes' stores starting at once on one PostgreSQL migrate it once")
+    func concurrentMigrations() async throws {
+        let scratch = try ScratchDirectory()
+        let url = try storeURL(.postgres, scratch: scratch)
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for _ in 0..<10 {
+                group.addTask {
+                    try await withHeraldStore(configuration: try HeraldStore.Configuration(url: url)) { store in try await store.checkReady() }
+                }
+            }
+            try await group.waitForAll()
+        }
+        #expect(try PostgresCluster.shared().psql("SELECT COUNT(*) FROM herald_schema", database: url).trimmingCharacters(in: .whitespacesAndNewlines) == "1")
+    }
+
+    @Test("workers claiming one broadcast at once: every device exactly once, no batch claimed twice while its lease lives", arguments: Backend.allCases)
+    func concurrentClaims(backend: Backend) async throws {
+        let scratch = try ScratchDirectory()
+        let url = try storeURL(backend, scratch: scratch)
+        let devices = 20_000
+        let sent = try await withHeraldStore(configuration: try HeraldStore.Configuration(url: url)) { store -> [String] in
+            let stream = AsyncStream<DeviceRegistration> { continuation in
+                for number in 0..<devices { continuation.yield(try! DeviceRegistration(token: String(format: "%064x", number &* 2_654_435_761 % 1_000_000_007))) }
+                continuation.finish()
+            }
+            try await store.register(contentsOf: stream, app: app)
+            let (queued, _) = try await store.enqueue(NotificationRequest(app: app, audience: .all, payload: payload))
+            // Four workers, each with a store of its own (as separate processes would have).
+            let sent = try await withThrowingTaskGroup(of: [String].self) { group in
+                for worker in 0..<4 {
+                    group.addTask {
+                        try await withHeraldStore(configuration: try HeraldStore.Configuration(url: url)) { own in
+                            var tokens: [String] = []
+                            for _ in 0..<1000 {
+                                let batches = try await own.claim(owner: "worker-\(worker)", limit: 500)
+                                if batches.isEmpty { break }
+                                for batch in batches {
+                                    tokens += batch.items.map(\.token)
+                                    try await acceptAll(own, batch)
+                                }
+                            }
+                            return tokens
+                        }
+                    }
+                }
+                return try await group.reduce(into: []) { $0 += $1 }
+            }
+            let done = try #require(try await store.notification(id: queued.id))
+            #expect(done.status == .done && done.counts.accepted == devices, "\(done.counts)")
+            return sent
+        }
+        #expect(sent.count == devices, "no device twice")
+        #expect(Set(sent).count == devices, "every device")
+    }
+}

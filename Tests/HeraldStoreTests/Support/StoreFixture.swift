@@ -1,0 +1,83 @@
+import Foundation
+import HeraldCore
+import HeraldStore
+import HeraldTestSupport
+import Testing
+
+/// The two backends every behaviour test runs against.
+enum Backend: String, CaseIterable, CustomTestStringConvertible, Sendable {
+    case sqlite, postgres
+    var testDescription: String { rawValue }
+}
+
+/// A fresh, migrated store on `backend` for the length of `body`: a file of its own for SQLite,
+/// a database of its own in the test process's cluster for PostgreSQL.
+func withStore(
+    _ backend: Backend, _ configure: (inout HeraldStore.Configuration) -> Void = { _ in }, _ body: (HeraldStore) async throws -> Void
+) async throws {
+    let scratch = try ScratchDirectory()
+    var configuration = try HeraldStore.Configuration(url: try storeURL(backend, scratch: scratch))
+    configuration.initialRetryDelay = .seconds(5)
+    configure(&configuration)
+    try await withHeraldStore(configuration: configuration) { store in try await body(store) }
+}
+
+/// A URL for a new store on `backend`. PostgreSQL cases are cancelled (reported skipped) when its
+/// binaries are not installed, unless HERALD_REQUIRE_POSTGRES=1 (CI) makes that a failure.
+func storeURL(_ backend: Backend, scratch: ScratchDirectory) throws -> String {
+    switch backend {
+    case .sqlite:
+        return "sqlite:" + scratch.file("store.db")
+    case .postgres:
+        if let reason = PostgresCluster.unavailableReason, !PostgresCluster.isRequired {
+            try Test.cancel(Comment(rawValue: reason))
+        }
+        return try PostgresCluster.shared().createDatabase()
+    }
+}
+
+let app = "shop"
+
+/// A distinct 32-byte token for each number.
+func token(_ number: Int) -> String {
+    String(format: "%064x", number)
+}
+
+func registration(_ number: Int, user: String?? = nil, tags: Set<String>? = nil, badge: Int? = nil) throws -> DeviceRegistration {
+    try DeviceRegistration(token: token(number), user: user, tags: tags, badge: badge)
+}
+
+let payload = Array(#"{"aps":{"alert":"Hello"}}"#.utf8)
+
+/// Claims everything due at `now`, in batches of `limit`, for `owner`.
+func claimAll(_ store: HeraldStore, owner: String = "worker-1", limit: Int = 1000, now: Date = Date()) async throws -> [WorkBatch] {
+    var all: [WorkBatch] = []
+    for _ in 0..<10_000 {
+        let batches = try await store.claim(owner: owner, limit: limit, now: now)
+        if batches.isEmpty { return all }
+        all += batches
+    }
+    Issue.record("claims did not run out")
+    return all
+}
+
+/// Completes `batch` with every device accepted.
+func acceptAll(_ store: HeraldStore, _ batch: WorkBatch, now: Date = Date()) async throws {
+    try await store.complete(batch, outcomes: batch.items.map { DeliveryOutcome(token: $0.token, result: .accepted(apnsID: UUID().uuidString.lowercased())) }, now: now)
+}
+
+/// Claims and accepts everything due, batch by batch; returns the tokens sent, in order.
+@discardableResult
+func deliverAll(_ store: HeraldStore, limit: Int = 1000, now: Date = Date()) async throws -> [String] {
+    var sent: [String] = []
+    for _ in 0..<10_000 {
+        let batches = try await store.claim(owner: "worker-1", limit: limit, now: now)
+        if batches.isEmpty { return sent }
+        for batch in batches {
+            sent += batch.items.map(\.token)
+            try await acceptAll(store, batch, now: now)
+        }
+    }
+    Issue.record("deliveries did not run out")
+    return sent
+}

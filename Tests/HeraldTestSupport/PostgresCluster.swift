@@ -1,0 +1,142 @@
+import Foundation
+
+/// A throwaway PostgreSQL cluster for the tests, from the installed binaries (Debian's
+/// `postgresql`): initdb in a temporary directory, a free port on 127.0.0.1, trust authentication
+/// for user `herald`. initdb refuses to run as root, so as root both run as the `postgres` user.
+/// The server is a child of the test process that dies with it (`setpriv --pdeathsig`), and is
+/// stopped and removed at exit. One cluster per test process; each test takes a database of its own.
+public final class PostgresCluster: @unchecked Sendable {
+    public let port: Int
+    public let directory: String
+    private let binaries: String
+    private let server: Process
+
+    /// The installed binaries' directory, if PostgreSQL is installed.
+    public static let binaries: String? = {
+        let root = "/usr/lib/postgresql"
+        let versions = (try? FileManager.default.contentsOfDirectory(atPath: root)) ?? []
+        return versions.compactMap(Int.init).sorted().last.map { "\(root)/\($0)/bin" }
+            .flatMap { FileManager.default.isExecutableFile(atPath: $0 + "/initdb") ? $0 : nil }
+    }()
+
+    /// Whether PostgreSQL cases must run (CI sets `HERALD_REQUIRE_POSTGRES=1`): then a missing
+    /// installation is a failure, not a skip.
+    public static var isRequired: Bool { ProcessInfo.processInfo.environment["HERALD_REQUIRE_POSTGRES"] == "1" }
+
+    /// Why PostgreSQL cases cannot run here, or `nil` when they can.
+    public static var unavailableReason: String? {
+        binaries == nil ? "PostgreSQL's binaries are not installed (apt-get install postgresql); .ci/run installs them" : nil
+    }
+
+    /// The process's cluster, started on first use.
+    public static func shared() throws -> PostgresCluster {
+        try sharedCluster.get()
+    }
+
+    private static let sharedCluster: Result<PostgresCluster, any Error> = Result {
+        let cluster = try PostgresCluster()
+        atexit { PostgresCluster.stopShared() }
+        return cluster
+    }
+
+    private static func stopShared() {
+        if case .success(let cluster) = sharedCluster { cluster.stop() }
+    }
+
+    private init() throws {
+        guard let binaries = Self.binaries else { throw ClusterError(Self.unavailableReason ?? "no PostgreSQL") }
+        self.binaries = binaries
+        let asRoot = getuid() == 0
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-pg-\(UUID().uuidString.prefix(8))").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        if asRoot { try Self.execute("/bin/chown", ["postgres:postgres", directory]) }
+        try Self.execute(binaries + "/initdb", ["-D", directory + "/data", "-U", "herald", "--auth=trust", "-E", "UTF8", "--no-sync", "--no-instructions"], asPostgres: asRoot)
+        port = try Self.freePort()
+        server = Process()
+        let arguments = [
+            binaries + "/postgres", "-D", directory + "/data", "-p", String(port), "-k", directory, "-c", "listen_addresses=127.0.0.1",
+            "-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off", "-c", "max_connections=200",
+        ]
+        // setpriv: the server dies with this process (PR_SET_PDEATHSIG), and runs as postgres when we are root.
+        server.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
+        server.arguments = (asRoot ? ["--reuid=postgres", "--regid=postgres", "--init-groups"] : []) + ["--pdeathsig", "KILL", "--"] + arguments
+        let log = FileHandle(forWritingAtPath: "/dev/null")
+        server.standardOutput = log
+        server.standardError = log
+        try server.run()
+        for _ in 0..<300 {
+            if (try? Self.execute(binaries + "/pg_isready", ["-h", "127.0.0.1", "-p", String(port), "-U", "herald", "-q"])) != nil { return }
+            guard server.isRunning else { break }
+            usleep(100_000)
+        }
+        server.terminate()
+        throw ClusterError("PostgreSQL in \(directory) did not start")
+    }
+
+    /// A new empty database, as a `postgres://` URL.
+    public func createDatabase() throws -> String {
+        let name = "herald_\(UUID().uuidString.prefix(12).lowercased().replacingOccurrences(of: "-", with: ""))"
+        try Self.execute(binaries + "/psql", ["-h", "127.0.0.1", "-p", String(port), "-U", "herald", "-d", "postgres", "-q", "-c", "CREATE DATABASE \(name)"])
+        return "postgres://herald@127.0.0.1:\(port)/\(name)?sslmode=disable"
+    }
+
+    /// Runs `sql` in `database` with psql and returns what it printed (unaligned, tuples only).
+    @discardableResult
+    public func psql(_ sql: String, database: String) throws -> String {
+        let name = database.split(separator: "/").last.map { String($0.split(separator: "?")[0]) } ?? database
+        return try Self.execute(binaries + "/psql", ["-h", "127.0.0.1", "-p", String(port), "-U", "herald", "-d", name, "-qAt", "-c", sql])
+    }
+
+    /// Stops the server at once (as a crash would) and removes its files.
+    public func stop() {
+        if server.isRunning {
+            kill(server.processIdentifier, SIGQUIT)
+            server.waitUntilExit()
+        }
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+
+    /// Stops the server and starts it again on the same port and files, as a database restart
+    /// under load does. Returns once it accepts connections again.
+    public func restart() throws {
+        try Self.execute(binaries + "/pg_ctl", ["-D", directory + "/data", "restart", "-m", "fast", "-w", "-o", "-p \(port) -k \(directory)"], asPostgres: getuid() == 0)
+    }
+
+    @discardableResult
+    static func execute(_ executable: String, _ arguments: [String], asPostgres: Bool = false) throws -> String {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: asPostgres ? "/usr/bin/setpriv" : executable)
+        process.arguments = asPostgres ? ["--reuid=postgres", "--regid=postgres", "--init-groups", "--", executable] + arguments : arguments
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = output
+        try process.run()
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        let text = String(decoding: data, as: UTF8.self)
+        guard process.terminationStatus == 0 else {
+            throw ClusterError("\((executable as NSString).lastPathComponent) exited with \(process.terminationStatus): \(text)")
+        }
+        return text
+    }
+
+    static func freePort() throws -> Int {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = 0
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
+        }
+        guard bound else { throw ClusterError("no free port") }
+        return Int(UInt16(bigEndian: address.sin_port))
+    }
+
+    public struct ClusterError: Error, CustomStringConvertible {
+        public var description: String
+        init(_ description: String) { self.description = description }
+    }
+}
