@@ -150,6 +150,7 @@ let package = Package(
                 "HeraldClient",
                 "HeraldLegacy",
                 "HeraldMock",
+                "HeraldStore",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Histogram", package: "hdrhistogram-swift"),
                 .product(name: "Logging", package: "swift-log"),

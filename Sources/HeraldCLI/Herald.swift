@@ -6,7 +6,10 @@ public struct Herald: AsyncParsableCommand {
         commandName: "herald",
         abstract: "Apple Push Notifications from a Linux server.",
         version: "0.1.0",
-        subcommands: [DemoCommand.self, PushCommand.self, MockCommand.self, BenchCommand.self, PassCommand.self, PushPackageCommand.self, LegacyGroupCommand.self]
+        subcommands: [
+            DemoCommand.self, PushCommand.self, MockCommand.self, BenchGroupCommand.self, PassCommand.self, PushPackageCommand.self,
+            LegacyGroupCommand.self,
+        ]
     )
 
     public init() {}

@@ -93,26 +93,35 @@ public final class HeraldStore: Service, Sendable {
     }
 
     /// Registers every device of `registrations` (a million is fine: they are read and written in
-    /// batches, never held at once). Returns how many were registered.
+    /// transactions of `batchSize`, never held at once). Returns how many were registered.
+    ///
+    /// Large transactions are what make this fast: tokens are random, so each new row lands on
+    /// another page, and a page changed many times in one transaction is written once.
     @discardableResult
     public func register<Registrations: AsyncSequence>(
-        contentsOf registrations: Registrations, app: String, batchSize: Int = 2000, now: @Sendable () -> Date = { Date() }
+        contentsOf registrations: Registrations, app: String, batchSize: Int = 50_000, now: @Sendable () -> Date = { Date() }
     ) async throws -> Int where Registrations.Element == DeviceRegistration {
         var batch: [DeviceRegistration] = []
-        batch.reserveCapacity(batchSize)
+        batch.reserveCapacity(min(batchSize, 50_000))
+        var positions: [String: Int] = [:]
         var total = 0
-        for try await registration in registrations {
-            batch.append(registration)
-            if batch.count >= batchSize {
-                try await backend.register(batch: batch, app: app, now: now())
-                total += batch.count
-                batch.removeAll(keepingCapacity: true)
-            }
-        }
-        if !batch.isEmpty {
+        func flush() async throws {
             try await backend.register(batch: batch, app: app, now: now())
             total += batch.count
+            batch.removeAll(keepingCapacity: true)
+            positions.removeAll(keepingCapacity: true)
         }
+        for try await registration in registrations {
+            // A token twice in one batch is one registration: the later one's fields win.
+            if let position = positions[registration.token] {
+                batch[position].merge(registration)
+                continue
+            }
+            positions[registration.token] = batch.count
+            batch.append(registration)
+            if batch.count >= batchSize { try await flush() }
+        }
+        if !batch.isEmpty { try await flush() }
         return total
     }
 

@@ -5,11 +5,21 @@ import HeraldMock
 import Histogram
 import NIOCore
 
-/// `herald bench`: sends many notifications as fast as the server takes them and reports the rate,
-/// latency percentiles, CPU time and peak memory.
-struct BenchCommand: AsyncParsableCommand {
+/// `herald bench`: the client's benchmark (the default) and the store's.
+struct BenchGroupCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "bench",
+        abstract: "Measure sending throughput and latency, or the store's.",
+        subcommands: [BenchCommand.self, StoreBenchCommand.self],
+        defaultSubcommand: BenchCommand.self
+    )
+}
+
+/// `herald bench [client]`: sends many notifications as fast as the server takes them and reports
+/// the rate, latency percentiles, CPU time and peak memory.
+struct BenchCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "client",
         abstract: "Measure sending throughput and latency (against the in-process mock by default).",
         discussion: """
             Without --host, starts Herald's mock APNs server in this process (real TLS and HTTP/2 on \

@@ -6,6 +6,11 @@ struct CommandFailure: Error, CustomStringConvertible {
     var message: String
     var status: Int32
 
+    init(status: Int32, _ message: String) {
+        self.message = message
+        self.status = status
+    }
+
     init(_ message: String, status: Int32 = CommandFailure.usageStatus) {
         self.message = message
         self.status = status

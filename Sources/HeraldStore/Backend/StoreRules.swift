@@ -118,14 +118,19 @@ struct OutcomePlan {
     var invalidations: [Invalidation] = []
 
     /// - Parameters:
-    ///   - attempts: each device's attempt number (for the back-off of a retry).
+    ///   - batch: the batch the outcomes are for: a range keeps no row for a plain acceptance.
     ///   - cancelled: the notification was cancelled meanwhile: retries end as failed.
-    init(outcomes: [DeliveryOutcome], attempts: [String: Int], deadline: Date, cancelled: Bool, retryAt: (Int) -> Date, now: Date) {
+    init(outcomes: [DeliveryOutcome], of batch: WorkBatch, cancelled: Bool, retryAt: (Int) -> Date, now: Date) {
+        var keepsAccepted = true
+        if case .segment = batch.source { keepsAccepted = false }
+        let deadline = batch.notification.deadline
+        // Attempt numbers are looked up only for retries, and only in batches that have them.
+        var attempts: [String: Int]?
         for outcome in outcomes {
             switch outcome.result {
             case .accepted(let apnsID):
                 accepted += 1
-                rows.append(Row(token: outcome.token, state: StoreCodes.accepted, apnsID: apnsID))
+                if keepsAccepted { rows.append(Row(token: outcome.token, state: StoreCodes.accepted, apnsID: apnsID)) }
             case .rejected(let reason, let timestamp):
                 rejected[reason, default: 0] += 1
                 rows.append(Row(token: outcome.token, state: StoreCodes.rejected, reason: reason))
@@ -134,7 +139,8 @@ struct OutcomePlan {
                     invalidations.append(Invalidation(token: outcome.token, reason: reason, timestamp: timestamp ?? now))
                 }
             case .retry(let reason):
-                let next = retryAt(attempts[outcome.token] ?? 1)
+                if attempts == nil { attempts = Dictionary(batch.items.map { ($0.token, $0.attempt) }, uniquingKeysWith: max) }
+                let next = retryAt(attempts?[outcome.token] ?? 1)
                 if cancelled {
                     failed += 1
                     rows.append(Row(token: outcome.token, state: StoreCodes.failed, reason: "Cancelled"))

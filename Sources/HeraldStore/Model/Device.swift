@@ -97,6 +97,13 @@ public struct DeviceRegistration: Sendable, Hashable {
         self.badge = badge
     }
 
+    /// Takes the fields `later` sets (a later registration of the same token).
+    mutating func merge(_ later: DeviceRegistration) {
+        if let user = later.user { self.user = user }
+        if let tags = later.tags { self.tags = tags }
+        if let badge = later.badge { self.badge = badge }
+    }
+
     /// A tag: 1 to 64 characters of letters, digits, `.`, `_`, `:` and `-`.
     public static func isValidTag(_ tag: String) -> Bool {
         let bytes = tag.utf8

@@ -197,14 +197,18 @@ enum PostgresSchema {
         RETURNING s.notification_id, s.number, s.upper, s.cursor, picked.previous
         """
 
+    /// The next active devices of a range, as one comma-separated row (a batch costs one row to
+    /// hand over, not thousands) with the last of them, where the range goes on next time.
     static let rangeOfAll = """
-        SELECT token FROM devices WHERE app = $1 AND status = 0 AND token > $2 AND ($3::TEXT IS NULL OR token < $3)
-        ORDER BY token LIMIT $4
+        SELECT COALESCE(string_agg(token, ','), ''), max(token) FROM (
+            SELECT token FROM devices WHERE app = $1 AND status = 0 AND token > $2 AND ($3::TEXT IS NULL OR token < $3)
+            ORDER BY token LIMIT $4) AS range
         """
     static let rangeOfTags = """
-        SELECT DISTINCT t.token FROM device_tags t JOIN devices d ON d.app = t.app AND d.token = t.token
-        WHERE t.app = $1 AND t.token > $2 AND ($3::TEXT IS NULL OR t.token < $3) AND d.status = 0 AND t.tag = ANY($5::TEXT[])
-        ORDER BY t.token LIMIT $4
+        SELECT COALESCE(string_agg(token, ','), ''), max(token) FROM (
+            SELECT DISTINCT t.token FROM device_tags t JOIN devices d ON d.app = t.app AND d.token = t.token
+            WHERE t.app = $1 AND t.token > $2 AND ($3::TEXT IS NULL OR t.token < $3) AND d.status = 0 AND t.tag = ANY($5::TEXT[])
+            ORDER BY t.token LIMIT $4) AS range
         """
 
     /// Raises each device's badge once per notification (IDs sort by time, so a re-send of an

@@ -99,9 +99,18 @@ final class PostgresStore: StoreBackend {
     }
 
     /// Runs `body` in a transaction, with the database's errors as ``StoreError``.
-    private func transaction<Result: Sendable>(_ body: (PostgresConnection) async throws -> Result) async throws -> Result {
+    ///
+    /// - Parameter durable: false for the queue's own bookkeeping (claims, completions, leases):
+    ///   its commit does not wait for the WAL to reach the disk (`synchronous_commit = off`). A
+    ///   database crash may then lose the last fraction of a second of it, which only means a
+    ///   lease runs out and a batch is claimed, and sent, again: at least once, as always. What a
+    ///   caller is told is stored (registrations, notifications) is always durable.
+    private func transaction<Result: Sendable>(durable: Bool = true, _ body: (PostgresConnection) async throws -> Result) async throws -> Result {
         do {
-            return try await client.withTransaction(logger: logger) { connection in try await body(connection) }
+            return try await client.withTransaction(logger: logger) { connection in
+                if !durable { try await run("SET LOCAL synchronous_commit = off", on: connection) }
+                return try await body(connection)
+            }
         } catch {
             throw Self.storeError(error, database: description)
         }
@@ -466,7 +475,7 @@ final class PostgresStore: StoreBackend {
     // MARK: Queue
 
     func claim(owner: String, limit: Int, includeRanges: Bool, leaseUntil: Date, now: Date) async throws -> [WorkBatch] {
-        try await transaction { connection in
+        try await transaction(durable: false) { connection in
             let lease = leaseUntil.milliseconds
             var batches: [WorkBatch] = []
             // Single deliveries first: a notification to one device does not wait behind a broadcast.
@@ -507,15 +516,15 @@ final class PostgresStore: StoreBackend {
                     let audienceRow = try await run("SELECT audience_kind, audience FROM notifications WHERE id = $1", [.text(notificationID)], on: connection).first
                 {
                     let (kind, values) = try audienceRow.decode((Int16, String).self)
-                    let tokens: [String]
+                    let range: [PostgresRow]
                     switch StoreCodes.decode(kind: Int(kind), values: values) {
                     case .tags(let tags):
-                        tokens = try await run(PostgresSchema.rangeOfTags, [.text(notification.app), .text(cursor), .text(upper), .int(Int64(limit)), .texts(tags)], on: connection)
-                            .map { try $0.decode(String.self) }
+                        range = try await run(PostgresSchema.rangeOfTags, [.text(notification.app), .text(cursor), .text(upper), .int(Int64(limit)), .texts(tags)], on: connection)
                     default:
-                        tokens = try await run(PostgresSchema.rangeOfAll, [.text(notification.app), .text(cursor), .text(upper), .int(Int64(limit))], on: connection)
-                            .map { try $0.decode(String.self) }
+                        range = try await run(PostgresSchema.rangeOfAll, [.text(notification.app), .text(cursor), .text(upper), .int(Int64(limit))], on: connection)
                     }
+                    let (list, last) = try range.first?.decode((String, String?).self) ?? ("", nil)
+                    let tokens = SQLiteStore.tokens(list)
                     var badges: [String: Int] = [:]
                     if notification.badge == .increment, !tokens.isEmpty {
                         badges = try await raiseBadges(tokens, notification: notification, on: connection)
@@ -524,7 +533,7 @@ final class PostgresStore: StoreBackend {
                     batches.append(
                         WorkBatch(
                             notification: notification, items: items, isResend: Int(previous) == StoreCodes.claimed, owner: owner,
-                            source: .segment(number: Int(number), after: tokens.last ?? cursor, exhausted: tokens.count < limit)
+                            source: .segment(number: Int(number), after: last ?? cursor, exhausted: tokens.count < limit)
                         )
                     )
                 }
@@ -567,7 +576,7 @@ final class PostgresStore: StoreBackend {
     }
 
     func renew(_ batch: WorkBatch, leaseUntil: Date) async throws {
-        try await transaction { connection in
+        try await transaction(durable: false) { connection in
             switch batch.source {
             case .deliveries(let ids):
                 try await run(
@@ -584,16 +593,15 @@ final class PostgresStore: StoreBackend {
     }
 
     func complete(_ batch: WorkBatch, outcomes: [DeliveryOutcome], retryAt: @Sendable (Int) -> Date, now: Date) async throws {
-        let retried = try await transaction { connection -> Bool in
+        let retried = try await transaction(durable: false) { connection -> Bool in
             let id = batch.notification.id
             let time = now.milliseconds
             // The notification's row is locked first: completions of one notification take turns,
             // so the last one sees every other range done and finishes it.
             let status = try await run("SELECT status FROM notifications WHERE id = $1 FOR UPDATE", [.text(id)], on: connection)
                 .first?.decode(Int16.self) ?? Int16(StoreCodes.cancelled)
-            let attempts = Dictionary(batch.items.map { ($0.token, $0.attempt) }, uniquingKeysWith: max)
             let plan = OutcomePlan(
-                outcomes: outcomes, attempts: attempts, deadline: batch.notification.deadline, cancelled: Int(status) == StoreCodes.cancelled,
+                outcomes: outcomes, of: batch, cancelled: Int(status) == StoreCodes.cancelled,
                 retryAt: retryAt, now: now
             )
             var accepted = 0
@@ -661,7 +669,7 @@ final class PostgresStore: StoreBackend {
     }
 
     func release(_ batch: WorkBatch) async throws {
-        try await transaction { connection in
+        try await transaction(durable: false) { connection in
             switch batch.source {
             case .deliveries(let ids):
                 try await run("""

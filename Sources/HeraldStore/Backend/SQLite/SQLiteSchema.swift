@@ -107,28 +107,22 @@ extension SQLiteSchema {
     static let deviceColumns = "app, token, user_id, tags, badge, status, reason, invalidated_at, created_at, updated_at"
     static let selectDevice = "SELECT \(deviceColumns) FROM devices WHERE app = ? AND token = ?"
 
-    /// Upserts rows of (app, token, user_id, tags, badge, created_at, updated_at): a NULL user,
+    /// Upserts a batch given as one JSON array of `[token, user, tags, badge]` (?2) for app ?1 at
+    /// time ?3: SQLite reads the batch itself, with no statement or value per row. A null user,
     /// tags or badge keeps what is stored; registering makes the device active again.
-    static func upsertDevices(rows: Int) -> String {
-        let values = Array(repeating: "(?, ?, ?, ?, ?, 0, ?, ?)", count: rows).joined(separator: ", ")
-        return """
-            INSERT INTO devices (app, token, user_id, tags, badge, status, created_at, updated_at) VALUES \(values)
-            ON CONFLICT (app, token) DO UPDATE SET
-                user_id = COALESCE(excluded.user_id, devices.user_id),
-                tags = COALESCE(excluded.tags, devices.tags),
-                badge = COALESCE(excluded.badge, devices.badge),
-                status = 0, reason = NULL, invalidated_at = NULL,
-                updated_at = excluded.updated_at
-            """
-    }
-
-    static func deleteTags(tokens: Int) -> String {
-        "DELETE FROM device_tags WHERE app = ? AND token IN (\(placeholders(tokens)))"
-    }
-
-    static func insertTags(rows: Int) -> String {
-        "INSERT OR IGNORE INTO device_tags (app, tag, token) VALUES " + Array(repeating: "(?, ?, ?)", count: rows).joined(separator: ", ")
-    }
+    static let upsertDevices = """
+        INSERT INTO devices (app, token, user_id, tags, badge, status, created_at, updated_at)
+        SELECT ?1, j.value ->> 0, j.value ->> 1, j.value ->> 2, j.value ->> 3, 0, ?3, ?3 FROM json_each(?2) AS j WHERE true
+        ON CONFLICT (app, token) DO UPDATE SET
+            user_id = COALESCE(excluded.user_id, devices.user_id),
+            tags = COALESCE(excluded.tags, devices.tags),
+            badge = COALESCE(excluded.badge, devices.badge),
+            status = 0, reason = NULL, invalidated_at = NULL,
+            updated_at = excluded.updated_at
+        """
+    /// The tags of the tokens in the JSON array ?2 are replaced by the `[token, tag]` pairs of ?3.
+    static let deleteTags = "DELETE FROM device_tags WHERE app = ?1 AND token IN (SELECT value FROM json_each(?2))"
+    static let insertTags = "INSERT OR IGNORE INTO device_tags (app, tag, token) SELECT ?1, j.value ->> 1, j.value ->> 0 FROM json_each(?2) AS j"
 
     static let deleteDevice = "DELETE FROM devices WHERE app = ? AND token = ?"
     static let deleteDeviceTags = "DELETE FROM device_tags WHERE app = ? AND token = ?"
@@ -241,17 +235,21 @@ extension SQLiteSchema {
         WHERE notification_id = ? AND number = ?
         """
 
-    /// The next active devices of a range (all devices of the app).
+    /// The next active devices of a range (all devices of the app), as one comma-separated row
+    /// (a batch costs one row to hand over, not thousands) with the last of them, where the range
+    /// goes on next time.
     static let rangeOfAll = """
-        SELECT token FROM devices WHERE app = ? AND status = 0 AND token > ? AND (?3 IS NULL OR token < ?3)
-        ORDER BY token LIMIT ?
+        SELECT group_concat(token, ',') AS tokens, max(token) AS last FROM (
+            SELECT token FROM devices WHERE app = ?1 AND status = 0 AND token > ?2 AND (?3 IS NULL OR token < ?3)
+            ORDER BY token LIMIT ?4)
         """
     static func rangeOfTags(tags: Int) -> String {
         """
-        SELECT DISTINCT t.token AS token FROM device_tags t JOIN devices d ON d.app = t.app AND d.token = t.token
-        WHERE t.app = ?1 AND t.token > ?2 AND (?3 IS NULL OR t.token < ?3) AND d.status = 0
-            AND t.tag IN (\((0..<tags).map { "?\($0 + 5)" }.joined(separator: ", ")))
-        ORDER BY t.token LIMIT ?4
+        SELECT group_concat(token, ',') AS tokens, max(token) AS last FROM (
+            SELECT DISTINCT t.token AS token FROM device_tags t JOIN devices d ON d.app = t.app AND d.token = t.token
+            WHERE t.app = ?1 AND t.token > ?2 AND (?3 IS NULL OR t.token < ?3) AND d.status = 0
+                AND t.tag IN (\((0..<tags).map { "?\($0 + 5)" }.joined(separator: ", ")))
+            ORDER BY t.token LIMIT ?4)
         """
     }
 

@@ -150,45 +150,57 @@ final class SQLiteStore: StoreBackend {
         }
     }
 
+    /// A bulk batch is one statement per table, each its own transaction (autocommit): inside an
+    /// explicit transaction SQLite would copy every page a multi-row statement touches into a
+    /// statement journal, which for random tokens is nearly every page. Each statement is atomic;
+    /// tags go first, so a batch cut short leaves devices as they were, and running it again
+    /// finishes it.
     func register(batch: [DeviceRegistration], app: String, now: Date) async throws {
-        try await transaction { connection in try await upsert(batch, app: app, now: now, on: connection) }
+        try await exclusive { connection in try await upsert(batch, app: app, now: now, on: connection) }
     }
 
     private func upsert(_ registrations: [DeviceRegistration], app: String, now: Date, on connection: SQLiteConnection) async throws {
-        let time = SQLiteData.integer(Int(now.milliseconds))
-        var start = 0
-        while start < registrations.count {
-            let chunk = registrations[start..<min(start + Self.rowsPerStatement, registrations.count)]
-            start += chunk.count
-            var binds: [SQLiteData] = []
-            binds.reserveCapacity(chunk.count * 7)
-            for registration in chunk {
-                binds.append(.text(app))
-                binds.append(.text(registration.token))
-                // A cleared user is stored as '' so that NULL can mean "keep" in the upsert.
-                switch registration.user {
-                case .none: binds.append(.null)
-                case .some(.none): binds.append(.text(""))
-                case .some(.some(let user)): binds.append(.text(user))
-                }
-                binds.append(registration.tags.map { .text(StoreCodes.encode(tags: $0)) } ?? .null)
-                binds.append(registration.badge.map { .integer($0) } ?? .null)
-                binds.append(time)
-                binds.append(time)
+        // One JSON array for the part: [token, user, tags, badge], null keeping the stored value;
+        // a cleared user is "" (NULL means keep).
+        var rows = JSONWriter(capacity: registrations.count * 100)
+        rows.beginArray()
+        var tagged = JSONWriter(capacity: 64)
+        tagged.beginArray()
+        var pairs = JSONWriter(capacity: 64)
+        pairs.beginArray()
+        for registration in registrations {
+            rows.beginArray()
+            rows.string(registration.token)
+            switch registration.user {
+            case .none: rows.null()
+            case .some(.none): rows.string("")
+            case .some(.some(let user)): rows.string(user)
             }
-            _ = try await connection.query(SQLiteSchema.upsertDevices(rows: chunk.count), binds)
-            let tagged = chunk.filter { $0.tags != nil }
-            if !tagged.isEmpty {
-                _ = try await connection.query(SQLiteSchema.deleteTags(tokens: tagged.count), [.text(app)] + tagged.map { .text($0.token) })
-                let rows = tagged.flatMap { registration in registration.tags!.map { (registration.token, $0) } }
-                var index = 0
-                while index < rows.count {
-                    let part = rows[index..<min(index + Self.rowsPerStatement, rows.count)]
-                    index += part.count
-                    _ = try await connection.query(SQLiteSchema.insertTags(rows: part.count), part.flatMap { [.text(app), .text($0.1), .text($0.0)] })
+            if let tags = registration.tags {
+                rows.string(StoreCodes.encode(tags: tags))
+                tagged.string(registration.token)
+                for tag in tags {
+                    pairs.beginArray()
+                    pairs.string(registration.token)
+                    pairs.string(tag)
+                    pairs.endArray()
                 }
+            } else {
+                rows.null()
             }
+            if let badge = registration.badge { rows.int(badge) } else { rows.null() }
+            rows.endArray()
         }
+        rows.endArray()
+        tagged.endArray()
+        pairs.endArray()
+        if registrations.contains(where: { $0.tags != nil }) {
+            _ = try await connection.query(SQLiteSchema.deleteTags, [.text(app), .text(String(decoding: tagged.bytes, as: UTF8.self))])
+            _ = try await connection.query(SQLiteSchema.insertTags, [.text(app), .text(String(decoding: pairs.bytes, as: UTF8.self))])
+        }
+        _ = try await connection.query(
+            SQLiteSchema.upsertDevices, [.text(app), .text(String(decoding: rows.bytes, as: UTF8.self)), .integer(Int(now.milliseconds))]
+        )
     }
 
     func device(app: String, token: String) async throws -> Device? {
@@ -460,7 +472,7 @@ final class SQLiteStore: StoreBackend {
                     let audience = StoreCodes.decode(kind: row.column("audience_kind")?.integer ?? 3, values: row.column("audience")?.string ?? "")
                     let cursor = segment.column("cursor")?.string ?? ""
                     let upper = segment.column("upper")?.string
-                    let tokens = try await rangeTokens(
+                    let (tokens, last) = try await rangeTokens(
                         app: notification.app, audience: audience, after: cursor, below: upper, limit: limit, on: connection
                     )
                     var badges: [String: Int] = [:]
@@ -473,7 +485,7 @@ final class SQLiteStore: StoreBackend {
                         WorkBatch(
                             notification: notification, items: items,
                             isResend: segment.column("state")?.integer == StoreCodes.claimed,
-                            owner: owner, source: .segment(number: number, after: tokens.last ?? cursor, exhausted: tokens.count < limit)
+                            owner: owner, source: .segment(number: number, after: last ?? cursor, exhausted: tokens.count < limit)
                         )
                     )
                 }
@@ -507,9 +519,10 @@ final class SQLiteStore: StoreBackend {
         return result
     }
 
+    /// The next devices of a range (in no particular order), and the greatest of them.
     private func rangeTokens(
         app: String, audience: Audience, after cursor: String, below upper: String?, limit: Int, on connection: SQLiteConnection
-    ) async throws -> [String] {
+    ) async throws -> (tokens: [String], last: String?) {
         let upperBind = upper.map { SQLiteData.text($0) } ?? .null
         let rows: [SQLiteRow]
         switch audience {
@@ -520,7 +533,22 @@ final class SQLiteStore: StoreBackend {
         default:
             rows = try await connection.query(SQLiteSchema.rangeOfAll, [.text(app), .text(cursor), upperBind, .integer(limit)])
         }
-        return rows.compactMap { $0.column("token")?.string }
+        return (Self.tokens(rows.first?.column("tokens")?.string), rows.first?.column("last")?.string)
+    }
+
+    /// The tokens of a comma-separated list (hex, so split on bytes).
+    static func tokens(_ list: String?) -> [String] {
+        guard var list, !list.isEmpty else { return [] }
+        return list.withUTF8 { bytes in
+            var tokens: [String] = []
+            tokens.reserveCapacity(bytes.count / 65 + 1)
+            var start = 0
+            for index in 0...bytes.count where index == bytes.count || bytes[index] == UInt8(ascii: ",") {
+                tokens.append(String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<index]), as: UTF8.self))
+                start = index + 1
+            }
+            return tokens
+        }
     }
 
     /// Raises the badges of `tokens` for `notification` (once per notification) and returns each
@@ -560,9 +588,8 @@ final class SQLiteStore: StoreBackend {
             let id = batch.notification.id
             let time = Int(now.milliseconds)
             let status = try await connection.query(SQLiteSchema.notificationStatus, [.text(id)]).first?.column("status")?.integer ?? StoreCodes.cancelled
-            let attempts = Dictionary(batch.items.map { ($0.token, $0.attempt) }, uniquingKeysWith: max)
             let plan = OutcomePlan(
-                outcomes: outcomes, attempts: attempts, deadline: batch.notification.deadline, cancelled: status == StoreCodes.cancelled,
+                outcomes: outcomes, of: batch, cancelled: status == StoreCodes.cancelled,
                 retryAt: retryAt, now: now
             )
             var counted = plan
@@ -570,7 +597,7 @@ final class SQLiteStore: StoreBackend {
             case .deliveries(let ids):
                 // Only rows this worker still leases count: a lease taken over is counted by its new holder.
                 let idByToken = Dictionary(zip(batch.items.map(\.token), ids), uniquingKeysWith: { first, _ in first })
-                counted = OutcomePlan(outcomes: [], attempts: [:], deadline: now, cancelled: false, retryAt: retryAt, now: now)
+                counted = OutcomePlan(outcomes: [], of: batch, cancelled: false, retryAt: retryAt, now: now)
                 for row in plan.rows {
                     guard let rowID = idByToken[row.token] else { continue }
                     _ = try await connection.query(SQLiteSchema.finishDelivery, [
