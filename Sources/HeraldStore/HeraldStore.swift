@@ -64,8 +64,11 @@ public final class HeraldStore: Service, Sendable {
 
     /// Keeps the database connections until graceful shutdown (or cancellation), then closes them.
     public func run() async throws {
-        try await cancelWhenGracefulShutdown {
+        _ = try? await cancelWhenGracefulShutdown {
             await self.backend.run()
+            // SQLite has nothing running in the background; its service still lasts until
+            // shutdown, as a service group expects of its services.
+            while !Task.isCancelled { try await Task.sleep(for: .seconds(3600)) }
         }
         try await backend.close()
     }
@@ -165,7 +168,16 @@ public final class HeraldStore: Service, Sendable {
 
     public func notification(id: String) async throws -> StoredNotification? {
         guard NotificationID.isValid(id.lowercased()) else { return nil }
-        return try await backend.notification(id: id.lowercased())
+        return try await backend.notification(id: id.lowercased()).map(Self.settled)
+    }
+
+    /// A cancelled notification has nothing pending: the devices it was not sent to count as
+    /// failed (a broadcast's unread ranges have no rows to count, so they are counted here).
+    private static func settled(_ notification: StoredNotification) -> StoredNotification {
+        guard notification.status == .cancelled else { return notification }
+        var settled = notification
+        settled.counts.failed += notification.counts.pending
+        return settled
     }
 
     /// A page of a notification's device outcomes in token order. Accepted devices are kept for
@@ -175,10 +187,10 @@ public final class HeraldStore: Service, Sendable {
     }
 
     /// Cancels what of a notification has not been sent; what is in flight finishes. Returns the
-    /// notification, or `nil` when there is none with this ID.
+    /// notification, or `nil` when there is none with this ID. Devices not sent count as failed.
     public func cancel(id: String, now: Date = Date()) async throws -> StoredNotification? {
         guard NotificationID.isValid(id.lowercased()) else { return nil }
-        return try await backend.cancel(id: id.lowercased(), now: now)
+        return try await backend.cancel(id: id.lowercased(), now: now).map(Self.settled)
     }
 
     // MARK: Queue

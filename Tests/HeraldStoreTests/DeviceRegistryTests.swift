@@ -1,6 +1,7 @@
 import Foundation
 import HeraldCore
 import HeraldStore
+import HeraldTestSupport
 import Testing
 
 /// The device registry, on both backends: registration, listing, pruning by APNs's rules.

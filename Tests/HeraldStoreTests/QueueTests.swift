@@ -1,6 +1,7 @@
 import Foundation
 import HeraldCore
 import HeraldStore
+import HeraldTestSupport
 import Testing
 
 /// The durable queue, on both backends: audiences, counts, idempotency, cancel, leases, retries,

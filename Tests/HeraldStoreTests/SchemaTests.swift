@@ -10,7 +10,7 @@ struct SchemaTests {
     @Test("migrating twice is a no-op; a database migrated by a newer Herald is refused, saying so", arguments: Backend.allCases)
     func migrations(backend: Backend) async throws {
         let scratch = try ScratchDirectory()
-        let url = try storeURL(backend, scratch: scratch)
+        let url = try backend.storeURL(scratch: scratch)
         let configuration = try HeraldStore.Configuration(url: url)
         try await withHeraldStore(configuration: configuration) { store in
             try await store.migrate()
@@ -32,7 +32,7 @@ struct SchemaTests {
     @Test("ten processes' stores starting at once on one PostgreSQL migrate it once")
     func concurrentMigrations() async throws {
         let scratch = try ScratchDirectory()
-        let url = try storeURL(.postgres, scratch: scratch)
+        let url = try Backend.postgres.storeURL(scratch: scratch)
         try await withThrowingTaskGroup(of: Void.self) { group in
             for _ in 0..<10 {
                 group.addTask {
@@ -47,7 +47,7 @@ struct SchemaTests {
     @Test("workers claiming one broadcast at once: every device exactly once, no batch claimed twice while its lease lives", arguments: Backend.allCases)
     func concurrentClaims(backend: Backend) async throws {
         let scratch = try ScratchDirectory()
-        let url = try storeURL(backend, scratch: scratch)
+        let url = try backend.storeURL(scratch: scratch)
         let devices = 20_000
         let sent = try await withHeraldStore(configuration: try HeraldStore.Configuration(url: url)) { store -> [String] in
             let stream = AsyncStream<DeviceRegistration> { continuation in

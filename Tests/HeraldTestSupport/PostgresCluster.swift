@@ -9,7 +9,8 @@ public final class PostgresCluster: @unchecked Sendable {
     public let port: Int
     public let directory: String
     private let binaries: String
-    private let server: Process
+    private let lock = NSLock()
+    private var server: Process?
 
     /// The installed binaries' directory, if PostgreSQL is installed.
     public static let binaries: String? = {
@@ -52,18 +53,24 @@ public final class PostgresCluster: @unchecked Sendable {
         if asRoot { try Self.execute("/bin/chown", ["postgres:postgres", directory]) }
         try Self.execute(binaries + "/initdb", ["-D", directory + "/data", "-U", "herald", "--auth=trust", "-E", "UTF8", "--no-sync", "--no-instructions"], asPostgres: asRoot)
         port = try Self.freePort()
-        server = Process()
+        try launch()
+    }
+
+    /// Starts the server on the cluster's port and files; returns once it accepts connections.
+    private func launch() throws {
+        let server = Process()
         let arguments = [
             binaries + "/postgres", "-D", directory + "/data", "-p", String(port), "-k", directory, "-c", "listen_addresses=127.0.0.1",
             "-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off", "-c", "max_connections=200",
         ]
         // setpriv: the server dies with this process (PR_SET_PDEATHSIG), and runs as postgres when we are root.
         server.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
-        server.arguments = (asRoot ? ["--reuid=postgres", "--regid=postgres", "--init-groups"] : []) + ["--pdeathsig", "KILL", "--"] + arguments
+        server.arguments = (getuid() == 0 ? ["--reuid=postgres", "--regid=postgres", "--init-groups"] : []) + ["--pdeathsig", "KILL", "--"] + arguments
         let log = FileHandle(forWritingAtPath: "/dev/null")
         server.standardOutput = log
         server.standardError = log
         try server.run()
+        lock.withLock { self.server = server }
         for _ in 0..<300 {
             if (try? Self.execute(binaries + "/pg_isready", ["-h", "127.0.0.1", "-p", String(port), "-U", "herald", "-q"])) != nil { return }
             guard server.isRunning else { break }
@@ -89,17 +96,26 @@ public final class PostgresCluster: @unchecked Sendable {
 
     /// Stops the server at once (as a crash would) and removes its files.
     public func stop() {
-        if server.isRunning {
-            kill(server.processIdentifier, SIGQUIT)
-            server.waitUntilExit()
-        }
+        halt()
         try? FileManager.default.removeItem(atPath: directory)
     }
 
-    /// Stops the server and starts it again on the same port and files, as a database restart
-    /// under load does. Returns once it accepts connections again.
-    public func restart() throws {
-        try Self.execute(binaries + "/pg_ctl", ["-D", directory + "/data", "restart", "-m", "fast", "-w", "-o", "-p \(port) -k \(directory)"], asPostgres: getuid() == 0)
+    /// Stops the server at once (SIGQUIT, as a crash would), keeping its files.
+    public func halt() {
+        guard let server = lock.withLock({ self.server }), server.isRunning else { return }
+        kill(server.processIdentifier, SIGQUIT)
+        server.waitUntilExit()
+    }
+
+    /// Starts the server again after ``halt()``, on the same port and files.
+    public func resume() throws {
+        try launch()
+    }
+
+    /// A cluster of the caller's own, for a test that stops and starts it (the shared one serves
+    /// tests running at the same time). Stop it with ``stop()``.
+    public static func dedicated() throws -> PostgresCluster {
+        try PostgresCluster()
     }
 
     @discardableResult
@@ -120,7 +136,8 @@ public final class PostgresCluster: @unchecked Sendable {
         return text
     }
 
-    static func freePort() throws -> Int {
+    /// A port nothing listens on now, on 127.0.0.1.
+    public static func freePort() throws -> Int {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         defer { close(fd) }
         var address = sockaddr_in()

@@ -4,11 +4,6 @@ import HeraldStore
 import HeraldTestSupport
 import Testing
 
-/// The two backends every behaviour test runs against.
-enum Backend: String, CaseIterable, CustomTestStringConvertible, Sendable {
-    case sqlite, postgres
-    var testDescription: String { rawValue }
-}
 
 /// A fresh, migrated store on `backend` for the length of `body`: a file of its own for SQLite,
 /// a database of its own in the test process's cluster for PostgreSQL.
@@ -16,25 +11,12 @@ func withStore(
     _ backend: Backend, _ configure: (inout HeraldStore.Configuration) -> Void = { _ in }, _ body: (HeraldStore) async throws -> Void
 ) async throws {
     let scratch = try ScratchDirectory()
-    var configuration = try HeraldStore.Configuration(url: try storeURL(backend, scratch: scratch))
+    var configuration = try HeraldStore.Configuration(url: try backend.storeURL(scratch: scratch))
     configuration.initialRetryDelay = .seconds(5)
     configure(&configuration)
     try await withHeraldStore(configuration: configuration) { store in try await body(store) }
 }
 
-/// A URL for a new store on `backend`. PostgreSQL cases are cancelled (reported skipped) when its
-/// binaries are not installed, unless HERALD_REQUIRE_POSTGRES=1 (CI) makes that a failure.
-func storeURL(_ backend: Backend, scratch: ScratchDirectory) throws -> String {
-    switch backend {
-    case .sqlite:
-        return "sqlite:" + scratch.file("store.db")
-    case .postgres:
-        if let reason = PostgresCluster.unavailableReason, !PostgresCluster.isRequired {
-            try Test.cancel(Comment(rawValue: reason))
-        }
-        return try PostgresCluster.shared().createDatabase()
-    }
-}
 
 let app = "shop"
 

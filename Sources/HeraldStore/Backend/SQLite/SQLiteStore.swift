@@ -62,6 +62,10 @@ final class SQLiteStore: StoreBackend {
         let opened: SQLiteConnection
         do {
             opened = try await SQLiteConnection.open(storage: storage, logger: logger)
+        } catch {
+            throw StoreError(.unavailable, "cannot open the SQLite database \(path): \(error)")
+        }
+        do {
             // WAL: readers do not wait for the writer; NORMAL: a commit survives the process being
             // killed (not a power cut). Foreign keys are not used.
             // busy_timeout: another process holding the write lock is waited for (sleeping, up to
@@ -74,7 +78,9 @@ final class SQLiteStore: StoreBackend {
                 _ = try await opened.query(pragma)
             }
         } catch {
-            throw StoreError(.unavailable, "cannot open the SQLite database \(path): \(error)")
+            // A connection is closed before it is dropped, whatever failed.
+            try? await opened.close()
+            throw StoreError(.unavailable, "cannot set up the SQLite database \(path): \(error)")
         }
         connection.withLock { $0 = opened }
         return opened
