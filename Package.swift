@@ -19,6 +19,8 @@ let package = Package(
         .library(name: "HeraldBundles", targets: ["HeraldBundles"]),
         // The device registry and durable delivery queue, on SQLite or PostgreSQL.
         .library(name: "HeraldStore", targets: ["HeraldStore"]),
+        // The push gateway: HTTP API, delivery workers and metrics over the store.
+        .library(name: "HeraldServer", targets: ["HeraldServer"]),
         .executable(name: "herald", targets: ["herald"]),
     ],
     dependencies: [
@@ -37,6 +39,10 @@ let package = Package(
         .package(url: "https://github.com/weichsel/ZIPFoundation.git", from: "0.9.20"),
         .package(url: "https://github.com/vapor/sqlite-nio.git", from: "1.13.2"),
         .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.2"),
+        // No traits: the gateway reads its own JSON configuration (no swift-configuration).
+        .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1", traits: []),
+        .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
+        .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
     ],
     targets: [
         .target(
@@ -142,6 +148,28 @@ let package = Package(
             ]
         ),
         .target(
+            name: "HeraldServer",
+            dependencies: [
+                "HeraldCore",
+                "HeraldIdentity",
+                "HeraldClient",
+                "HeraldStore",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdCore", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            // The API's contract, served at /openapi.json and checked against the routes by a test.
+            resources: [.embedInCode("OpenAPI/openapi.json")]
+        ),
+        .target(
             name: "HeraldCLI",
             dependencies: [
                 "HeraldCore",
@@ -151,7 +179,11 @@ let package = Package(
                 "HeraldLegacy",
                 "HeraldMock",
                 "HeraldStore",
+                "HeraldServer",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Histogram", package: "hdrhistogram-swift"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
@@ -248,6 +280,24 @@ let package = Package(
         .testTarget(
             name: "HeraldStoreTests",
             dependencies: ["HeraldTestSupport", "HeraldCore", "HeraldStore"]
+        ),
+        .testTarget(
+            name: "HeraldServerTests",
+            dependencies: [
+                "HeraldTestSupport",
+                "HeraldCore",
+                "HeraldClient",
+                "HeraldMock",
+                "HeraldStore",
+                "HeraldServer",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
         ),
         .testTarget(
             name: "HeraldCLITests",

@@ -69,7 +69,7 @@ struct PayloadOptions: ParsableArguments {
             } catch {
                 throw CommandFailure.usage("payload file '\(payloadFile)': \(error.message)")
             }
-            return (payload, Self.isContentAvailableOnly(payload.json))
+            return (payload, payload.isContentAvailableOnly)
         }
         let payload = try makeTypedPayload()
         do {
@@ -130,12 +130,6 @@ struct PayloadOptions: ParsableArguments {
             }
         }
         return payload
-    }
-
-    /// `{"aps":{"content-available":1}}`, with or without custom keys beside `aps`.
-    private static func isContentAvailableOnly(_ json: JSONValue) -> Bool {
-        guard let aps = json["aps"]?.objectValue, aps.count == 1 else { return false }
-        return aps["content-available"]?.intValue == 1
     }
 }
 

@@ -25,7 +25,8 @@ public struct EncodedPayload: Sendable, Hashable, CustomStringConvertible {
         try self.init(validating: Array(text.utf8))
     }
 
-    init(unchecked bytes: [UInt8]) {
+    /// Bytes Herald wrote itself as a JSON object: not parsed again.
+    package init(unchecked bytes: [UInt8]) {
         self.bytes = bytes
     }
 
@@ -39,6 +40,13 @@ public struct EncodedPayload: Sendable, Hashable, CustomStringConvertible {
     public var json: JSONValue {
         // Only valid JSON objects are ever stored.
         (try? JSONValue(parsing: bytes)) ?? .object([:])
+    }
+
+    /// Whether this is a pure background push: `{"aps":{"content-available":1}}`, with or without
+    /// custom keys beside `aps` (the payload `background` is the default push type for).
+    public var isContentAvailableOnly: Bool {
+        guard let aps = json["aps"]?.objectValue, aps.count == 1 else { return false }
+        return aps["content-available"]?.intValue == 1
     }
 
     /// The same JSON with the white space between tokens removed, keys in their original order:

@@ -1,0 +1,79 @@
+import HeraldCore
+import HeraldStore
+import Hummingbird
+import NIOCore
+
+/// An API error answer: `{"error": {"code": "…", "message": "…"}}` with its HTTP status.
+///
+/// Codes are stable (`unauthorized`, `forbidden`, `notFound`, `invalidRequest`, `tooLarge`,
+/// `unavailable`, `internal`, and APNs reasons such as `PayloadTooLarge` for payloads APNs would
+/// refuse); messages say what was wrong and what to do.
+public struct APIError: Error, Sendable, HTTPResponseError, CustomStringConvertible {
+    public var status: HTTPResponse.Status
+    public var code: String
+    public var message: String
+
+    public init(_ status: HTTPResponse.Status, _ code: String, _ message: String) {
+        self.status = status
+        self.code = code
+        self.message = message
+    }
+
+    static func invalid(_ message: String) -> APIError { APIError(.badRequest, "invalidRequest", message) }
+    static func notFound(_ message: String) -> APIError { APIError(.notFound, "notFound", message) }
+
+    public var description: String { "\(status.code) \(code): \(message)" }
+
+    public func response(from request: Request, context: some RequestContext) throws -> Response {
+        response()
+    }
+
+    func response() -> Response {
+        var writer = JSONWriter(capacity: 128 + message.utf8.count)
+        writer.beginObject()
+        writer.key("error")
+        writer.beginObject()
+        writer.key("code")
+        writer.string(code)
+        writer.key("message")
+        writer.string(message)
+        writer.endObject()
+        writer.endObject()
+        var headers = HTTPFields()
+        if status == .unauthorized { headers[.wwwAuthenticate] = "Bearer" }
+        if status == .serviceUnavailable { headers[.retryAfter] = "1" }
+        return JSONBody.response(status, writer, headers: headers)
+    }
+
+    /// The answer for any error a route or Hummingbird threw. What a client sent wrong is said;
+    /// what went wrong inside is logged and answered with a generic 500.
+    static func from(_ error: any Error) -> (error: APIError, isInternal: Bool) {
+        switch error {
+        case let error as APIError:
+            return (error, false)
+        case let error as StoreError:
+            switch error.code {
+            case .unavailable:
+                return (APIError(.serviceUnavailable, "unavailable", "the database cannot be reached; try again shortly"), false)
+            case .invalidInput:
+                return (APIError.invalid(error.message), false)
+            default:
+                return (APIError(.internalServerError, "internal", "the database answered with an error; it is logged"), true)
+            }
+        case let error as HTTPError:
+            switch error.status {
+            case .notFound: return (APIError.notFound("no such route; the API is described at GET /openapi.json"), false)
+            case .methodNotAllowed: return (APIError(.methodNotAllowed, "methodNotAllowed", "this route does not take that method"), false)
+            case .contentTooLarge: return (APIError(.contentTooLarge, "tooLarge", "the request body is too large"), false)
+            case let status where status.code < 500:
+                return (APIError(status, "invalidRequest", error.body ?? status.reasonPhrase), false)
+            default:
+                return (APIError(.internalServerError, "internal", "internal error; it is logged"), true)
+            }
+        case is NIOTooManyBytesError:
+            return (APIError(.contentTooLarge, "tooLarge", "the request body is too large"), false)
+        default:
+            return (APIError(.internalServerError, "internal", "internal error; it is logged"), true)
+        }
+    }
+}

@@ -1,0 +1,107 @@
+import HeraldCore
+import HeraldStore
+import Hummingbird
+import NIOConcurrencyHelpers
+import NIOCore
+
+/// The devices of a bulk import, read from the request body as the store asks for them: a
+/// million lines are never held at once. A device that cannot be registered is reported with its
+/// line and skipped; the others go on.
+struct DeviceImport: AsyncSequence {
+    typealias Element = DeviceRegistration
+    typealias Format = ElementSplitter.Format
+
+    /// What went wrong, line by line (the first ``maximumErrors`` kept, all counted).
+    final class Report: Sendable {
+        struct Failure: Sendable, Hashable {
+            var line: Int
+            var message: String
+        }
+
+        let maximumErrors: Int
+        private let state = NIOLockedValueBox<(kept: [Failure], count: Int)>(([], 0))
+
+        init(maximumErrors: Int) {
+            self.maximumErrors = maximumErrors
+        }
+
+        func record(line: Int, _ message: String) {
+            state.withLockedValue { state in
+                state.count += 1
+                if state.kept.count < maximumErrors { state.kept.append(Failure(line: line, message: message)) }
+            }
+        }
+
+        var errors: (kept: [Failure], count: Int) { state.withLockedValue { $0 } }
+    }
+
+    let body: RequestBody
+    let format: Format
+    let maximumElementSize: Int
+    let report: Report
+
+    func makeAsyncIterator() -> AsyncIterator {
+        AsyncIterator(body: body.makeAsyncIterator(), splitter: ElementSplitter(format: format, maximumSize: maximumElementSize), report: report)
+    }
+
+    struct AsyncIterator: AsyncIteratorProtocol {
+        var body: RequestBody.AsyncIterator
+        var splitter: ElementSplitter
+        let report: Report
+        var items: [ElementSplitter.Item] = []
+        var next = 0
+        var finished = false
+
+        mutating func next() async throws -> DeviceRegistration? {
+            while true {
+                while next < items.count {
+                    let item = items[next]
+                    next += 1
+                    switch item {
+                    case .element(let number, let bytes):
+                        do {
+                            return try Self.registration(bytes)
+                        } catch {
+                            report.record(line: number, error.message)
+                        }
+                    case .failure(let number, let message):
+                        report.record(line: number, message)
+                    }
+                }
+                items.removeAll(keepingCapacity: true)
+                next = 0
+                if finished { return nil }
+                if let buffer = try await body.next() {
+                    splitter.feed(buffer.readableBytesView, into: &items)
+                } else {
+                    splitter.finish(into: &items)
+                    finished = true
+                }
+            }
+        }
+
+        /// One device object: `{"token": "…", "user": "…", "tags": […], "badge": 0}`.
+        static func registration(_ bytes: [UInt8]) throws(APIError) -> DeviceRegistration {
+            let value: JSONValue
+            do {
+                value = try JSONValue(parsing: bytes)
+            } catch {
+                throw APIError.invalid("not valid JSON: \(error)")
+            }
+            do {
+                let fields = try JSONFields(value, path: "")
+                let token = try fields.requiredString("token")
+                let (user, tags, badge) = try DeviceRoutes.deviceFields(fields, allowsToken: true)
+                return try DeviceRegistration(token: token, user: user, tags: tags, badge: badge)
+            } catch let error as FieldError {
+                throw error.apiError
+            } catch let error as APIError {
+                throw error
+            } catch let error as StoreError {
+                throw APIError.invalid(error.message)
+            } catch {
+                throw APIError.invalid("\(error)")
+            }
+        }
+    }
+}

@@ -1,0 +1,65 @@
+import HeraldCore
+import HeraldStore
+import Hummingbird
+import Logging
+import NIOCore
+
+/// The gateway's HTTP API: routes over the store, described by `openapi.json`.
+///
+/// Routes are thin: decode, authorise, call the store, encode. `/healthz`, `/readyz`, `/metrics`
+/// and `/openapi.json` need no key; everything under `/v1` does.
+public struct GatewayAPI: Sendable {
+    let configuration: GatewayConfiguration
+    let store: HeraldStore
+    let metrics: GatewayMetrics
+    let keyring: APIKeyring
+
+    init(configuration: GatewayConfiguration, store: HeraldStore, metrics: GatewayMetrics) {
+        self.configuration = configuration
+        self.store = store
+        self.metrics = metrics
+        keyring = APIKeyring(configuration.apiKeys)
+    }
+
+    /// The router: the whole API, or (`includesV1` false, for a workers-only process) only the
+    /// probes, metrics and document.
+    public func router(includesV1: Bool = true) -> Router<GatewayContext> {
+        let router = Router(context: GatewayContext.self)
+        router.add(middleware: ResponseMiddleware(metrics: metrics))
+        ProbeRoutes(api: self).add(to: router)
+        if includesV1 {
+            let v1 = router.group("v1").add(middleware: AuthenticationMiddleware(keyring: keyring))
+            DeviceRoutes(api: self).add(to: v1)
+            NotificationRoutes(api: self).add(to: v1)
+        }
+        return router
+    }
+
+    /// The app named in the path, if the request's key may use it.
+    func authorizedApp(_ context: GatewayContext) throws -> String {
+        let app = try context.parameters.require("app")
+        guard configuration.app(app) != nil else {
+            throw APIError.notFound("no app '\(PeerText(app, limit: 64))' in this gateway's configuration")
+        }
+        guard context.apiKey?.apps.contains(app) == true else {
+            throw APIError(.forbidden, "forbidden", "this API key may not use app \(app)")
+        }
+        return app
+    }
+
+    /// `limit=`: 1 to 1000, default 100.
+    static func limit(_ text: Substring?) throws(APIError) -> Int {
+        guard let text else { return 100 }
+        guard let limit = Int(text), (1...1000).contains(limit) else { throw APIError.invalid("limit must be 1 to 1000") }
+        return limit
+    }
+
+    /// `cursor=`: a page's `next`, as given.
+    static func cursor(_ text: Substring?) throws(APIError) -> String? {
+        guard let text else { return nil }
+        guard !text.isEmpty, text.utf8.count <= 512, PeerText.isSafe(text) else {
+            throw APIError.invalid("cursor must be the next value of the previous page")
+        }
+        return String(text)
+    }
+}

@@ -1,0 +1,130 @@
+import HeraldCore
+import HeraldStore
+
+/// The body of `POST /v1/apps/{app}/notifications`, checked as `herald push` checks a
+/// notification: a JSON object payload within its push type's size, headers APNs would accept.
+/// What APNs would refuse is refused here with APNs's reason as the error code.
+struct NotificationBody {
+    /// The largest number of tags one notification may name.
+    static let maximumTags = 32
+    /// The longest idempotency key.
+    static let maximumIdempotencyKeyLength = 255
+    /// Room for the badge a notification that increments badges writes into each payload: the
+    /// size check counts the largest one (`"badge":2147483647` and a comma, maybe an `aps`).
+    static let badgeAllowance = 30
+
+    static func parse(_ fields: JSONFields, app: GatewayConfiguration.App, limits: APILimits) throws(APIError) -> NotificationRequest {
+        do {
+            try fields.only(["to", "payload", "pushType", "priority", "expiration", "collapseID", "badge", "idempotencyKey"])
+            guard let to = try fields.object("to") else { throw FieldError("to", "is required: {\"tokens\": […]}, {\"users\": […]}, {\"tags\": […]} or {\"all\": true}") }
+            let audience = try audience(to, limits: limits)
+
+            guard case .some(.object) = fields.members["payload"] else {
+                throw FieldError("payload", fields.has("payload") ? "must be a JSON object (the APNs payload, e.g. {\"aps\": {\"alert\": \"Hi\"}})" : "is required")
+            }
+            var writer = JSONWriter(capacity: 512)
+            writer.value(fields.members["payload"]!)
+            let payload = writer.bytes
+
+            var badge = BadgeMode.none
+            if let mode = try fields.string("badge") {
+                guard let parsed = BadgeMode(rawValue: mode), parsed != .none else { throw FieldError("badge", "must be \"increment\" (or absent)") }
+                badge = parsed
+            }
+            let encoded = try EncodedPayload(validating: payload)
+            let pushType: PushType
+            if let name = try fields.string("pushType") {
+                guard let parsed = PushType(rawValue: name) else {
+                    throw APIError(.badRequest, APNSReason.invalidPushType.rawValue, "pushType: '\(PeerText(name, limit: 32))' is not one of \(PushType.allCases.map(\.rawValue).joined(separator: ", "))")
+                }
+                pushType = parsed
+            } else {
+                // As `herald push` does: a content-available-only payload is a background push.
+                pushType = encoded.isContentAvailableOnly ? .background : .alert
+            }
+            var priority: PushPriority?
+            if let value = try fields.int("priority") {
+                guard let parsed = PushPriority(rawValue: value) else {
+                    throw APIError(.badRequest, APNSReason.badPriority.rawValue, "priority must be 10, 5 or 1")
+                }
+                priority = parsed
+            }
+            let expiration = try fields.int("expiration").map { value throws(APNSError) in try PushExpiration(unixSeconds: value) }
+            let collapseID = try fields.string("collapseID")
+            var idempotencyKey: String?
+            if let key = try fields.string("idempotencyKey") {
+                guard !key.isEmpty, key.utf8.count <= maximumIdempotencyKeyLength, PeerText.isSafe(key) else {
+                    throw FieldError("idempotencyKey", "must be 1 to \(maximumIdempotencyKeyLength) printable characters")
+                }
+                idempotencyKey = key
+            }
+
+            // apns-spec §1.5, §1.8: the same header and size rules APNs applies.
+            let headers = PushHeaders(pushType: pushType, topic: pushType.topic(forBundleID: app.topic), priority: priority, expiration: expiration, collapseID: collapseID)
+            try headers.validate()
+            let allowance = badge == .increment ? badgeAllowance : 0
+            if encoded.count + allowance > pushType.maximumPayloadSize {
+                throw APNSError(
+                    local: .payloadTooLarge,
+                    "the payload is \(encoded.count) bytes\(allowance > 0 ? " (plus up to \(allowance) for the badge)" : ""); APNs allows \(pushType.maximumPayloadSize) for \(pushType)"
+                )
+            }
+            return NotificationRequest(
+                app: app.id, audience: audience, payload: payload, pushType: pushType, priority: priority, expiration: expiration,
+                collapseID: collapseID, badge: badge, idempotencyKey: idempotencyKey
+            )
+        } catch let error as APIError {
+            throw error
+        } catch let error as FieldError {
+            throw error.apiError
+        } catch let error as APNSError {
+            throw APIError(.badRequest, error.reason.rawValue, error.detail ?? error.description)
+        } catch let error as PayloadError {
+            throw APIError.invalid("payload: \(error.message)")
+        } catch {
+            throw APIError.invalid("\(error)")
+        }
+    }
+
+    private static func audience(_ to: JSONFields, limits: APILimits) throws -> Audience {
+        try to.only(["tokens", "users", "tags", "all"])
+        guard to.members.count == 1 else {
+            throw FieldError("to", "name exactly one of tokens, users, tags or all")
+        }
+        if let tokens = try to.strings("tokens") {
+            try checkCount(tokens.count, "to.tokens", maximum: limits.maximumAudienceSize)
+            var seen = Set<String>()
+            var hex: [String] = []
+            for (index, token) in tokens.enumerated() {
+                do {
+                    let parsed = try DeviceToken(token).hex
+                    if seen.insert(parsed).inserted { hex.append(parsed) }
+                } catch {
+                    throw FieldError("to.tokens[\(index)]", error.detail ?? error.reason.rawValue)
+                }
+            }
+            return .tokens(hex)
+        }
+        if let users = try to.strings("users") {
+            try checkCount(users.count, "to.users", maximum: limits.maximumAudienceSize)
+            for (index, user) in users.enumerated() where user.isEmpty || user.utf8.count > DeviceRegistration.maximumUserLength || !PeerText.isSafe(user) {
+                throw FieldError("to.users[\(index)]", "must be 1 to \(DeviceRegistration.maximumUserLength) bytes without control characters")
+            }
+            return .users(Array(Set(users)).sorted())
+        }
+        if let tags = try to.strings("tags") {
+            try checkCount(tags.count, "to.tags", maximum: maximumTags)
+            for (index, tag) in tags.enumerated() where !DeviceRegistration.isValidTag(tag) {
+                throw FieldError("to.tags[\(index)]", "must be 1 to 64 of A-Z a-z 0-9 . _ : -")
+            }
+            return .tags(Array(Set(tags)).sorted())
+        }
+        guard try to.bool("all") == true else { throw FieldError("to.all", "must be true") }
+        return .all
+    }
+
+    private static func checkCount(_ count: Int, _ path: String, maximum: Int) throws(FieldError) {
+        guard count > 0 else { throw FieldError(path, "must name at least one") }
+        guard count <= maximum else { throw FieldError(path, "names \(count); at most \(maximum) per notification (use tags or all for more)") }
+    }
+}

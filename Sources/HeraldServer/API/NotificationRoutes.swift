@@ -1,0 +1,110 @@
+import HeraldCore
+import HeraldStore
+import HTTPTypes
+import Hummingbird
+
+/// `/v1/apps/{app}/notifications` and `/v1/notifications/{id}…`: queue a notification, follow it,
+/// list how each device ended, cancel it.
+struct NotificationRoutes {
+    let api: GatewayAPI
+
+    func add(to group: RouterGroup<GatewayContext>) {
+        group.post("apps/:app/notifications", use: send)
+        group.get("notifications/:id", use: read)
+        group.get("notifications/:id/deliveries", use: deliveries)
+        group.delete("notifications/:id", use: cancel)
+    }
+
+    @Sendable func send(request: Request, context: GatewayContext) async throws -> Response {
+        let appID = try api.authorizedApp(context)
+        let app = api.configuration.app(appID)!
+        let fields = try await JSONBody.object(of: request, limit: api.configuration.limits.maximumBodySize)
+        let notificationRequest = try NotificationBody.parse(fields, app: app, limits: api.configuration.limits)
+        // Answered only once the notification is durably stored: from here it is delivered at
+        // least once, whatever happens to this process.
+        let (notification, created) = try await api.store.enqueue(notificationRequest)
+        if created { api.metrics.recordEnqueued() }
+        context.logger.debug("queued", metadata: ["notification": "\(notification.id)", "app": "\(appID)", "targeted": "\(notification.counts.targeted)"])
+        var response = JSONBody.object(.accepted) { writer in
+            writer.member("id", notification.id)
+            writer.member("status", notification.status.rawValue)
+            writer.member("targeted", notification.counts.targeted)
+        }
+        if !created { response.headers[HTTPField.Name("Idempotent-Replayed")!] = "true" }
+        response.headers[.location] = "/v1/notifications/\(notification.id)"
+        return response
+    }
+
+    @Sendable func read(request: Request, context: GatewayContext) async throws -> Response {
+        let notification = try await authorizedNotification(context)
+        return JSONBody.object { Self.write(notification, to: &$0) }
+    }
+
+    @Sendable func deliveries(request: Request, context: GatewayContext) async throws -> Response {
+        let notification = try await authorizedNotification(context)
+        let query = request.uri.queryParameters
+        var outcome: DeliveryRecord.Outcome?
+        if let text = query["outcome"] {
+            guard let parsed = DeliveryRecord.Outcome(rawValue: String(text)) else {
+                throw APIError.invalid("outcome must be accepted, rejected or failed")
+            }
+            outcome = parsed
+        }
+        let page = try await api.store.deliveries(
+            notificationID: notification.id, outcome: outcome, limit: try GatewayAPI.limit(query["limit"]), after: try GatewayAPI.cursor(query["cursor"])
+        )
+        return JSONBody.object { writer in
+            writer.key("deliveries")
+            writer.beginArray()
+            for record in page.items {
+                writer.beginObject()
+                writer.member("token", record.token)
+                writer.member("outcome", record.outcome.rawValue)
+                writer.member("reason", record.reason)
+                writer.member("apnsID", record.apnsID)
+                writer.member("at", record.at)
+                writer.endObject()
+            }
+            writer.endArray()
+            writer.member("next", page.next)
+        }
+    }
+
+    @Sendable func cancel(request: Request, context: GatewayContext) async throws -> Response {
+        let notification = try await authorizedNotification(context)
+        guard let cancelled = try await api.store.cancel(id: notification.id) else {
+            throw APIError.notFound("no notification \(notification.id)")
+        }
+        context.logger.info("cancelled", metadata: ["notification": "\(cancelled.id)"])
+        return JSONBody.object { Self.write(cancelled, to: &$0) }
+    }
+
+    /// The notification named in the path, if the key may see its app.
+    private func authorizedNotification(_ context: GatewayContext) async throws -> StoredNotification {
+        let id = try context.parameters.require("id")
+        guard let notification = try await api.store.notification(id: id) else {
+            throw APIError.notFound("no notification \(PeerText(id, limit: 64))")
+        }
+        guard context.apiKey?.apps.contains(notification.request.app) == true else {
+            throw APIError(.forbidden, "forbidden", "this API key may not use app \(notification.request.app)")
+        }
+        return notification
+    }
+
+    static func write(_ notification: StoredNotification, to writer: inout JSONWriter) {
+        let counts = notification.counts
+        writer.member("id", notification.id)
+        writer.member("app", notification.request.app)
+        writer.member("status", notification.status.rawValue)
+        writer.member("targeted", counts.targeted)
+        writer.member("accepted", counts.accepted)
+        writer.key("rejected")
+        writer.beginObject()
+        for reason in counts.rejected.keys.sorted() { writer.member(reason, counts.rejected[reason]!) }
+        writer.endObject()
+        writer.member("failed", counts.failed)
+        writer.member("pending", counts.pending)
+        writer.member("createdAt", notification.createdAt)
+        writer.member("finishedAt", notification.finishedAt)
+    }
+}

@@ -1,0 +1,288 @@
+import HeraldClient
+import HeraldCore
+import HeraldIdentity
+import HeraldStore
+import NIOSSL
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// A configuration file that cannot be used: which file, which field, and what is wrong with it.
+public struct ConfigurationError: Error, Sendable, Hashable, CustomStringConvertible {
+    public var file: String
+    /// The field, as a path: `apps[0].authKey.keyID`; empty for the file as a whole.
+    public var field: String
+    public var message: String
+
+    public init(file: String, field: String, message: String) {
+        self.file = file
+        self.field = field
+        self.message = message
+    }
+
+    public var description: String { field.isEmpty ? "\(file): \(message)" : "\(file): \(field): \(message)" }
+}
+
+extension GatewayConfiguration {
+    /// The largest configuration file read.
+    static let maximumFileSize = 1 << 20
+
+    /// Reads a configuration file (the format is in the README's gateway section). Key,
+    /// certificate and CA files are read now, relative to the configuration file's directory.
+    ///
+    /// - Parameter environment: where `passwordEnv` names are looked up; the process's by default.
+    /// - Throws: ``ConfigurationError`` naming the file, the field and what is wrong.
+    public static func load(file: String, environment: [String: String]? = nil) throws(ConfigurationError) -> GatewayConfiguration {
+        let bytes: [UInt8]
+        do {
+            bytes = try FileContents.read(file, limit: maximumFileSize)
+        } catch {
+            throw ConfigurationError(file: file, field: "", message: error.reason)
+        }
+        let directory = file.contains("/") ? String(file[...file.lastIndex(of: "/")!]) : ""
+        do {
+            return try GatewayConfiguration(json: bytes, directory: directory, environment: environment ?? processEnvironment())
+        } catch {
+            throw ConfigurationError(file: file, field: error.path, message: error.message)
+        }
+    }
+
+    /// A configuration from the JSON text of a file; relative file names are resolved against
+    /// `directory` (empty or ending in `/`).
+    init(json bytes: [UInt8], directory: String, environment: [String: String]) throws(FieldError) {
+        let document: JSONValue
+        do {
+            document = try JSONValue(parsing: bytes)
+        } catch {
+            throw FieldError("", "not valid JSON: \(error)")
+        }
+        let root = try JSONFields(document, path: "")
+        try root.only(["listen", "database", "apps", "apiKeys", "queue", "workers", "limits"])
+        let databaseText = try root.requiredString("database")
+        let database: StoreURL
+        do {
+            database = try StoreURL(databaseText).withPassword(from: environment)
+        } catch {
+            throw FieldError("database", error.message)
+        }
+        var apps: [App] = []
+        for fields in try root.objects("apps") {
+            let app = try App(fields, directory: directory, environment: environment)
+            guard !apps.contains(where: { $0.id == app.id }) else { throw FieldError(fields.at("id"), "'\(app.id)' is given twice") }
+            apps.append(app)
+        }
+        guard !apps.isEmpty else { throw FieldError("apps", "at least one app is needed") }
+        var keys: [APIKey] = []
+        for fields in try root.objects("apiKeys") {
+            let key = try APIKey(fields, apps: Set(apps.map(\.id)))
+            guard !keys.contains(where: { $0.name == key.name }) else { throw FieldError(fields.at("name"), "'\(key.name)' is given twice") }
+            guard !keys.contains(where: { $0.sha256 == key.sha256 }) else { throw FieldError(fields.at("sha256"), "the same key is given twice") }
+            keys.append(key)
+        }
+        self.init(database: database, apps: apps, apiKeys: keys)
+        if let listen = try root.string("listen") {
+            do {
+                self.listen = try ListenAddress(parsing: listen)
+            } catch {
+                throw FieldError("listen", error.message)
+            }
+        }
+        if let queue = try root.object("queue") { self.queue = try QueueSettings(queue) }
+        if let workers = try root.object("workers") { self.workers = try WorkerSettings(workers) }
+        if let limits = try root.object("limits") { self.limits = try APILimits(limits) }
+    }
+
+    private static func processEnvironment() -> [String: String] {
+        var environment: [String: String] = [:]
+        var pointer = environ
+        while let entry = pointer.pointee {
+            let text = String(cString: entry)
+            if let equals = text.firstIndex(of: "=") {
+                environment[String(text[..<equals])] = String(text[text.index(after: equals)...])
+            }
+            pointer += 1
+        }
+        return environment
+    }
+}
+
+extension GatewayConfiguration.App {
+    init(_ fields: JSONFields, directory: String, environment: [String: String]) throws(FieldError) {
+        try fields.only(["id", "topic", "environment", "authKey", "certificate", "caFile", "connections"])
+        let id = try fields.requiredString("id")
+        guard Self.isValidID(id) else { throw FieldError(fields.at("id"), "must be 1 to 64 of a-z 0-9 . _ - (it is part of the API's paths)") }
+        let topic = try fields.requiredString("topic")
+        guard !topic.contains("/"), PeerText.isSafe(topic), topic.utf8.count <= 255 else {
+            throw FieldError(fields.at("topic"), "must be the app's bundle ID, e.g. com.example.app")
+        }
+        let environmentName = try fields.requiredString("environment")
+        let apnsEnvironment: APNSEnvironment
+        switch environmentName {
+        case "sandbox": apnsEnvironment = .sandbox
+        case "production": apnsEnvironment = .production
+        default:
+            do {
+                apnsEnvironment = try APNSEnvironment(url: environmentName)
+            } catch {
+                throw FieldError(fields.at("environment"), "must be sandbox, production or https://HOST:PORT (\(error.message))")
+            }
+        }
+        let credentials: APNSCredentials
+        switch (try fields.object("authKey"), try fields.object("certificate")) {
+        case (let authKey?, nil):
+            try authKey.only(["file", "keyID", "teamID"])
+            let file = try authKey.requiredString("file")
+            do {
+                credentials = .providerToken(
+                    try ProviderKey(contentsOfFile: Self.resolve(file, in: directory), keyID: try authKey.requiredString("keyID"), teamID: try authKey.requiredString("teamID"))
+                )
+            } catch let error as FieldError {
+                throw error
+            } catch let error as ProviderKeyError {
+                throw FieldError(authKey.at("file"), error.message)
+            } catch {
+                throw FieldError(authKey.at("file"), "\(error)")
+            }
+        case (nil, let certificate?):
+            try certificate.only(["file", "keyFile", "passwordEnv"])
+            let file = try certificate.requiredString("file")
+            var password: String?
+            if let name = try certificate.string("passwordEnv") {
+                guard let value = environment[name] else {
+                    throw FieldError(certificate.at("passwordEnv"), "the environment variable \(name) is not set")
+                }
+                password = value
+            }
+            do {
+                let identity = try CertificateIdentity(
+                    file: Self.resolve(file, in: directory), keyFile: try certificate.string("keyFile").map { Self.resolve($0, in: directory) }, password: password
+                )
+                credentials = .certificate(identity)
+            } catch let error as FieldError {
+                throw error
+            } catch let error as IdentityError {
+                throw FieldError(certificate.at("file"), error.message)
+            } catch {
+                throw FieldError(certificate.at("file"), "\(error)")
+            }
+        case (nil, nil):
+            throw FieldError(fields.path, "give authKey {file, keyID, teamID} or certificate {file, passwordEnv}")
+        case (.some, .some):
+            throw FieldError(fields.path, "authKey and certificate exclude each other; give one")
+        }
+        self.init(id: id, topic: topic, environment: apnsEnvironment, credentials: credentials)
+        if let caFile = try fields.string("caFile") {
+            let path = Self.resolve(caFile, in: directory)
+            let certificates: [NIOSSLCertificate]
+            do {
+                certificates = try NIOSSLCertificate.fromPEMFile(path)
+            } catch {
+                throw FieldError(fields.at("caFile"), "cannot read PEM certificates from '\(path)' (\(error))")
+            }
+            guard !certificates.isEmpty else { throw FieldError(fields.at("caFile"), "'\(path)' holds no PEM certificate") }
+            trustRoots = .systemAnd(certificates)
+        }
+        if let connections = try fields.int("connections") {
+            guard (1...64).contains(connections) else { throw FieldError(fields.at("connections"), "must be 1 to 64") }
+            self.connections = connections
+        }
+    }
+
+    static func isValidID(_ id: String) -> Bool {
+        let bytes = id.utf8
+        return !bytes.isEmpty && bytes.count <= 64 && bytes.allSatisfy { byte in
+            (byte >= 0x30 && byte <= 0x39) || (byte >= 0x61 && byte <= 0x7A) || byte == 0x2E || byte == 0x5F || byte == 0x2D
+        }
+    }
+
+    private static func resolve(_ file: String, in directory: String) -> String {
+        file.hasPrefix("/") ? file : directory + file
+    }
+}
+
+extension APIKey {
+    init(_ fields: JSONFields, apps known: Set<String>) throws(FieldError) {
+        try fields.only(["name", "sha256", "apps"])
+        let name = try fields.requiredString("name")
+        guard name.utf8.count <= 64, PeerText.isSafe(name) else { throw FieldError(fields.at("name"), "must be 1 to 64 printable characters") }
+        let hex = try fields.requiredString("sha256")
+        guard let digest = Self.bytes(hex: hex), digest.count == 32 else {
+            throw FieldError(fields.at("sha256"), "must be the 64 hex digits of the key's SHA-256 (herald api-key prints it)")
+        }
+        guard let apps = try fields.strings("apps"), !apps.isEmpty else { throw FieldError(fields.at("apps"), "list the apps this key may use") }
+        for (index, app) in apps.enumerated() where !known.contains(app) {
+            throw FieldError("\(fields.at("apps"))[\(index)]", "no app has the ID '\(PeerText(app, limit: 64))'")
+        }
+        self.init(name: name, sha256: digest, apps: Set(apps))
+    }
+
+    private static func bytes(hex: String) -> [UInt8]? {
+        let digits = Array(hex.utf8)
+        guard digits.count % 2 == 0 else { return nil }
+        func value(_ digit: UInt8) -> UInt8? {
+            switch digit {
+            case 0x30...0x39: digit - 0x30
+            case 0x61...0x66: digit - 0x61 + 10
+            case 0x41...0x46: digit - 0x41 + 10
+            default: nil
+            }
+        }
+        var bytes: [UInt8] = []
+        for index in stride(from: 0, to: digits.count, by: 2) {
+            guard let high = value(digits[index]), let low = value(digits[index + 1]) else { return nil }
+            bytes.append(high << 4 | low)
+        }
+        return bytes
+    }
+}
+
+extension QueueSettings {
+    init(_ fields: JSONFields) throws(FieldError) {
+        self.init()
+        try fields.only(["leaseSeconds", "maximumAgeSeconds", "retryInitialSeconds", "retryMaximumSeconds", "retentionSeconds"])
+        func seconds(_ name: String, _ range: ClosedRange<Int>) throws(FieldError) -> Duration? {
+            guard let value = try fields.int(name) else { return nil }
+            guard range.contains(value) else { throw FieldError(fields.at(name), "must be \(range.lowerBound) to \(range.upperBound) seconds") }
+            return .seconds(value)
+        }
+        if let value = try seconds("leaseSeconds", 2...3600) { lease = value }
+        if let value = try seconds("maximumAgeSeconds", 1...(30 * 86400)) { maximumAge = value }
+        if let value = try seconds("retryInitialSeconds", 1...3600) { initialRetryDelay = value }
+        if let value = try seconds("retryMaximumSeconds", 1...86400) { maximumRetryDelay = value }
+        if let value = try seconds("retentionSeconds", 60...(365 * 86400)) { retention = value }
+    }
+}
+
+extension WorkerSettings {
+    init(_ fields: JSONFields) throws(FieldError) {
+        self.init()
+        try fields.only(["count", "batchSize"])
+        if let count = try fields.int("count") {
+            guard (1...64).contains(count) else { throw FieldError(fields.at("count"), "must be 1 to 64") }
+            self.count = count
+        }
+        if let batchSize = try fields.int("batchSize") {
+            guard (1...10_000).contains(batchSize) else { throw FieldError(fields.at("batchSize"), "must be 1 to 10000") }
+            self.batchSize = batchSize
+        }
+    }
+}
+
+extension APILimits {
+    init(_ fields: JSONFields) throws(FieldError) {
+        self.init()
+        try fields.only(["maximumBodySize", "maximumImportLineSize", "maximumAudienceSize", "maximumConnections"])
+        func bounded(_ name: String, _ range: ClosedRange<Int>) throws(FieldError) -> Int? {
+            guard let value = try fields.int(name) else { return nil }
+            guard range.contains(value) else { throw FieldError(fields.at(name), "must be \(range.lowerBound) to \(range.upperBound)") }
+            return value
+        }
+        if let value = try bounded("maximumBodySize", 4096...(64 << 20)) { maximumBodySize = value }
+        if let value = try bounded("maximumImportLineSize", 1024...(1 << 20)) { maximumImportLineSize = value }
+        if let value = try bounded("maximumAudienceSize", 1...1_000_000) { maximumAudienceSize = value }
+        if let value = try bounded("maximumConnections", 1...100_000) { maximumConnections = value }
+    }
+}

@@ -1,0 +1,144 @@
+import HeraldClient
+import HeraldCore
+import HeraldStore
+
+/// What a gateway serves: where it listens, its database, its apps with their APNs credentials,
+/// and the API keys that may use them.
+///
+/// Read it from a JSON file with ``load(file:environment:)``, or build it in code. Secrets never
+/// sit in the file: auth keys and certificates are files, passwords come from the environment,
+/// and API keys are stored only as their SHA-256.
+public struct GatewayConfiguration: Sendable {
+    /// One app: the bundle ID it sends to and how it reaches APNs.
+    public struct App: Sendable {
+        /// The app's ID in the API's paths (`/v1/apps/{id}/…`): 1 to 64 of `a-z 0-9 . _ -`.
+        public var id: String
+        /// The app's bundle ID: `apns-topic` for alerts; other push types add their suffix.
+        public var topic: String
+        public var environment: APNSEnvironment
+        public var credentials: APNSCredentials
+        /// The CAs trusted for APNs's certificate (a mock's CA with `caFile`).
+        public var trustRoots: APNSClient.TrustRoots = .system
+        /// HTTP/2 connections to APNs. Default 4.
+        public var connections = 4
+
+        public init(id: String, topic: String, environment: APNSEnvironment, credentials: APNSCredentials) {
+            self.id = id
+            self.topic = topic
+            self.environment = environment
+            self.credentials = credentials
+        }
+    }
+
+    /// Where the API listens.
+    public var listen: ListenAddress = ListenAddress(host: "127.0.0.1", port: 8080)
+    /// `sqlite:PATH` (relative paths are relative to the working directory) or `postgres://…`.
+    public var database: StoreURL
+    public var apps: [App]
+    public var apiKeys: [APIKey]
+    /// How the queue leases, retries and ages work; see ``HeraldStore/Configuration``.
+    public var queue: QueueSettings = QueueSettings()
+    /// How many delivery workers run and how many devices each claims at a time.
+    public var workers: WorkerSettings = WorkerSettings()
+    /// Bounds on what API clients can send.
+    public var limits: APILimits = APILimits()
+
+    public init(database: StoreURL, apps: [App], apiKeys: [APIKey]) {
+        self.database = database
+        self.apps = apps
+        self.apiKeys = apiKeys
+    }
+
+    /// The app with this ID.
+    public func app(_ id: String) -> App? { apps.first { $0.id == id } }
+
+    /// The store's configuration for this gateway.
+    public var storeConfiguration: HeraldStore.Configuration {
+        var store = HeraldStore.Configuration(url: database)
+        store.leaseDuration = queue.lease
+        store.maximumAge = queue.maximumAge
+        store.initialRetryDelay = queue.initialRetryDelay
+        store.maximumRetryDelay = queue.maximumRetryDelay
+        return store
+    }
+}
+
+/// A host and port to listen on: `127.0.0.1:8080`, `[::1]:8080`, `0.0.0.0:80`.
+public struct ListenAddress: Sendable, Hashable, CustomStringConvertible {
+    public var host: String
+    /// 0 picks a free port.
+    public var port: Int
+
+    public init(host: String, port: Int) {
+        self.host = host
+        self.port = port
+    }
+
+    /// Parses `HOST:PORT` (IPv6 in brackets).
+    public init(parsing text: String) throws(FieldError) {
+        let usage = "must be HOST:PORT, e.g. 127.0.0.1:8080 or [::1]:8080, got \(String(reflecting: PeerText(text, limit: 80).description))"
+        guard let colon = text.lastIndex(of: ":"), let port = Int(text[text.index(after: colon)...]), (0...65535).contains(port) else {
+            throw FieldError("", usage)
+        }
+        var host = String(text[..<colon])
+        if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+        guard !host.isEmpty, !host.contains("/"), !host.contains(" ") else { throw FieldError("", usage) }
+        self.init(host: host, port: port)
+    }
+
+    public var description: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
+}
+
+/// How the gateway's queue leases, retries and ages notifications.
+public struct QueueSettings: Sendable, Hashable {
+    /// How long a claim lasts before its devices go back to the queue (a killed worker's work is
+    /// taken over after this). Default 60 s.
+    public var lease: Duration = .seconds(60)
+    /// How long a notification without `expiration` is retried. Default 24 hours.
+    public var maximumAge: Duration = .seconds(24 * 3600)
+    /// The first retry's delay, doubling to ``maximumRetryDelay``. Default 5 s.
+    public var initialRetryDelay: Duration = .seconds(5)
+    /// Default 10 minutes.
+    public var maximumRetryDelay: Duration = .seconds(600)
+    /// Finished notifications and their outcomes are deleted after this. Default 7 days.
+    public var retention: Duration = .seconds(7 * 24 * 3600)
+
+    public init() {}
+}
+
+/// How many delivery workers a gateway runs.
+public struct WorkerSettings: Sendable, Hashable {
+    /// Workers claiming from the queue in this process. Worker 0 takes only single deliveries
+    /// (token and user audiences), so they never wait behind a broadcast. Default 4.
+    public var count = 4
+    /// Devices one claim takes. Default 1000.
+    public var batchSize = 1000
+
+    public init() {}
+}
+
+/// Bounds on what API clients can send.
+public struct APILimits: Sendable, Hashable {
+    /// The largest JSON body of a single request (a notification, a device). Default 1 MiB.
+    public var maximumBodySize = 1 << 20
+    /// The longest line (NDJSON) or element (JSON array) of a bulk import. Default 64 KiB.
+    public var maximumImportLineSize = 64 << 10
+    /// Errors listed in a bulk import's answer (the count covers all of them). Default 100.
+    public var maximumImportErrors = 100
+    /// Tokens or users one notification may name. Default 10,000.
+    public var maximumAudienceSize = 10_000
+    /// Connections the API keeps open at once. Default 512.
+    public var maximumConnections = 512
+
+    public init() {}
+}
+
+extension StoreURL {
+    /// A PostgreSQL URL without a password takes `PGPASSWORD` from `environment` (as libpq
+    /// does), so the password need not sit in a file or on a command line.
+    public func withPassword(from environment: [String: String]) -> StoreURL {
+        guard case .postgres(var postgres) = self, postgres.password == nil, let password = environment["PGPASSWORD"] else { return self }
+        postgres.password = password
+        return .postgres(postgres)
+    }
+}

@@ -1,0 +1,102 @@
+import HeraldCore
+
+/// Something wrong with one field of a JSON document: where (`apps[0].authKey.file`) and what.
+public struct FieldError: Error, Sendable, Hashable, CustomStringConvertible {
+    public var path: String
+    public var message: String
+
+    public init(_ path: String, _ message: String) {
+        self.path = path
+        self.message = message
+    }
+
+    public var description: String { path.isEmpty ? message : "\(path): \(message)" }
+}
+
+/// The fields of one JSON object, read by name with the path to each for error messages, and
+/// checked: a field of the wrong type or an unknown field is an error, not ignored.
+struct JSONFields {
+    let path: String
+    let members: [String: JSONValue]
+
+    init(_ value: JSONValue, path: String) throws(FieldError) {
+        guard case .object(let members) = value else { throw FieldError(path, "must be a JSON object") }
+        self.path = path
+        self.members = members
+    }
+
+    func at(_ name: String) -> String { path.isEmpty ? name : "\(path).\(name)" }
+
+    /// Fails on a field not in `allowed` (a misspelled option is not silently ignored).
+    func only(_ allowed: Set<String>) throws(FieldError) {
+        if let unknown = members.keys.sorted().first(where: { !allowed.contains($0) }) {
+            throw FieldError(at(unknown), "unknown field (expected one of: \(allowed.sorted().joined(separator: ", ")))")
+        }
+    }
+
+    /// `nil` when absent or `null`.
+    func string(_ name: String) throws(FieldError) -> String? {
+        switch members[name] {
+        case .none, .some(.null): return nil
+        case .some(.string(let text)): return text
+        case .some: throw FieldError(at(name), "must be a string")
+        }
+    }
+
+    func requiredString(_ name: String) throws(FieldError) -> String {
+        guard let value = try string(name) else { throw FieldError(at(name), "is required") }
+        guard !value.isEmpty else { throw FieldError(at(name), "must not be empty") }
+        return value
+    }
+
+    func int(_ name: String) throws(FieldError) -> Int? {
+        switch members[name] {
+        case .none, .some(.null): return nil
+        case .some(.int(let value)): return value
+        case .some(.double(let value)) where value.rounded() == value && value.magnitude < 9e15: return Int(value)
+        case .some: throw FieldError(at(name), "must be an integer")
+        }
+    }
+
+    func bool(_ name: String) throws(FieldError) -> Bool? {
+        switch members[name] {
+        case .none, .some(.null): return nil
+        case .some(.bool(let value)): return value
+        case .some: throw FieldError(at(name), "must be true or false")
+        }
+    }
+
+    func strings(_ name: String) throws(FieldError) -> [String]? {
+        switch members[name] {
+        case .none, .some(.null): return nil
+        case .some(.array(let items)):
+            var strings: [String] = []
+            for (index, item) in items.enumerated() {
+                guard case .string(let text) = item else { throw FieldError("\(at(name))[\(index)]", "must be a string") }
+                strings.append(text)
+            }
+            return strings
+        case .some: throw FieldError(at(name), "must be an array of strings")
+        }
+    }
+
+    func object(_ name: String) throws(FieldError) -> JSONFields? {
+        switch members[name] {
+        case .none, .some(.null): return nil
+        case .some(let value): return try JSONFields(value, path: at(name))
+        }
+    }
+
+    func objects(_ name: String) throws(FieldError) -> [JSONFields] {
+        switch members[name] {
+        case .none, .some(.null): return []
+        case .some(.array(let items)):
+            var objects: [JSONFields] = []
+            for (index, item) in items.enumerated() { objects.append(try JSONFields(item, path: "\(at(name))[\(index)]")) }
+            return objects
+        case .some: throw FieldError(at(name), "must be an array of objects")
+        }
+    }
+
+    func has(_ name: String) -> Bool { members[name] != nil }
+}

@@ -1,0 +1,84 @@
+import HeraldClient
+import HeraldCore
+import HeraldStore
+
+/// The APNs requests for a claimed batch, and how each one's outcome is recorded.
+enum BatchMessages {
+    /// One notification per device of `batch`, in the batch's order (a token that is not valid
+    /// hex, which the store never holds, is left out and listed in `invalid`).
+    ///
+    /// When the caller set no collapse ID, the notification's ID is sent as one, on every send:
+    /// a device that gets the notification twice (its first send was in flight when a worker
+    /// died) shows it once. Both copies must carry it for APNs to collapse them (apns-spec §1.5,
+    /// `apns-collapse-id`).
+    static func notifications(for batch: WorkBatch, topic bundleID: String) throws(PayloadError) -> (notifications: [PushNotification], invalid: [String]) {
+        let queued = batch.notification
+        let headers = PushHeaders(
+            pushType: queued.pushType, topic: queued.pushType.topic(forBundleID: bundleID), priority: queued.priority,
+            expiration: queued.expiration, collapseID: queued.collapseID ?? queued.id
+        )
+        let shared = try EncodedPayload(validating: queued.payload)
+        var byBadge: [Int: EncodedPayload] = [:]
+        var notifications: [PushNotification] = []
+        var invalid: [String] = []
+        notifications.reserveCapacity(batch.items.count)
+        for item in batch.items {
+            guard let token = try? DeviceToken(item.token) else {
+                invalid.append(item.token)
+                continue
+            }
+            var payload = shared
+            if queued.badge == .increment, let badge = item.badge {
+                if let cached = byBadge[badge] {
+                    payload = cached
+                } else {
+                    payload = withBadge(badge, shared)
+                    byBadge[badge] = payload
+                }
+            }
+            notifications.append(PushNotification(token: token, headers: headers, payload: payload))
+        }
+        return (notifications, invalid)
+    }
+
+    /// The payload with `aps.badge` set (an `aps` added when there is none).
+    static func withBadge(_ badge: Int, _ payload: EncodedPayload) -> EncodedPayload {
+        guard case .object(var members) = payload.json else { return payload }
+        var aps = members["aps"]?.objectValue ?? [:]
+        aps["badge"] = .int(badge)
+        members["aps"] = .object(aps)
+        var writer = JSONWriter(capacity: payload.count + 32)
+        writer.value(.object(members))
+        return EncodedPayload(unchecked: writer.bytes)
+    }
+
+    /// How one APNs outcome is recorded in the store.
+    ///
+    /// A device is rejected for good only for what APNs says about the device or the request; a
+    /// gateway-side problem (credentials, connectivity, APNs overloaded) is retried with back-off
+    /// until the notification expires, so fixing the configuration delivers it.
+    static func outcome(_ result: APNSOutcome.Result) -> DeliveryOutcome.Result {
+        switch result {
+        case .accepted(let response):
+            return .accepted(apnsID: response.apnsID)
+        case .rejected(let error):
+            if error.origin == .local {
+                return .failed(reason: error.reason.rawValue)
+            }
+            if error.isRetryable || credentialReasons.contains(error.reason) {
+                return .retry(reason: error.reason.rawValue)
+            }
+            return .rejected(reason: error.reason.rawValue, timestamp: error.timestamp)
+        case .failed(let error):
+            // The client gave up: APNs unreachable, no answer in time, the client stopping.
+            return error.code == .expired ? .failed(reason: "Expired") : .retry(reason: error.code.description)
+        }
+    }
+
+    /// Rejections that say the gateway's credentials are wrong, not the device (apns-spec §1.7):
+    /// every device would get them, so they are retried, not recorded against the devices.
+    static let credentialReasons: Set<APNSReason> = [
+        .badCertificate, .badCertificateEnvironment, .invalidProviderToken, .missingProviderToken, .badEnvironmentKeyIdInToken,
+        .expiredProviderToken, .tooManyProviderTokenUpdates,
+    ]
+}

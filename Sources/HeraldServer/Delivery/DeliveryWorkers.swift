@@ -1,0 +1,237 @@
+import HeraldClient
+import HeraldCore
+import HeraldStore
+import Logging
+import ServiceLifecycle
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
+/// The workers of one gateway process: each claims devices from the store under a lease, sends
+/// to them through its app's ``APNSClient``, and records how each ended (which feeds pruning).
+///
+/// On graceful shutdown they stop claiming and finish what is in flight; what has no answer
+/// after ``stopGrace`` is given back to the queue as a retry. A worker that is killed loses
+/// nothing: its leases run out and another worker sends what it held.
+final class DeliveryWorkers: Service, Sendable {
+    let store: HeraldStore
+    let configuration: GatewayConfiguration
+    let clients: [String: APNSClient]
+    let metrics: GatewayMetrics
+    let logger: Logger
+    /// Names this process's workers in the store's leases.
+    let processTag: String
+    /// After a graceful shutdown begins, how long a batch in flight may take to finish.
+    let stopGrace: Duration
+
+    init(
+        store: HeraldStore, configuration: GatewayConfiguration, clients: [String: APNSClient], metrics: GatewayMetrics, logger: Logger,
+        stopGrace: Duration = .seconds(20)
+    ) {
+        self.store = store
+        self.configuration = configuration
+        self.clients = clients
+        self.metrics = metrics
+        self.logger = logger
+        self.stopGrace = stopGrace
+        processTag = "\(Self.hostName())-\(getpid())-\(UInt32.random(in: 0 ... .max))"
+    }
+
+    func run() async throws {
+        await withDiscardingTaskGroup { group in
+            for index in 0..<max(1, configuration.workers.count) {
+                group.addTask { await self.work(index: index) }
+            }
+        }
+        logger.info("workers stopped")
+    }
+
+    /// One worker's loop, until graceful shutdown or cancellation.
+    private func work(index: Int) async {
+        let owner = "\(processTag)-\(index)"
+        // Worker 0 takes only single deliveries, so a notification to a few tokens never
+        // waits behind a broadcast's ranges.
+        let includeRanges = index != 0 || configuration.workers.count == 1
+        var failures = 0
+        while !Task.isShuttingDownGracefully, !Task.isCancelled {
+            let batches: [WorkBatch]
+            do {
+                batches = try await store.claim(owner: owner, limit: configuration.workers.batchSize, includeRanges: includeRanges)
+                if failures > 0 { logger.info("the store answers again; claiming", metadata: ["worker": "\(index)"]) }
+                failures = 0
+            } catch {
+                failures += 1
+                if failures == 1 { logger.warning("cannot claim work; pausing", metadata: ["worker": "\(index)", "error": "\(error)"]) }
+                // 0.1 s, doubling to 5 s: a database restart is noticed within seconds.
+                await Self.pause(.milliseconds(min(5000, 100 << min(failures - 1, 6))))
+                continue
+            }
+            if batches.isEmpty {
+                await waitForWork()
+                continue
+            }
+            for batch in batches {
+                if Task.isShuttingDownGracefully || Task.isCancelled {
+                    try? await store.release(batch)
+                    continue
+                }
+                await deliver(batch, worker: index)
+            }
+        }
+    }
+
+    /// Sends one batch and records its outcomes.
+    private func deliver(_ batch: WorkBatch, worker: Int) async {
+        let start = ContinuousClock.now
+        let queued = batch.notification
+        var logger = self.logger
+        logger[metadataKey: "notification"] = "\(queued.id)"
+        logger[metadataKey: "app"] = "\(queued.app)"
+        guard let app = configuration.app(queued.app), let client = clients[app.id] else {
+            // Not this process's app (a configuration changed): retried until it expires, so a
+            // process that has the app, or this one restarted with it, still sends it.
+            logger.warning("a notification for an app this gateway does not serve; retrying later", metadata: ["devices": "\(batch.items.count)"])
+            await record(batch, batch.items.map { DeliveryOutcome(token: $0.token, result: .retry(reason: "UnknownApp")) }, logger: logger, start: start)
+            return
+        }
+        let messages: (notifications: [PushNotification], invalid: [String])
+        do {
+            messages = try BatchMessages.notifications(for: batch, topic: app.topic)
+        } catch {
+            await record(batch, batch.items.map { DeliveryOutcome(token: $0.token, result: .failed(reason: "PayloadInvalid")) }, logger: logger, start: start)
+            return
+        }
+        let notifications = messages.notifications
+        let collector = OutcomeCollector(count: notifications.count)
+        let sender = Task {
+            do {
+                for try await outcome in client.send(contentsOf: notifications, logger: logger) {
+                    collector.record(BatchMessages.outcome(outcome.result), at: outcome.index)
+                }
+            } catch {
+                logger.error("the send ended early", metadata: ["error": "\(error)"])
+            }
+            collector.stop()
+        }
+        let lease = configuration.queue.lease
+        let stopGrace = self.stopGrace
+        let store = self.store
+        let watchdog = Task {
+            // Renew the lease while sending; once the process is stopping, give the batch its
+            // grace period, then stop waiting for it.
+            await withTaskGroup(of: Void.self) { group in
+                group.addTask {
+                    while !Task.isCancelled {
+                        try? await Task.sleep(for: lease / 3)
+                        if Task.isCancelled { return }
+                        try? await store.renew(batch)
+                    }
+                }
+                group.addTask {
+                    try? await gracefulShutdown()
+                    if Task.isCancelled { return }
+                    try? await Task.sleep(for: stopGrace)
+                    if !Task.isCancelled { collector.stop() }
+                }
+                await group.next()
+                group.cancelAll()
+            }
+        }
+        await collector.wait()
+        watchdog.cancel()
+        _ = sender  // left to finish on its own if the grace period ran out
+        let results = collector.results(missing: .retry(reason: "shutdown"))
+        var outcomes = zip(notifications, results).map { DeliveryOutcome(token: $0.token.hex, result: $1) }
+        outcomes += messages.invalid.map { DeliveryOutcome(token: $0, result: .failed(reason: APNSReason.badDeviceToken.rawValue)) }
+        await record(batch, outcomes, logger: logger, start: start)
+    }
+
+    /// Completes a batch; a database that does not answer is retried while the lease lasts (after
+    /// that the devices are another worker's to send again).
+    private func record(_ batch: WorkBatch, _ outcomes: [DeliveryOutcome], logger: Logger, start: ContinuousClock.Instant) async {
+        let giveUp = ContinuousClock.now + configuration.queue.lease
+        var attempt = 0
+        while true {
+            do {
+                try await store.complete(batch, outcomes: outcomes)
+                break
+            } catch let error as StoreError where error.code == .leaseLost {
+                logger.info("the lease ran out before the outcomes were recorded; the new holder counts them", metadata: ["devices": "\(outcomes.count)"])
+                break
+            } catch {
+                attempt += 1
+                if ContinuousClock.now > giveUp || Task.isCancelled {
+                    logger.error(
+                        "outcomes not recorded; the devices go back to the queue when the lease runs out",
+                        metadata: ["devices": "\(outcomes.count)", "error": "\(error)"]
+                    )
+                    break
+                }
+                if attempt == 1 { logger.warning("cannot record outcomes; retrying", metadata: ["error": "\(error)"]) }
+                await Self.pause(.milliseconds(min(2000, 100 << min(attempt - 1, 5))), evenWhenStopping: true)
+            }
+        }
+        let elapsed = ContinuousClock.now - start
+        metrics.recordOutcomes(app: batch.notification.app, outcomes, duration: elapsed)
+        if logger.logLevel <= .debug {
+            for outcome in outcomes {
+                switch outcome.result {
+                case .accepted: continue
+                case .rejected(let reason, _), .failed(let reason), .retry(let reason):
+                    logger.debug("device outcome", metadata: ["token": "\(outcome.token)", "outcome": "\(outcome.result)", "reason": "\(reason)"])
+                }
+            }
+        }
+        var counts: [String: Int] = [:]
+        for outcome in outcomes {
+            switch outcome.result {
+            case .accepted: counts["accepted", default: 0] += 1
+            case .rejected: counts["rejected", default: 0] += 1
+            case .retry: counts["retry", default: 0] += 1
+            case .failed: counts["failed", default: 0] += 1
+            }
+        }
+        logger.info(
+            "batch sent",
+            metadata: [
+                "devices": "\(outcomes.count)", "accepted": "\(counts["accepted", default: 0])", "rejected": "\(counts["rejected", default: 0])",
+                "retry": "\(counts["retry", default: 0])", "failed": "\(counts["failed", default: 0])", "resend": "\(batch.isResend)",
+                "ms": "\(elapsed.components.seconds * 1000 + elapsed.components.attoseconds / 1_000_000_000_000_000)",
+            ]
+        )
+    }
+
+    /// Waits for new work (or a retry coming due), at most a second, and not past a graceful shutdown.
+    private func waitForWork() async {
+        await Self.cancelWhenGracefulShutdownIgnoringErrors {
+            await self.store.waitForWork(timeout: .seconds(1))
+        }
+    }
+
+    private static func pause(_ duration: Duration, evenWhenStopping: Bool = false) async {
+        if evenWhenStopping {
+            try? await Task.sleep(for: duration)
+        } else {
+            await cancelWhenGracefulShutdownIgnoringErrors { try? await Task.sleep(for: duration) }
+        }
+    }
+
+    private static func cancelWhenGracefulShutdownIgnoringErrors(_ body: @escaping @Sendable () async -> Void) async {
+        _ = try? await cancelWhenGracefulShutdown { await body() }
+    }
+
+    private static func hostName() -> String {
+        var buffer = [CChar](repeating: 0, count: 256)
+        guard gethostname(&buffer, buffer.count - 1) == 0 else { return "host" }
+        return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+}

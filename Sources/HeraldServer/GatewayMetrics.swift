@@ -1,0 +1,119 @@
+import Metrics
+import HeraldCore
+import HeraldStore
+import NIOConcurrencyHelpers
+import Prometheus
+
+/// The gateway's metrics, recorded through swift-metrics into one Prometheus registry that
+/// `GET /metrics` writes out. Every label set is bounded: routes are the API's route templates,
+/// apps come from the configuration, outcomes are four, and reasons are APNs's known reasons (an
+/// unknown one counts as `other`).
+final class GatewayMetrics: Sendable {
+    let registry: PrometheusCollectorRegistry
+    private let factory: PrometheusMetricsFactory
+    private let requests = NIOLockedValueBox<[RequestKey: (counter: Metrics.Counter, timer: Metrics.Timer)]>([:])
+    private let deliveries = NIOLockedValueBox<[DeliveryKey: Metrics.Counter]>([:])
+    private let pendingDeliveries: Metrics.Gauge
+    private let pendingRanges: Metrics.Gauge
+    private let activeNotifications: Metrics.Gauge
+    private let batchDuration: Metrics.Timer
+    private let enqueued: Metrics.Counter
+
+    /// Routes a request can be counted under; anything else is `other`.
+    private static let knownReasons = Set(APNSReason.allKnown.map(\.rawValue))
+
+    struct RequestKey: Hashable {
+        var route: String
+        var method: String
+        var status: Int
+    }
+
+    struct DeliveryKey: Hashable {
+        var app: String
+        var outcome: String
+        var reason: String
+    }
+
+    init(registry: PrometheusCollectorRegistry) {
+        self.registry = registry
+        var factory = PrometheusMetricsFactory(registry: registry)
+        let latency: [Duration] = [.milliseconds(1), .milliseconds(2), .milliseconds(5), .milliseconds(10), .milliseconds(20), .milliseconds(50), .milliseconds(100), .milliseconds(250), .milliseconds(500), .seconds(1), .seconds(5)]
+        factory.defaultDurationHistogramBuckets = latency
+        self.factory = factory
+        pendingDeliveries = Metrics.Gauge(label: "herald_queue_pending_deliveries", factory: factory)
+        pendingRanges = Metrics.Gauge(label: "herald_queue_pending_ranges", factory: factory)
+        activeNotifications = Metrics.Gauge(label: "herald_queue_active_notifications", factory: factory)
+        batchDuration = Metrics.Timer(label: "herald_send_batch_duration_seconds", factory: factory)
+        enqueued = Metrics.Counter(label: "herald_notifications_enqueued_total", factory: factory)
+    }
+
+    /// One API request answered.
+    func recordRequest(route: String, method: String, status: Int, duration: Duration) {
+        let key = RequestKey(route: route, method: method, status: status)
+        let metrics = requests.withLockedValue { table in
+            if let existing = table[key] { return existing }
+            let dimensions = [("route", route), ("method", method), ("status", String(status))]
+            let made = (
+                Metrics.Counter(label: "herald_api_requests_total", dimensions: dimensions, factory: factory),
+                Metrics.Timer(label: "herald_api_request_duration_seconds", dimensions: [("route", route), ("method", method)], factory: factory)
+            )
+            table[key] = made
+            return made
+        }
+        metrics.counter.increment()
+        metrics.timer.record(duration: duration)
+    }
+
+    /// How the devices of one sent batch ended.
+    func recordOutcomes(app: String, _ outcomes: [DeliveryOutcome], duration: Duration) {
+        var counts: [DeliveryKey: Int] = [:]
+        for outcome in outcomes {
+            let key: DeliveryKey
+            switch outcome.result {
+            case .accepted: key = DeliveryKey(app: app, outcome: "accepted", reason: "")
+            case .rejected(let reason, _): key = DeliveryKey(app: app, outcome: "rejected", reason: Self.label(reason))
+            case .retry(let reason): key = DeliveryKey(app: app, outcome: "retry", reason: Self.label(reason))
+            case .failed(let reason): key = DeliveryKey(app: app, outcome: "failed", reason: Self.label(reason))
+            }
+            counts[key, default: 0] += 1
+        }
+        for (key, count) in counts {
+            let counter = deliveries.withLockedValue { table in
+                if let existing = table[key] { return existing }
+                let made = Metrics.Counter(label: "herald_deliveries_total", dimensions: [("app", key.app), ("outcome", key.outcome), ("reason", key.reason)], factory: factory)
+                table[key] = made
+                return made
+            }
+            counter.increment(by: count)
+        }
+        batchDuration.record(duration: duration)
+    }
+
+    func recordEnqueued() {
+        enqueued.increment()
+    }
+
+    func recordQueue(_ statistics: QueueStatistics) {
+        pendingDeliveries.record(statistics.pendingDeliveries)
+        pendingRanges.record(statistics.pendingRanges)
+        activeNotifications.record(statistics.activeNotifications)
+    }
+
+    /// A reason as a label: an APNs reason, or one of the gateway's own, else `other`.
+    static func label(_ reason: String) -> String {
+        if knownReasons.contains(reason) { return reason }
+        let word = reason.prefix { $0 != " " && $0 != ":" && $0 != "(" }
+        switch word {
+        case "Expired", "Cancelled", "connectionFailed", "tlsFailed", "connectionLost", "timedOut", "expired", "shutdown", "invalidCredentials",
+            "protocolError", "UnknownApp":
+            return String(word)
+        default:
+            return knownReasons.contains(String(word)) ? String(word) : "other"
+        }
+    }
+
+    /// The Prometheus text exposition of everything recorded.
+    func exposition() -> [UInt8] {
+        registry.emitToBuffer()
+    }
+}

@@ -1,0 +1,151 @@
+import HeraldClient
+import HeraldCore
+import HeraldStore
+import Hummingbird
+import HummingbirdCore
+import Logging
+import NIOCore
+import Prometheus
+import ServiceLifecycle
+
+/// A push gateway: the HTTP API, delivery workers, one APNs client per app and the store, run as
+/// one swift-service-lifecycle `ServiceGroup`.
+///
+/// Every notification the API answers 202 for is stored first, so it is delivered at least once
+/// whatever happens to the process. Many gateways can share one PostgreSQL database; each claims
+/// its share of the work.
+///
+/// On graceful shutdown (SIGTERM when run by `herald serve`) the API stops first, then the
+/// workers finish or give back what they hold, then the clients and the store close.
+public final class HeraldGateway: Service, Sendable {
+    /// What a process does.
+    public struct Roles: OptionSet, Sendable, Hashable {
+        public let rawValue: Int
+        public init(rawValue: Int) { self.rawValue = rawValue }
+
+        /// The `/v1` API (probes, metrics and the document are always served).
+        public static let api = Roles(rawValue: 1)
+        /// Delivery workers and the APNs clients they send through.
+        public static let workers = Roles(rawValue: 2)
+        public static let all: Roles = [.api, .workers]
+    }
+
+    public let configuration: GatewayConfiguration
+    public let roles: Roles
+    /// The store the gateway works on.
+    public let store: HeraldStore
+    /// The API, for tests that drive its router without a socket.
+    public let api: GatewayAPI
+    let clients: [String: APNSClient]
+    let metrics: GatewayMetrics
+    private let logger: Logger
+    private let onListening: @Sendable (ListenAddress) async -> Void
+    private let stopGrace: Duration
+
+    /// - Parameters:
+    ///   - registry: where metrics go; `/metrics` writes it out. Bootstrap swift-metrics with a
+    ///     `PrometheusMetricsFactory` on the same registry to see the APNs clients' metrics too.
+    ///   - onListening: called with the address the API listens on (the real port when the
+    ///     configuration says 0).
+    /// - Throws: ``APNSClientError`` when an app's TLS configuration cannot be built.
+    public convenience init(
+        configuration: GatewayConfiguration, roles: Roles = .all, registry: PrometheusCollectorRegistry = PrometheusCollectorRegistry(),
+        logger: Logger = Logger(label: "herald.gateway", factory: { _ in SwiftLogNoOpLogHandler() }),
+        onListening: @escaping @Sendable (ListenAddress) async -> Void = { _ in }
+    ) throws {
+        try self.init(configuration: configuration, roles: roles, registry: registry, logger: logger, stopGrace: .seconds(20), onListening: onListening)
+    }
+
+    init(
+        configuration: GatewayConfiguration, roles: Roles, registry: PrometheusCollectorRegistry, logger: Logger, stopGrace: Duration,
+        onListening: @escaping @Sendable (ListenAddress) async -> Void
+    ) throws {
+        self.configuration = configuration
+        self.roles = roles
+        self.logger = logger
+        self.onListening = onListening
+        self.stopGrace = stopGrace
+        metrics = GatewayMetrics(registry: registry)
+        store = HeraldStore(configuration: configuration.storeConfiguration, logger: logger)
+        api = GatewayAPI(configuration: configuration, store: store, metrics: metrics)
+        var clients: [String: APNSClient] = [:]
+        if roles.contains(.workers) {
+            for app in configuration.apps {
+                var client = APNSClient.Configuration(environment: app.environment, credentials: app.credentials)
+                client.trustRoots = app.trustRoots
+                client.maximumConnections = app.connections
+                client.metricsDimensions = [("app", app.id)]
+                var clientLogger = logger
+                clientLogger[metadataKey: "app"] = "\(app.id)"
+                clients[app.id] = try APNSClient(configuration: client, logger: clientLogger)
+            }
+        }
+        self.clients = clients
+    }
+
+    /// Runs until graceful shutdown or cancellation: migrates the database, then serves.
+    public func run() async throws {
+        let core = GatewayCore(gateway: self)
+        let services: [any Service] = [store] + clients.keys.sorted().map { clients[$0]! as any Service } + [core]
+        let group = ServiceGroup(services: services, gracefulShutdownSignals: [], cancellationSignals: [], logger: logger)
+        try await group.run()
+    }
+
+    /// Migration, then the API and the workers side by side.
+    private struct GatewayCore: Service {
+        let gateway: HeraldGateway
+
+        func run() async throws {
+            try await gateway.migrate()
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                if gateway.roles.contains(.workers) {
+                    let workers = DeliveryWorkers(
+                        store: gateway.store, configuration: gateway.configuration, clients: gateway.clients, metrics: gateway.metrics,
+                        logger: gateway.logger, stopGrace: gateway.stopGrace
+                    )
+                    group.addTask { try await workers.run() }
+                }
+                group.addTask { try await gateway.serveHTTP() }
+                try await group.waitForAll()
+            }
+        }
+    }
+
+    /// Migrates, waiting up to a minute for a database that is starting too.
+    private func migrate() async throws {
+        let deadline = ContinuousClock.now + .seconds(60)
+        var attempt = 0
+        while true {
+            do {
+                try await store.migrate()
+                return
+            } catch let error as StoreError where error.code == .unavailable && ContinuousClock.now < deadline {
+                attempt += 1
+                if attempt == 1 { logger.warning("the database cannot be reached yet; retrying", metadata: ["error": "\(error)"]) }
+                try await Task.sleep(for: .milliseconds(min(2000, 100 << min(attempt, 5))))
+            }
+        }
+    }
+
+    private func serveHTTP() async throws {
+        let listen = configuration.listen
+        let onListening = self.onListening
+        let logger = self.logger
+        let application = Application(
+            router: api.router(includesV1: roles.contains(.api)),
+            server: .http1(configuration: .init(idleTimeout: .seconds(75))),
+            configuration: ApplicationConfiguration(
+                address: .hostname(listen.host, port: listen.port), serverName: "herald",
+                availableConnectionsDelegate: MaximumAvailableConnections(configuration.limits.maximumConnections)
+            ),
+            onServerRunning: { channel in
+                let port = channel.localAddress?.port ?? listen.port
+                let address = ListenAddress(host: listen.host, port: port)
+                logger.info("listening", metadata: ["address": "\(address)"])
+                await onListening(address)
+            },
+            logger: logger
+        )
+        try await application.run()
+    }
+}

@@ -1,0 +1,218 @@
+import Foundation
+import HeraldCore
+import HeraldMock
+import HeraldServer
+import HeraldStore
+import HeraldTestSupport
+import HTTPTypes
+import Testing
+
+/// The gateway's behaviour through its real HTTP API, sending to the real mock APNs over TLS, on
+/// both backends.
+@Suite("Gateway delivery", .timeLimit(.minutes(3)))
+struct GatewayDeliveryTests {
+    @Test("tokens, users, tags and all: each device gets it once, the counts add up, deliveries are listed", arguments: Backend.allCases)
+    func audiences(backend: Backend) async throws {
+        try await GatewayHarness.run(backend) { harness in
+            try await harness.register(0..<60, user: { "u\($0 % 5)" }, tags: { $0 % 2 == 0 ? ["even"] : [] })
+
+            // Explicit tokens need not be registered.
+            let tokens = try await harness.send(["tokens": [.string(token(1)), .string(token(2).uppercased()), .string(token(999))]], alert: "tokens")
+            let users = try await harness.send(["users": ["u1"]], alert: "users")
+            let tags = try await harness.send(["tags": ["even"]], alert: "tags")
+            let all = try await harness.send(["all": true], alert: "all")
+
+            let expected: [(String, String, Set<String>)] = [
+                (tokens, "tokens", [token(1), token(2), token(999)]),
+                (users, "users", Set((0..<60).filter { $0 % 5 == 1 }.map(token))),
+                (tags, "tags", Set((0..<60).filter { $0 % 2 == 0 }.map(token))),
+                (all, "all", Set((0..<60).map(token))),
+            ]
+            for (id, alert, devices) in expected {
+                let done = try await harness.waitUntilDone(id)
+                #expect(done["status"]?.stringValue == "done", "\(alert)")
+                #expect(done.count("targeted") == devices.count && done.count("accepted") == devices.count, "\(alert): \(done.jsonString)")
+                #expect(done.count("pending") == 0 && done.count("failed") == 0, "\(alert)")
+                let received = harness.received(alert: alert)
+                #expect(Set(received.keys) == devices, "\(alert): exactly its devices")
+                #expect(received.values.allSatisfy { $0 == 1 }, "\(alert): each once")
+            }
+            for record in harness.mock.accepted {
+                #expect(record.topic == bundleID && record.pushType == "alert")
+            }
+
+            // Accepted deliveries are listed for explicit tokens, a page at a time.
+            var listed: [String] = []
+            var cursor: String?
+            for _ in 0..<5 {
+                let page = try await harness.call(.get, "/v1/notifications/\(tokens)/deliveries?limit=2" + (cursor.map { "&cursor=\($0)" } ?? ""))
+                #expect(page.status == 200)
+                for delivery in page.json?["deliveries"]?.arrayItems ?? [] {
+                    #expect(delivery["outcome"]?.stringValue == "accepted" && delivery["apnsID"]?.stringValue != nil)
+                    listed.append(delivery["token"]?.stringValue ?? "")
+                }
+                cursor = page.json?["next"]?.stringValue
+                if cursor == nil { break }
+            }
+            #expect(listed == [token(1), token(2), token(999)])
+        }
+    }
+
+    @Test("badge: increment raises each device's stored badge and sends it", arguments: Backend.allCases)
+    func badgeIncrement(backend: Backend) async throws {
+        try await GatewayHarness.run(backend) { harness in
+            try await harness.call(.put, "/v1/apps/\(appID)/devices/\(token(1))", ["badge": 3, "user": "ann"])
+            try await harness.call(.put, "/v1/apps/\(appID)/devices/\(token(2))", ["user": "ann"])
+            for alert in ["first", "second"] {
+                let id = try await harness.send(["users": ["ann"]], alert: alert, extra: ["badge": "increment"])
+                try await harness.waitUntilDone(id)
+            }
+            var badges: [String: [Int]] = [:]
+            for record in harness.mock.accepted {
+                let payload = try JSONValue(parsing: record.payload)
+                badges[record.token, default: []].append(payload["aps"]?["badge"]?.intValue ?? -1)
+                #expect(payload["aps"]?["alert"]?.stringValue != nil, "the rest of the payload is kept")
+            }
+            #expect(badges[token(1)]?.sorted() == [4, 5])
+            #expect(badges[token(2)]?.sorted() == [1, 2])
+            #expect(try await harness.call(.get, "/v1/apps/\(appID)/devices/\(token(1))").json?.count("badge") == 5)
+        }
+    }
+
+    @Test("pruning by Apple's rule: a 410 after the last registration unregisters; one before does not; BadDeviceToken invalidates", arguments: Backend.allCases)
+    func pruning(backend: Backend) async throws {
+        let now = Date()
+        try await GatewayHarness.run(
+            backend,
+            mock: { mock in
+                mock.script.unregister(token(1), since: now.addingTimeInterval(-3600))  // before the registration below
+                mock.script.unregister(token(2), since: now.addingTimeInterval(3600))  // after it
+                mock.script.fail(token(3), with: .reject("BadDeviceToken"))
+            }
+        ) { harness in
+            try await harness.register(0..<5)
+            let first = try await harness.waitUntilDone(try await harness.send(["all": true], alert: "one"))
+            #expect(first.count("accepted") == 2, "\(first.jsonString)")
+            #expect(first["rejected"]?["Unregistered"]?.intValue == 2 && first["rejected"]?["BadDeviceToken"]?.intValue == 1)
+
+            let device = { (number: Int) async throws -> JSONValue? in try await harness.call(.get, "/v1/apps/\(appID)/devices/\(token(number))").json }
+            #expect(try await device(1)?["status"]?.stringValue == "active", "registered after APNs saw it go: kept")
+            let gone = try await device(2)
+            #expect(gone?["status"]?.stringValue == "unregistered" && gone?["reason"]?.stringValue == "Unregistered")
+            #expect(gone?["invalidatedAt"]?.stringValue != nil)
+            #expect(try await device(3)?["status"]?.stringValue == "invalid")
+
+            let rejected = try await harness.call(.get, "/v1/notifications/\(first["id"]!.stringValue!)/deliveries?outcome=rejected")
+            #expect(Set(rejected.json?["deliveries"]?.arrayItems.compactMap { $0["token"]?.stringValue } ?? []) == [token(1), token(2), token(3)])
+
+            // The next broadcast leaves the pruned devices out.
+            let second = try await harness.waitUntilDone(try await harness.send(["all": true], alert: "two"))
+            #expect(second.count("targeted") == 3)
+            #expect(Set(harness.received(alert: "two").keys) == [token(0), token(4)])
+
+            // Registering again makes a device active again.
+            try await harness.register([2])
+            #expect(try await device(2)?["status"]?.stringValue == "active")
+            let listed = try await harness.call(.get, "/v1/apps/\(appID)/devices?status=invalid")
+            #expect(listed.json?["devices"]?.arrayItems.compactMap { $0["token"]?.stringValue } == [token(3)])
+        }
+    }
+
+    @Test("an idempotency key returns the first notification, and it is sent once", arguments: Backend.allCases)
+    func idempotency(backend: Backend) async throws {
+        try await GatewayHarness.run(backend) { harness in
+            try await harness.register([1])
+            let body: JSONValue = ["to": ["all": true], "payload": ["aps": ["alert": "once"]], "idempotencyKey": "order-42"]
+            let first = try await harness.call(.post, "/v1/apps/\(appID)/notifications", body)
+            let again = try await harness.call(.post, "/v1/apps/\(appID)/notifications", body)
+            #expect(first.status == 202 && again.status == 202)
+            #expect(first.json?["id"] == again.json?["id"])
+            #expect(first.headers[HTTPField.Name("Idempotent-Replayed")!] == nil && again.headers[HTTPField.Name("Idempotent-Replayed")!] == "true")
+            try await harness.waitUntilDone(try #require(first.json?["id"]?.stringValue))
+            #expect(harness.received(alert: "once") == [token(1): 1])
+        }
+    }
+
+    @Test("cancel: what is not sent is never sent, and counts as failed with reason Cancelled", arguments: Backend.allCases)
+    func cancel(backend: Backend) async throws {
+        let scratch = try ScratchDirectory()
+        let database = try backend.storeURL(scratch: scratch)
+        // An API-only gateway queues; nothing sends until a full one runs on the same database.
+        try await GatewayHarness.run(backend) { harness in
+            var configuration = harness.gateway.configuration
+            configuration.database = try StoreURL(database)
+            var cancelledID = ""
+            try await withGateway(configuration, roles: .api) { _, port in
+                try await harness.against(port: port) { api in
+                    try await api.register(0..<10)
+                    cancelledID = try await api.send(["all": true], alert: "cancelled")
+                    let cancelled = try await api.call(.delete, "/v1/notifications/\(cancelledID)")
+                    #expect(cancelled.status == 200)
+                    #expect(cancelled.json?["status"]?.stringValue == "cancelled", "\(cancelled.json?.jsonString ?? "")")
+                    _ = try await api.send(["all": true], alert: "kept")
+                }
+            }
+            try await withGateway(configuration) { _, port in
+                try await harness.against(port: port) { full in
+                    let done = try await full.waitUntilDone(cancelledID)
+                    #expect(done["status"]?.stringValue == "cancelled")
+                    try await waitUntil { full.received(alert: "kept").count == 10 }
+                    #expect(full.received(alert: "cancelled").isEmpty)
+                    let after = try await full.call(.get, "/v1/notifications/\(cancelledID)")
+                    #expect(after.json?.count("pending") == 0 && after.json?.count("failed") == 10, "\(after.json?.jsonString ?? "")")
+                }
+            }
+        }
+    }
+
+    @Test("APNs unreachable: the notification stays pending and is retried until APNs is back; nothing lost", arguments: Backend.allCases)
+    func apnsUnreachable(backend: Backend) async throws {
+        let authority = try MockCertificateAuthority()
+        let identity = try authority.issueServerIdentity()
+        let port = try PostgresCluster.freePort()
+        try await GatewayHarness.run(backend, mock: { $0.tlsIdentity = identity }) { harness in
+            // The gateway under test points at a port where nothing listens yet.
+            var configuration = harness.gateway.configuration
+            configuration.apps[0].environment = .custom(host: "127.0.0.1", port: port)
+            configuration.apps[0].trustRoots = .only([try authority.tlsCertificate])
+            let scratch = try ScratchDirectory()
+            configuration.database = try StoreURL(try backend.storeURL(scratch: scratch))
+            try await withGateway(configuration) { _, apiPort in
+                try await harness.against(port: apiPort) { gateway in
+                    try await gateway.register(0..<20)
+                    let id = try await gateway.send(["all": true], alert: "later")
+                    try await Task.sleep(for: .seconds(2))
+                    let waiting = try await gateway.call(.get, "/v1/notifications/\(id)")
+                    #expect(waiting.json?.count("pending") == 20 && waiting.json?.count("failed") == 0, "\(waiting.json?.jsonString ?? "")")
+
+                    var mockConfiguration = harness.mock.configuration
+                    mockConfiguration.port = port
+                    let late = try MockAPNSServer(configuration: mockConfiguration)
+                    try await late.start()
+                    defer { Task { try? await late.shutdown() } }
+                    let done = try await gateway.waitUntilDone(id)
+                    #expect(done.count("accepted") == 20, "\(done.jsonString)")
+                    #expect(Set(late.accepted.map(\.token)) == Set((0..<20).map(token)))
+                    try await late.shutdown()
+                }
+            }
+        }
+    }
+}
+
+/// Polls `condition` every 20 ms for at most `timeout`.
+func waitUntil(timeout: Duration = .seconds(30), _ condition: () async throws -> Bool) async throws {
+    let deadline = ContinuousClock.now + timeout
+    while ContinuousClock.now < deadline {
+        if try await condition() { return }
+        try await Task.sleep(for: .milliseconds(20))
+    }
+    Issue.record("condition not met within \(timeout)")
+}
+
+extension JSONValue {
+    var arrayItems: [JSONValue] {
+        if case .array(let items) = self { return items }
+        return []
+    }
+}
