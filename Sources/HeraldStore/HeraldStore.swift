@@ -168,13 +168,16 @@ public final class HeraldStore: Service, Sendable {
 
     public func notification(id: String) async throws -> StoredNotification? {
         guard NotificationID.isValid(id.lowercased()) else { return nil }
-        return try await backend.notification(id: id.lowercased()).map(Self.settled)
+        guard let stored = try await backend.notification(id: id.lowercased()) else { return nil }
+        return try await settled(stored, now: Date())
     }
 
-    /// A cancelled notification has nothing pending: the devices it was not sent to count as
-    /// failed (a broadcast's unread ranges have no rows to count, so they are counted here).
-    private static func settled(_ notification: StoredNotification) -> StoredNotification {
-        guard notification.status == .cancelled else { return notification }
+    /// Once a cancelled notification has nothing in flight, the devices it was not sent to count
+    /// as failed (a broadcast's unread ranges have no rows to count, so they are counted here).
+    /// While a worker still holds a lease, those devices stay pending: they may yet be accepted.
+    private func settled(_ notification: StoredNotification, now: Date) async throws -> StoredNotification {
+        guard notification.status == .cancelled, notification.counts.pending > 0,
+              try await backend.leasedWork(notificationID: notification.id, now: now) == 0 else { return notification }
         var settled = notification
         settled.counts.failed += notification.counts.pending
         return settled
@@ -190,7 +193,8 @@ public final class HeraldStore: Service, Sendable {
     /// notification, or `nil` when there is none with this ID. Devices not sent count as failed.
     public func cancel(id: String, now: Date = Date()) async throws -> StoredNotification? {
         guard NotificationID.isValid(id.lowercased()) else { return nil }
-        return try await backend.cancel(id: id.lowercased(), now: now).map(Self.settled)
+        guard let cancelled = try await backend.cancel(id: id.lowercased(), now: now) else { return nil }
+        return try await settled(cancelled, now: now)
     }
 
     // MARK: Queue

@@ -154,7 +154,8 @@ struct ClientBehaviourTests {
     @Test("send suspends at the in-flight bound instead of queueing without limit")
     func sendSuspends() async throws {
         let fixture = try await MockFixture.start {
-            $0.script.randomFaults = .init(rate: 1, seed: 3, faults: [.delay(.milliseconds(500))])
+            // Each answer waits 2 s: far longer than the check below can be held up by a loaded CPU.
+            $0.script.randomFaults = .init(rate: 1, seed: 3, faults: [.delay(.seconds(2))])
         }
         let client = try APNSClient(configuration: fixture.clientConfiguration { $0.maximumInFlight = 5; $0.maximumConnections = 1 })
         let started = SharedCounter()
@@ -166,7 +167,10 @@ struct ClientBehaviourTests {
                     _ = try await client.send(n)
                 }
             }
-            for _ in 0..<200 where fixture.server.requestCount < 5 { try await Task.sleep(for: .milliseconds(10)) }
+            // Bounded wait (30 s) for the connection and the first five requests, however slow the machine.
+            for _ in 0..<3000 where fixture.server.requestCount < 5 || started.value < 20 {
+                try await Task.sleep(for: .milliseconds(10))
+            }
             try await Task.sleep(for: .milliseconds(100))
             // All 20 callers are in send, but only 5 requests reached the server.
             #expect(started.value == 20)
@@ -181,13 +185,13 @@ struct ClientBehaviourTests {
     @Test("shutdown drains what is in flight, then refuses new sends")
     func gracefulShutdown() async throws {
         let fixture = try await MockFixture.start {
-            $0.script.randomFaults = .init(rate: 1, seed: 5, faults: [.delay(.milliseconds(300))])
+            $0.script.randomFaults = .init(rate: 1, seed: 5, faults: [.delay(.seconds(2))])
         }
         let client = try APNSClient(configuration: fixture.clientConfiguration())
         let notifications = try batch(200)
         async let outcomes = sendAll(notifications, with: client)
-        // Wait until all 200 are at the server, held there for 300 ms each.
-        for _ in 0..<500 where fixture.server.requestCount < 200 { try await Task.sleep(for: .milliseconds(10)) }
+        // Wait (30 s at most) until all 200 are at the server, held there for 2 s each.
+        for _ in 0..<3000 where fixture.server.requestCount < 200 { try await Task.sleep(for: .milliseconds(10)) }
         #expect(fixture.server.requestCount == 200)
         #expect(fixture.server.acceptedCount < 200, "still in flight")
         await client.shutdown()

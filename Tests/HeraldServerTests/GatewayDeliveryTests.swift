@@ -200,6 +200,50 @@ struct GatewayDeliveryTests {
     }
 }
 
+/// PostgreSQL going away under load, on a cluster of the test's own.
+@Suite("Gateway and a PostgreSQL restart", .timeLimit(.minutes(3)))
+struct DatabaseRestartTests {
+    @Test("PostgreSQL down mid-broadcast: writes answer 503, readyz 503, workers pause; after it is back, nothing is lost")
+    func restart() async throws {
+        if let reason = PostgresCluster.unavailableReason, !PostgresCluster.isRequired { try Test.cancel(Comment(rawValue: reason)) }
+        let cluster = try PostgresCluster.dedicated()
+        defer { cluster.stop() }
+        let database = try cluster.createDatabase()
+        try await GatewayHarness.run(.sqlite, gateway: { configuration in
+            configuration.database = try StoreURL(database)
+            configuration.queue.lease = .seconds(3)
+        }) { harness in
+            let lines = (0..<2000).map { #"{"token": "\#(token($0))"}"# }.joined(separator: "\n")
+            let imported = try await harness.raw(.post, "/v1/apps/\(appID)/devices", Array(lines.utf8), key: harness.key, contentType: "application/x-ndjson")
+            #expect(imported.json?.count("upserted") == 2000)
+            let before = try await harness.send(["all": true], alert: "before")
+
+            cluster.halt()
+            let refused = try await harness.call(.post, "/v1/apps/\(appID)/notifications", ["to": ["all": true], "payload": ["aps": ["alert": "during"]]])
+            #expect(refused.status == 503 && refused.json?["error"]?["code"]?.stringValue == "unavailable", "\(refused.json?.jsonString ?? "")")
+            #expect(refused.headers[.retryAfter] != nil)
+            #expect(try await harness.raw(.get, "/readyz", nil, key: nil).status == 503)
+            #expect(try await harness.raw(.get, "/healthz", nil, key: nil).status == 200, "the process is still up")
+            try await Task.sleep(for: .seconds(2))
+            try cluster.resume()
+
+            var after: String?
+            for _ in 0..<100 where after == nil {
+                let answer = try await harness.call(.post, "/v1/apps/\(appID)/notifications", ["to": ["all": true], "payload": ["aps": ["alert": "after"]]])
+                if answer.status == 202 { after = answer.json?["id"]?.stringValue } else { try await Task.sleep(for: .milliseconds(200)) }
+            }
+            let afterID = try #require(after, "writes are accepted again once the database is back")
+            for (id, alert) in [(before, "before"), (afterID, "after")] {
+                let done = try await harness.waitUntilDone(id, timeout: .seconds(90))
+                #expect(done.count("accepted") == 2000 && done.count("failed") == 0, "\(alert): \(done.jsonString)")
+                let received = harness.received(alert: alert)
+                #expect(received.count == 2000, "\(alert): every device, at least once")
+            }
+            #expect(try await harness.raw(.get, "/readyz", nil, key: nil).status == 200)
+        }
+    }
+}
+
 /// Polls `condition` every 20 ms for at most `timeout`.
 func waitUntil(timeout: Duration = .seconds(30), _ condition: () async throws -> Bool) async throws {
     let deadline = ContinuousClock.now + timeout

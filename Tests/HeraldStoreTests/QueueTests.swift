@@ -105,7 +105,8 @@ struct QueueTests {
             // A broadcast's unread ranges stop too.
             for number in 0..<100 { try await store.register(try registration(number), app: app) }
             let (broadcast, _) = try await store.enqueue(NotificationRequest(app: app, audience: .all, payload: payload))
-            _ = try await store.cancel(id: broadcast.id)
+            let stopped = try #require(try await store.cancel(id: broadcast.id))
+            #expect(stopped.counts.failed == 100 && stopped.counts.pending == 0, "nothing in flight: every device not sent counts as failed")
             #expect(try await store.claim(owner: "w").isEmpty)
         }
     }

@@ -44,7 +44,12 @@ public final class PostgresCluster: @unchecked Sendable {
         if case .success(let cluster) = sharedCluster { cluster.stop() }
     }
 
-    private init() throws {
+    /// Whether commits reach the disk before they return (off for the shared cluster: fast, and
+    /// a test never crashes it).
+    private let durable: Bool
+
+    private init(durable: Bool = false) throws {
+        self.durable = durable
         guard let binaries = Self.binaries else { throw ClusterError(Self.unavailableReason ?? "no PostgreSQL") }
         self.binaries = binaries
         let asRoot = getuid() == 0
@@ -61,8 +66,8 @@ public final class PostgresCluster: @unchecked Sendable {
         let server = Process()
         let arguments = [
             binaries + "/postgres", "-D", directory + "/data", "-p", String(port), "-k", directory, "-c", "listen_addresses=127.0.0.1",
-            "-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off", "-c", "max_connections=200",
-        ]
+            "-c", "max_connections=200",
+        ] + (durable ? [] : ["-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off"])
         // setpriv: the server dies with this process (PR_SET_PDEATHSIG), and runs as postgres when we are root.
         server.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
         server.arguments = (getuid() == 0 ? ["--reuid=postgres", "--regid=postgres", "--init-groups"] : []) + ["--pdeathsig", "KILL", "--"] + arguments
@@ -113,9 +118,10 @@ public final class PostgresCluster: @unchecked Sendable {
     }
 
     /// A cluster of the caller's own, for a test that stops and starts it (the shared one serves
-    /// tests running at the same time). Stop it with ``stop()``.
+    /// tests running at the same time), with PostgreSQL's durable defaults: what was committed
+    /// survives ``halt()``. Stop it with ``stop()``.
     public static func dedicated() throws -> PostgresCluster {
-        try PostgresCluster()
+        try PostgresCluster(durable: true)
     }
 
     @discardableResult

@@ -130,14 +130,27 @@ struct ElementSplitter {
                 }
             } else {
                 switch byte {
-                case UInt8(ascii: "\""): inString = true
-                case UInt8(ascii: "{"), UInt8(ascii: "["): depth += 1
-                case UInt8(ascii: "}"), UInt8(ascii: "]") where depth > 0: depth -= 1
-                case UInt8(ascii: ","), UInt8(ascii: "]"):
+                case UInt8(ascii: "\""):
+                    inString = true
+                case UInt8(ascii: "{"), UInt8(ascii: "["):
+                    depth += 1
+                case UInt8(ascii: "}"):
+                    depth = max(0, depth - 1)
+                case UInt8(ascii: "]"):
+                    guard depth == 0 else {
+                        depth -= 1
+                        break
+                    }
                     endElement(into: &items)
-                    state = byte == UInt8(ascii: "]") ? .afterArray : .beforeElement
+                    state = .afterArray
                     return
-                default: break
+                case UInt8(ascii: ","):
+                    guard depth == 0 else { break }
+                    endElement(into: &items)
+                    state = .beforeElement
+                    return
+                default:
+                    break
                 }
             }
             if overflowed { return }

@@ -31,10 +31,12 @@ protocol StoreBackend: Sendable {
     func notification(id: String) async throws -> StoredNotification?
     func deliveries(notificationID: String, outcome: DeliveryRecord.Outcome?, limit: Int, after: String?) async throws -> Page<DeliveryRecord>
     func cancel(id: String, now: Date) async throws -> StoredNotification?
+    /// How many deliveries and ranges of a notification a worker holds a live lease on.
+    func leasedWork(notificationID: String, now: Date) async throws -> Int
 
     func claim(owner: String, limit: Int, includeRanges: Bool, leaseUntil: Date, now: Date) async throws -> [WorkBatch]
     func renew(_ batch: WorkBatch, leaseUntil: Date) async throws
-    func complete(_ batch: WorkBatch, outcomes: [DeliveryOutcome], retryAt: @Sendable (Int) -> Date, now: Date) async throws
+    func complete(_ batch: WorkBatch, outcomes: [DeliveryOutcome], retryAt: @escaping @Sendable (Int) -> Date, now: Date) async throws
     func release(_ batch: WorkBatch) async throws
     func statistics(now: Date) async throws -> QueueStatistics
     /// Deletes up to `limit` rows of outcomes and notifications finished before `cutoff`; returns how many.

@@ -46,7 +46,7 @@ struct GatewayHarness {
     /// Runs `body` with a gateway and a mock; both are stopped after, whatever happens.
     static func run(
         _ backend: Backend, mock configureMock: (inout MockAPNSServer.Configuration) -> Void = { _ in },
-        gateway configureGateway: (inout GatewayConfiguration) -> Void = { _ in }, _ body: (GatewayHarness) async throws -> Void
+        gateway configureGateway: (inout GatewayConfiguration) throws -> Void = { _ in }, _ body: (GatewayHarness) async throws -> Void
     ) async throws {
         let scratch = try ScratchDirectory()
         let providerKey = ProviderKey.generate(keyID: "KEY\(UInt32.random(in: 1_000_000...9_999_999))", teamID: "HERALDTEAM")
@@ -60,7 +60,7 @@ struct GatewayHarness {
 
         let (key, entry) = APIKey.generate(name: "tests", apps: [appID])
         var configuration = try configuration(database: try backend.storeURL(scratch: scratch), mock: mock, providerKey: providerKey, apiKey: entry)
-        configureGateway(&configuration)
+        try configureGateway(&configuration)
         try await withGateway(configuration) { gateway, port in
             try await withClient(port: port) { client in
                 try await body(GatewayHarness(mock: mock, gateway: gateway, client: client, key: key, port: port))

@@ -160,6 +160,10 @@ enum PostgresSchema {
         ON CONFLICT DO NOTHING
         """
 
+    static let leasedWork = """
+        SELECT (SELECT COUNT(*) FROM deliveries WHERE notification_id = $1 AND state = 1 AND lease_expires_at > $2)
+            + (SELECT COUNT(*) FROM segments WHERE notification_id = $1 AND state = 1 AND lease_expires_at > $2)
+        """
     static let unfinishedWork = """
         SELECT (SELECT COUNT(*) FROM deliveries WHERE notification_id = $1 AND state < 2)
             + (SELECT COUNT(*) FROM segments WHERE notification_id = $1 AND state < 2)

@@ -105,22 +105,80 @@ final class PostgresStore: StoreBackend {
     ///   database crash may then lose the last fraction of a second of it, which only means a
     ///   lease runs out and a batch is claimed, and sent, again: at least once, as always. What a
     ///   caller is told is stored (registrations, notifications) is always durable.
-    private func transaction<Result: Sendable>(durable: Bool = true, _ body: (PostgresConnection) async throws -> Result) async throws -> Result {
+    private func transaction<Result: Sendable>(
+        durable: Bool = true, _ body: @escaping @Sendable (PostgresConnection) async throws -> Result
+    ) async throws -> Result {
         do {
-            return try await client.withTransaction(logger: logger) { connection in
-                if !durable { try await run("SET LOCAL synchronous_commit = off", on: connection) }
-                return try await body(connection)
+            return try await withDeadlines { leased in
+                try await self.client.withTransaction(logger: self.logger) { connection in
+                    leased.set()
+                    if !durable { try await self.run("SET LOCAL synchronous_commit = off", on: connection) }
+                    return try await body(connection)
+                }
             }
         } catch {
             throw Self.storeError(error, database: description)
         }
     }
 
-    private func read<Result: Sendable>(_ body: (PostgresConnection) async throws -> Result) async throws -> Result {
+    private func read<Result: Sendable>(_ body: @escaping @Sendable (PostgresConnection) async throws -> Result) async throws -> Result {
         do {
-            return try await client.withConnection { connection in try await body(connection) }
+            return try await withDeadlines { leased in
+                try await self.client.withConnection { connection in
+                    leased.set()
+                    return try await body(connection)
+                }
+            }
         } catch {
             throw Self.storeError(error, database: description)
+        }
+    }
+
+    /// How long an operation waits for a connection. The pool waits for ever while the database
+    /// is down (it keeps reconnecting); an API caller must hear "unavailable" in seconds instead.
+    static let connectionDeadline: Duration = .seconds(5)
+
+    /// How long an operation may take once it holds a connection. A query sent on a connection
+    /// the server is closing at that moment (PostgreSQL restarting) can go unanswered for ever:
+    /// seen with postgres-nio 1.33 when the server was killed with SIGQUIT mid-transaction.
+    /// Every statement Herald runs is bounded (batches of at most a few thousand rows), so a
+    /// statement unanswered for 20 s means the connection is gone (the caller retries or hears 503).
+    static let operationDeadline: Duration = .seconds(20)
+
+    /// Runs `operation`, which calls `leased.set()` once it holds a connection, and fails with
+    /// `unavailable` when it has no connection within ``connectionDeadline`` or no result within
+    /// ``operationDeadline``. The operation is then cancelled and left behind, not awaited: a
+    /// query that will never be answered must not hold its caller (a worker, an API request).
+    private func withDeadlines<Result: Sendable>(
+        _ operation: @escaping @Sendable (LeaseFlag) async throws -> Result
+    ) async throws -> Result {
+        let leased = LeaseFlag()
+        let race = DeadlineRace<Result>()
+        let description = self.description
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { continuation in
+                race.start(continuation)
+                let timer = Task {
+                    try await Task.sleep(for: Self.connectionDeadline)
+                    if !leased.isSet {
+                        race.finish(.failure(StoreError(.unavailable, "PostgreSQL \(description) gave no connection within \(Self.connectionDeadline): it is down or overloaded")))
+                        return
+                    }
+                    try await Task.sleep(for: Self.operationDeadline - Self.connectionDeadline)
+                    race.finish(.failure(StoreError(.unavailable, "PostgreSQL \(description) did not answer within \(Self.operationDeadline): the connection is lost")))
+                }
+                let work = Task {
+                    do {
+                        race.finish(.success(try await operation(leased)))
+                    } catch {
+                        race.finish(.failure(error))
+                    }
+                    timer.cancel()
+                }
+                race.onFinish { work.cancel(); timer.cancel() }
+            }
+        } onCancel: {
+            race.finish(.failure(CancellationError()))
         }
     }
 
@@ -144,7 +202,7 @@ final class PostgresStore: StoreBackend {
     // MARK: Schema
 
     func migrate() async throws {
-        try await read { connection in
+        try await read { [self] connection in
             // Processes starting together wait here; the first migrates, the others find it done.
             try await run("SELECT pg_advisory_lock(\(PostgresSchema.migrationLock))", on: connection)
             do {
@@ -165,7 +223,7 @@ final class PostgresStore: StoreBackend {
                         try await run("INSERT INTO herald_schema (version, applied_at) VALUES ($1, $2)", [.int(Int64(version)), .int(Date().milliseconds)], on: connection)
                         try await run("COMMIT", on: connection)
                     } catch {
-                        try? await run("ROLLBACK", on: connection)
+                        _ = try? await run("ROLLBACK", on: connection)
                         throw error
                     }
                     logger.info("store migrated", metadata: ["schema": "\(version)", "database": "\(description)"])
@@ -173,14 +231,14 @@ final class PostgresStore: StoreBackend {
                 }
                 try await run("SELECT pg_advisory_unlock(\(PostgresSchema.migrationLock))", on: connection)
             } catch {
-                try? await run("SELECT pg_advisory_unlock(\(PostgresSchema.migrationLock))", on: connection)
+                _ = try? await run("SELECT pg_advisory_unlock(\(PostgresSchema.migrationLock))", on: connection)
                 throw error
             }
         }
     }
 
     func checkReady() async throws {
-        try await read { connection in
+        try await read { [self] connection in
             let version = try await run(PostgresSchema.currentVersion, on: connection).first?.decode(Int32.self) ?? 0
             guard version == PostgresSchema.migrations.count else {
                 throw StoreError(.unavailable, "the database \(description) is at schema \(version), not \(PostgresSchema.migrations.count): migrate it")
@@ -191,7 +249,7 @@ final class PostgresStore: StoreBackend {
     // MARK: Devices
 
     func register(_ registration: DeviceRegistration, app: String, now: Date) async throws -> (device: Device, created: Bool) {
-        try await transaction { connection in
+        try await transaction { [self] connection in
             let existed = try await !run("SELECT 1 FROM devices WHERE app = $1 AND token = $2", [.text(app), .text(registration.token)], on: connection).isEmpty
             try await upsert([registration], app: app, now: now, on: connection)
             return (try await device(app: app, token: registration.token, on: connection)!, !existed)
@@ -199,7 +257,7 @@ final class PostgresStore: StoreBackend {
     }
 
     func register(batch: [DeviceRegistration], app: String, now: Date) async throws {
-        try await transaction { connection in try await upsert(batch, app: app, now: now, on: connection) }
+        try await transaction { [self] connection in try await upsert(batch, app: app, now: now, on: connection) }
     }
 
     private func upsert(_ registrations: [DeviceRegistration], app: String, now: Date, on connection: PostgresConnection) async throws {
@@ -228,7 +286,7 @@ final class PostgresStore: StoreBackend {
     }
 
     func device(app: String, token: String) async throws -> Device? {
-        try await read { connection in try await device(app: app, token: token, on: connection) }
+        try await read { [self] connection in try await device(app: app, token: token, on: connection) }
     }
 
     private func device(app: String, token: String, on connection: PostgresConnection) async throws -> Device? {
@@ -237,7 +295,7 @@ final class PostgresStore: StoreBackend {
     }
 
     func deleteDevice(app: String, token: String) async throws -> Bool {
-        try await transaction { connection in
+        try await transaction { [self] connection in
             let deleted = try await run("DELETE FROM devices WHERE app = $1 AND token = $2 RETURNING token", [.text(app), .text(token)], on: connection)
             try await run("DELETE FROM device_tags WHERE app = $1 AND token = $2", [.text(app), .text(token)], on: connection)
             return !deleted.isEmpty
@@ -245,7 +303,7 @@ final class PostgresStore: StoreBackend {
     }
 
     func devices(app: String, filter: DeviceFilter, limit: Int, after: String?) async throws -> Page<Device> {
-        try await read { connection in
+        try await read { [self] connection in
             var sql = "SELECT d.app, d.token, d.user_id, d.tags, d.badge, d.status, d.reason, d.invalidated_at, d.created_at, d.updated_at FROM devices d"
             var values: [Bind] = [.text(app), .text(after ?? ""), .int(Int64(limit + 1))]
             if let tag = filter.tag {
@@ -270,7 +328,7 @@ final class PostgresStore: StoreBackend {
     }
 
     func countDevices(app: String, status: DeviceStatus?) async throws -> Int {
-        try await read { connection in
+        try await read { [self] connection in
             let rows = if let status {
                 try await run("SELECT COUNT(*) FROM devices WHERE app = $1 AND status = $2", [.text(app), .int(Int64(StoreCodes.code(status)))], on: connection)
             } else {
@@ -281,7 +339,7 @@ final class PostgresStore: StoreBackend {
     }
 
     func invalidate(app: String, reports: [Invalidation], now: Date) async throws -> Int {
-        try await transaction { connection in try await invalidate(app: app, reports, on: connection) }
+        try await transaction { [self] connection in try await invalidate(app: app, reports, on: connection) }
     }
 
     private func invalidate(app: String, _ reports: [Invalidation], on connection: PostgresConnection) async throws -> Int {
@@ -315,7 +373,7 @@ final class PostgresStore: StoreBackend {
     // MARK: Notifications
 
     func enqueue(_ request: NotificationRequest, id: String, deadline: Date, now: Date) async throws -> (notification: StoredNotification, created: Bool) {
-        let result = try await transaction { connection -> (StoredNotification, Bool) in
+        let result = try await transaction { [self] connection -> (StoredNotification, Bool) in
             if let key = request.idempotencyKey,
                 let existing = try await run(
                     "SELECT \(PostgresSchema.notificationColumns) FROM notifications WHERE app = $1 AND idempotency_key = $2",
@@ -391,7 +449,7 @@ final class PostgresStore: StoreBackend {
     }
 
     func notification(id: String) async throws -> StoredNotification? {
-        try await read { connection in
+        try await read { [self] connection in
             guard let row = try await run("SELECT \(PostgresSchema.notificationColumns) FROM notifications WHERE id = $1", [.text(id)], on: connection).first else {
                 return nil
             }
@@ -431,7 +489,7 @@ final class PostgresStore: StoreBackend {
     }
 
     func deliveries(notificationID: String, outcome: DeliveryRecord.Outcome?, limit: Int, after: String?) async throws -> Page<DeliveryRecord> {
-        try await read { connection in
+        try await read { [self] connection in
             var values: [Bind] = [.text(notificationID), .text(after ?? ""), .int(Int64(limit + 1))]
             var sql = "SELECT token, state, reason, apns_id, finished_at FROM deliveries WHERE notification_id = $1 AND token > $2"
             if let outcome {
@@ -451,8 +509,14 @@ final class PostgresStore: StoreBackend {
         }
     }
 
+    func leasedWork(notificationID: String, now: Date) async throws -> Int {
+        try await read { [self] connection in
+            Int(try await run(PostgresSchema.leasedWork, [.text(notificationID), .int(now.milliseconds)], on: connection).first?.decode(Int64.self) ?? 0)
+        }
+    }
+
     func cancel(id: String, now: Date) async throws -> StoredNotification? {
-        try await transaction { connection in
+        try await transaction { [self] connection in
             let time = now.milliseconds
             let cancelled = try await run(
                 "UPDATE notifications SET status = 3, finished_at = $1 WHERE id = $2 AND status < 2 RETURNING id", [.int(time), .text(id)], on: connection
@@ -475,7 +539,7 @@ final class PostgresStore: StoreBackend {
     // MARK: Queue
 
     func claim(owner: String, limit: Int, includeRanges: Bool, leaseUntil: Date, now: Date) async throws -> [WorkBatch] {
-        try await transaction(durable: false) { connection in
+        try await transaction(durable: false) { [self] connection in
             let lease = leaseUntil.milliseconds
             var batches: [WorkBatch] = []
             // Single deliveries first: a notification to one device does not wait behind a broadcast.
@@ -576,7 +640,7 @@ final class PostgresStore: StoreBackend {
     }
 
     func renew(_ batch: WorkBatch, leaseUntil: Date) async throws {
-        try await transaction(durable: false) { connection in
+        _ = try await transaction(durable: false) { [self] connection in
             switch batch.source {
             case .deliveries(let ids):
                 try await run(
@@ -592,8 +656,8 @@ final class PostgresStore: StoreBackend {
         }
     }
 
-    func complete(_ batch: WorkBatch, outcomes: [DeliveryOutcome], retryAt: @Sendable (Int) -> Date, now: Date) async throws {
-        let retried = try await transaction(durable: false) { connection -> Bool in
+    func complete(_ batch: WorkBatch, outcomes: [DeliveryOutcome], retryAt: @escaping @Sendable (Int) -> Date, now: Date) async throws {
+        let retried = try await transaction(durable: false) { [self] connection -> Bool in
             let id = batch.notification.id
             let time = now.milliseconds
             // The notification's row is locked first: completions of one notification take turns,
@@ -669,7 +733,7 @@ final class PostgresStore: StoreBackend {
     }
 
     func release(_ batch: WorkBatch) async throws {
-        try await transaction(durable: false) { connection in
+        try await transaction(durable: false) { [self] connection in
             switch batch.source {
             case .deliveries(let ids):
                 try await run("""
@@ -688,7 +752,7 @@ final class PostgresStore: StoreBackend {
     }
 
     func statistics(now: Date) async throws -> QueueStatistics {
-        try await read { connection in
+        try await read { [self] connection in
             let row = try await run("""
                 SELECT (SELECT COUNT(*) FROM deliveries WHERE state < 2), (SELECT COUNT(*) FROM segments WHERE state < 2),
                     (SELECT COUNT(*) FROM notifications WHERE status < 2)
@@ -700,7 +764,7 @@ final class PostgresStore: StoreBackend {
     }
 
     func purge(finishedBefore cutoff: Date, limit: Int) async throws -> Int {
-        try await transaction { connection in
+        try await transaction { [self] connection in
             let time = cutoff.milliseconds
             var purged = try await run(PostgresSchema.purgeDeliveries + " RETURNING id", [.int(time), .int(Int64(limit))], on: connection).count
             if purged < limit {
@@ -721,4 +785,56 @@ final class PostgresStore: StoreBackend {
     func waitForWork(timeout: Duration) async {
         await work.wait(timeout: timeout)
     }
+}
+
+/// The first of an operation's result, its deadline and its caller's cancellation resumes the
+/// caller; the others find it done. Whatever finishes first also cancels the rest.
+final class DeadlineRace<Result: Sendable>: Sendable {
+    private struct State {
+        var continuation: CheckedContinuation<Result, any Error>?
+        var outcome: Swift.Result<Result, any Error>?
+        var cleanup: (@Sendable () -> Void)?
+        var finished = false
+    }
+
+    private let state = Mutex(State())
+
+    func start(_ continuation: CheckedContinuation<Result, any Error>) {
+        let early = state.withLock { state -> Swift.Result<Result, any Error>? in
+            if state.finished { return state.outcome }
+            state.continuation = continuation
+            return nil
+        }
+        if let early { continuation.resume(with: early) }
+    }
+
+    /// `cleanup` runs once the race is decided (at once if it already is).
+    func onFinish(_ cleanup: @escaping @Sendable () -> Void) {
+        let decided = state.withLock { state -> Bool in
+            if state.finished { return true }
+            state.cleanup = cleanup
+            return false
+        }
+        if decided { cleanup() }
+    }
+
+    func finish(_ outcome: Swift.Result<Result, any Error>) {
+        let (continuation, cleanup) = state.withLock { state -> (CheckedContinuation<Result, any Error>?, (@Sendable () -> Void)?) in
+            guard !state.finished else { return (nil, nil) }
+            state.finished = true
+            defer { state.continuation = nil; state.cleanup = nil }
+            if state.continuation == nil { state.outcome = outcome }
+            return (state.continuation, state.cleanup)
+        }
+        continuation?.resume(with: outcome)
+        cleanup?()
+    }
+}
+
+/// Set once an operation holds a connection.
+final class LeaseFlag: Sendable {
+    private let state = Mutex(false)
+
+    func set() { state.withLock { $0 = true } }
+    var isSet: Bool { state.withLock { $0 } }
 }

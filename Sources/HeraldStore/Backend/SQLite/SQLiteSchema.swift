@@ -302,6 +302,10 @@ extension SQLiteSchema {
         INSERT INTO notification_reasons (notification_id, reason, count) VALUES (?, ?, ?)
         ON CONFLICT (notification_id, reason) DO UPDATE SET count = count + excluded.count
         """
+    static let leasedWork = """
+        SELECT (SELECT COUNT(*) FROM deliveries WHERE notification_id = ?1 AND state = 1 AND lease_expires_at > ?2)
+            + (SELECT COUNT(*) FROM segments WHERE notification_id = ?1 AND state = 1 AND lease_expires_at > ?2) AS leased
+        """
     static let unfinishedWork = """
         SELECT (SELECT COUNT(*) FROM deliveries WHERE notification_id = ?1 AND state < 2)
             + (SELECT COUNT(*) FROM segments WHERE notification_id = ?1 AND state < 2) AS open

@@ -435,6 +435,13 @@ final class SQLiteStore: StoreBackend {
         }
     }
 
+    func leasedWork(notificationID: String, now: Date) async throws -> Int {
+        try await exclusive { connection in
+            try await connection.query(SQLiteSchema.leasedWork, [.text(notificationID), .integer(Int(now.milliseconds))])
+                .first?.column("leased")?.integer ?? 0
+        }
+    }
+
     // MARK: Queue
 
     func claim(owner: String, limit: Int, includeRanges: Bool, leaseUntil: Date, now: Date) async throws -> [WorkBatch] {
@@ -589,7 +596,7 @@ final class SQLiteStore: StoreBackend {
         }
     }
 
-    func complete(_ batch: WorkBatch, outcomes: [DeliveryOutcome], retryAt: @Sendable (Int) -> Date, now: Date) async throws {
+    func complete(_ batch: WorkBatch, outcomes: [DeliveryOutcome], retryAt: @escaping @Sendable (Int) -> Date, now: Date) async throws {
         let retried = try await transaction { connection -> Bool in
             let id = batch.notification.id
             let time = Int(now.milliseconds)

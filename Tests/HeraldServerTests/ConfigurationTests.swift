@@ -1,0 +1,100 @@
+import Foundation
+import HeraldCore
+import HeraldServer
+import HeraldStore
+import HeraldTestSupport
+import Testing
+
+/// The configuration file: what it accepts, and for what it refuses, the file, the field and what
+/// is wrong, never a secret.
+@Suite("Gateway configuration")
+struct ConfigurationTests {
+    /// A directory with a `.p8` key and a CA file, and a valid configuration's JSON.
+    private func fixture() throws -> (scratch: ScratchDirectory, json: (String) -> String) {
+        let scratch = try ScratchDirectory()
+        _ = try scratch.write("AuthKey_ABC123DEFG.p8", ProviderKey.generate().pemRepresentation)
+        let key = APIKey.generate(name: "backend", apps: ["shop"]).entry
+        let json = { (app: String) in
+            """
+            { "listen": "127.0.0.1:9090", "database": "sqlite:herald.db",
+              "apps": [ \(app) ],
+              "apiKeys": [ { "name": "backend", "sha256": "\(key.sha256Hex)", "apps": ["shop"] } ] }
+            """
+        }
+        return (scratch, json)
+    }
+
+    private let app = #"{ "id": "shop", "topic": "com.example.shop", "environment": "sandbox", "authKey": { "file": "AuthKey_ABC123DEFG.p8", "keyID": "ABC123DEFG", "teamID": "DEF123GHIJ" } }"#
+
+    @Test("the issue's example: listen, database, an app with a .p8 key (relative to the file), a key by its SHA-256")
+    func valid() throws {
+        let (scratch, json) = try fixture()
+        let file = try scratch.write("herald.json", json(app))
+        let configuration = try GatewayConfiguration.load(file: file)
+        #expect(configuration.listen == ListenAddress(host: "127.0.0.1", port: 9090))
+        #expect(configuration.database == .sqlite(path: "herald.db"))
+        #expect(configuration.apps.map(\.id) == ["shop"] && configuration.apps[0].environment == .sandbox)
+        #expect(configuration.apiKeys.first?.apps == ["shop"])
+        #expect(configuration.workers.count == 4 && configuration.queue.lease == .seconds(60))
+
+        let tuned = try scratch.write(
+            "tuned.json",
+            json(app.replacingOccurrences(of: #""environment": "sandbox""#, with: #""environment": "https://127.0.0.1:2197""#))
+                .replacingOccurrences(of: #""listen": "127.0.0.1:9090","#, with: #""listen": "[::1]:0", "queue": {"leaseSeconds": 5}, "workers": {"count": 2},"#)
+        )
+        let custom = try GatewayConfiguration.load(file: tuned)
+        #expect(custom.apps[0].environment == .custom(host: "127.0.0.1", port: 2197))
+        #expect(custom.listen == ListenAddress(host: "::1", port: 0) && custom.queue.lease == .seconds(5) && custom.workers.count == 2)
+    }
+
+    @Test("each mistake is refused with the file, the field and what is wrong")
+    func refused() throws {
+        let (scratch, json) = try fixture()
+        let cases: [(String, String, String)] = [
+            ("{", "", "not valid JSON"),
+            (json(app).replacingOccurrences(of: #""database": "sqlite:herald.db","#, with: ""), "database", "is required"),
+            (json(app).replacingOccurrences(of: "sqlite:herald.db", with: "mysql://x"), "database", "sqlite"),
+            (json(app).replacingOccurrences(of: #""listen": "127.0.0.1:9090""#, with: #""listen": "everywhere""#), "listen", "HOST:PORT"),
+            (json(app).replacingOccurrences(of: #""listen""#, with: #""lisen""#), "lisen", "unknown field"),
+            (json(""), "apps", "at least one app"),
+            (json(app.replacingOccurrences(of: #""id": "shop""#, with: #""id": "Shop/1""#)), "apps[0].id", "a-z 0-9"),
+            (json(app.replacingOccurrences(of: "sandbox", with: "staging")), "apps[0].environment", "sandbox, production or https://HOST:PORT"),
+            (json(app.replacingOccurrences(of: "AuthKey_ABC123DEFG.p8", with: "missing.p8")), "apps[0].authKey.file", "missing.p8"),
+            (json(app.replacingOccurrences(of: #""keyID": "ABC123DEFG", "#, with: "")), "apps[0].authKey.keyID", "is required"),
+            (json(app.replacingOccurrences(of: #", "authKey": { "file": "AuthKey_ABC123DEFG.p8", "keyID": "ABC123DEFG", "teamID": "DEF123GHIJ" }"#, with: "")), "apps[0]", "authKey"),
+            (json(app.replacingOccurrences(of: #""authKey""#, with: #""certificate": {"file": "push.p12", "passwordEnv": "HERALD_TEST_UNSET_PASSWORD"}, "authKey""#)), "apps[0]", "exclude each other"),
+            (json(app.replacingOccurrences(of: #""authKey": { "file": "AuthKey_ABC123DEFG.p8", "keyID": "ABC123DEFG", "teamID": "DEF123GHIJ" }"#, with: #""certificate": {"file": "push.p12", "passwordEnv": "HERALD_TEST_UNSET_PASSWORD"}"#)), "apps[0].certificate.passwordEnv", "HERALD_TEST_UNSET_PASSWORD is not set"),
+            (json("\(app), \(app)"), "apps[1].id", "given twice"),
+            (json(app).replacingOccurrences(of: #""apps": ["shop"] }"#, with: #""apps": ["shop", "blog"] }"#), "apiKeys[0].apps[1]", "no app has the ID 'blog'"),
+            (json(app).replacingOccurrences(of: #""sha256": ""#, with: #""sha256": "zz"#), "apiKeys[0].sha256", "64 hex digits"),
+            (json(app).replacingOccurrences(of: #""listen": "127.0.0.1:9090","#, with: #""listen": "127.0.0.1:9090", "workers": {"count": 0},"#), "workers.count", "1 to 64"),
+            (json(app).replacingOccurrences(of: #""listen": "127.0.0.1:9090","#, with: #""listen": "127.0.0.1:9090", "queue": {"leaseSeconds": "long"},"#), "queue.leaseSeconds", "must be an integer"),
+        ]
+        for (index, (text, field, words)) in cases.enumerated() {
+            let file = try scratch.write("case\(index).json", text)
+            let error = #expect(throws: ConfigurationError.self, "\(field)") { try GatewayConfiguration.load(file: file) }
+            #expect(error?.file == file, "\(field)")
+            #expect(error?.field == field, "\(error?.description ?? "")")
+            #expect(error?.message.contains(words) == true, "\(error?.description ?? ""): should say '\(words)'")
+        }
+        let missing = #expect(throws: ConfigurationError.self) { try GatewayConfiguration.load(file: scratch.file("nope.json")) }
+        #expect(missing?.description.contains("nope.json") == true)
+    }
+
+    @Test("secrets stay out: a PostgreSQL password comes from PGPASSWORD, and is never shown")
+    func secrets() throws {
+        let (scratch, json) = try fixture()
+        let file = try scratch.write("pg.json", json(app).replacingOccurrences(of: "sqlite:herald.db", with: "postgres://herald@db.internal:5432/push"))
+        let configuration = try GatewayConfiguration.load(file: file, environment: ["PGPASSWORD": "s3cret-pw"])
+        guard case .postgres(let postgres) = configuration.database else {
+            Issue.record("not PostgreSQL: \(configuration.database)")
+            return
+        }
+        #expect(postgres.password == "s3cret-pw")
+        #expect(!configuration.database.description.contains("s3cret-pw"))
+        let generated = APIKey.generate(name: "ops", apps: ["shop"])
+        #expect(generated.key.hasPrefix("hk_") && generated.key.count == 46)
+        #expect(!generated.entry.configurationEntry.jsonString.contains(generated.key), "the entry holds only the digest")
+        #expect(generated.entry.sha256 == APIKey.digest(of: generated.key))
+    }
+}
