@@ -89,6 +89,14 @@ final class BackgroundHerald: @unchecked Sendable {
         try process.run()
     }
 
+    var arguments: [String] { process.arguments ?? [] }
+
+    /// Ends it with SIGKILL: no handler runs, nothing is flushed or recorded (a crash, an OOM kill).
+    func kill() {
+        if process.isRunning { Foundation.kill(process.processIdentifier, SIGKILL) }
+        process.waitUntilExit()
+    }
+
     var text: String {
         lock.lock()
         defer { lock.unlock() }

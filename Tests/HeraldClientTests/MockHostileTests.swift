@@ -81,7 +81,7 @@ struct MockHostileTests {
     @Test("a client that never completes the preface is closed after handshakeTimeout; one idle too long gets GOAWAY")
     func handshakeAndIdleTimeouts() async throws {
         var quick = MockAPNSServer.Configuration()
-        quick.limits.handshakeTimeout = .milliseconds(300)
+        quick.limits.handshakeTimeout = .seconds(2)
         let handshaking = try MockAPNSServer(configuration: quick)
         try await handshaking.start()
         let silent = try await RawTLSClient.connect(port: handshaking.port, trustRoots: handshaking.trustRoots)
@@ -91,7 +91,7 @@ struct MockHostileTests {
 
         // A server of its own: under load a handshake may take longer than this idle timeout.
         var idling = MockAPNSServer.Configuration()
-        idling.limits.idleTimeout = .milliseconds(300)
+        idling.limits.idleTimeout = .seconds(2)
         let server = try MockAPNSServer(configuration: idling)
         try await server.start()
         let idle = try await RawTLSClient.connect(port: server.port, trustRoots: server.trustRoots)
@@ -105,7 +105,8 @@ struct MockHostileTests {
     @Test("a request that never finishes arriving is reset after requestTimeout, its memory given back")
     func requestTimeout() async throws {
         var configuration = MockAPNSServer.Configuration()
-        configuration.limits.requestTimeout = .milliseconds(300)
+        // Long enough that the check below sees the bytes held before the reset, on a loaded CPU too.
+        configuration.limits.requestTimeout = .seconds(3)
         let server = try MockAPNSServer(configuration: configuration)
         try await server.start()
         let client = try await RawTLSClient.connect(port: server.port, trustRoots: server.trustRoots)

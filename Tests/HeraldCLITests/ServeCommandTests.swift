@@ -1,0 +1,175 @@
+import Crypto
+import Foundation
+import HeraldCore
+import HeraldMock
+import HeraldTestSupport
+import Testing
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// `herald serve` as a process, the way it is deployed: killed with SIGKILL mid-broadcast and
+/// started again, two processes sharing one PostgreSQL, a configuration error, SIGTERM.
+@Suite("herald serve as a process", .timeLimit(.minutes(4)))
+struct ServeCommandTests {
+    static let apiKey = "hk_cli-tests-\(UUID().uuidString)"
+    static let topic = "com.example.shop"
+
+    /// A mock APNs that answers slowly enough (10 ms a request, 100 streams) that a broadcast of
+    /// thousands takes seconds, and the files a configuration for it needs.
+    struct Setup {
+        let mock: MockAPNSServer
+        let scratch: ScratchDirectory
+        let configFile: String
+
+        init(database: String, leaseSeconds: Int = 2) async throws {
+            scratch = try ScratchDirectory()
+            let key = ProviderKey.generate()
+            var configuration = MockAPNSServer.Configuration()
+            configuration.registerProviderKey(key.publicKey, keyID: key.keyID, teamID: key.teamID)
+            configuration.recordLimit = 100_000
+            configuration.maximumConcurrentStreams = 100
+            configuration.script.randomFaults = .init(rate: 1, seed: 7, faults: [.delay(.milliseconds(10))])
+            mock = try MockAPNSServer(configuration: configuration)
+            try await mock.start()
+            let ca = try scratch.write("ca.pem", mock.certificateAuthorityPEM ?? "")
+            let keyFile = try scratch.write("AuthKey_\(key.keyID).p8", key.pemRepresentation)
+            let digest = SHA256.hash(data: Data(ServeCommandTests.apiKey.utf8)).map { String(format: "%02x", $0) }.joined()
+            configFile = try scratch.write(
+                "herald.json",
+                """
+                { "listen": "127.0.0.1:0", "database": "\(database)",
+                  "apps": [ { "id": "shop", "topic": "\(ServeCommandTests.topic)", "environment": "\(mock.url)", "caFile": "\(ca)", "connections": 1,
+                              "authKey": { "file": "\(keyFile)", "keyID": "\(key.keyID)", "teamID": "\(key.teamID)" } } ],
+                  "apiKeys": [ { "name": "tests", "sha256": "\(digest)", "apps": ["shop"] } ],
+                  "queue": { "leaseSeconds": \(leaseSeconds), "retryInitialSeconds": 1, "retryMaximumSeconds": 2 },
+                  "workers": { "count": 2, "batchSize": 250 } }
+                """
+            )
+        }
+
+        /// Starts `herald serve`; returns it and its base URL once it listens.
+        func serve(_ extra: [String] = []) throws -> (BackgroundHerald, String) {
+            let process = try BackgroundHerald(["serve", "--config", configFile] + extra)
+            let line = try process.wait(for: "listening on http://127\\.0\\.0\\.1:[0-9]+")
+            return (process, String(line.split(separator: " ").last!))
+        }
+
+        /// How many times the mock accepted each token, for notifications whose alert is `alert`.
+        func received(alert: String) -> [String: Int] {
+            var counts: [String: Int] = [:]
+            for record in mock.accepted where (try? JSONValue(parsing: record.payload))?["aps"]?["alert"]?.stringValue == alert {
+                counts[record.token, default: 0] += 1
+            }
+            return counts
+        }
+    }
+
+    /// A token like APNs's: 32 bytes that look random, so a broadcast spreads over all 16 of
+    /// its key ranges (one per first hex digit), as with real devices.
+    static func token(_ number: Int) -> String {
+        SHA256.hash(data: Data("device \(number)".utf8)).map { String(format: "%02x", $0) }.joined()
+    }
+
+    /// One HTTP request with the API key; the status and the JSON answer.
+    static func call(_ method: String, _ url: String, body: String? = nil, contentType: String = "application/json") async throws -> (Int, JSONValue?) {
+        var request = URLRequest(url: URL(string: url)!)
+        request.httpMethod = method
+        request.setValue("Bearer \(apiKey)", forHTTPHeaderField: "Authorization")
+        request.setValue(contentType, forHTTPHeaderField: "Content-Type")
+        request.httpBody = body.map { Data($0.utf8) }
+        request.timeoutInterval = 30
+        let (data, response) = try await URLSession.shared.data(for: request)
+        let status = (response as? HTTPURLResponse)?.statusCode ?? 0
+        return (status, data.isEmpty ? nil : try? JSONValue(parsing: Array(data)))
+    }
+
+    /// Registers `count` devices with one NDJSON import and queues a broadcast; returns its ID.
+    static func importAndBroadcast(_ base: String, count: Int, alert: String) async throws -> String {
+        let lines = (0..<count).map { #"{"token": "\#(token($0))"}"# }.joined(separator: "\n")
+        let (imported, report) = try await call("POST", "\(base)/v1/apps/shop/devices", body: lines, contentType: "application/x-ndjson")
+        #expect(imported == 200 && report?["upserted"]?.intValue == count, "\(report?.jsonString ?? "")")
+        let (queued, answer) = try await call("POST", "\(base)/v1/apps/shop/notifications", body: #"{"to": {"all": true}, "payload": {"aps": {"alert": "\#(alert)"}}}"#)
+        #expect(queued == 202, "\(answer?.jsonString ?? "")")
+        return try #require(answer?["id"]?.stringValue)
+    }
+
+    /// Polls (at most `timeout`) until the notification is done; returns it.
+    static func waitUntilDone(_ base: String, _ id: String, timeout: Duration = .seconds(120)) async throws -> JSONValue? {
+        let deadline = ContinuousClock.now + timeout
+        var last: JSONValue?
+        while ContinuousClock.now < deadline {
+            last = try await call("GET", "\(base)/v1/notifications/\(id)").1
+            if last?["status"]?.stringValue == "done" { return last }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        Issue.record("notification \(id) not done within \(timeout): \(last?.jsonString ?? "nil")")
+        return last
+    }
+
+    @Test("SIGKILL mid-broadcast, then started again: every device receives it at least once, and it ends done", arguments: Backend.allCases)
+    func killedMidBroadcast(backend: Backend) async throws {
+        if backend == .postgres, let reason = PostgresCluster.unavailableReason, !PostgresCluster.isRequired { try Test.cancel(Comment(rawValue: reason)) }
+        let scratch = try ScratchDirectory()
+        let setup = try await Setup(database: try backend.storeURL(scratch: scratch))
+        let devices = 6000
+        let (first, base) = try setup.serve()
+        let id = try await Self.importAndBroadcast(base, count: devices, alert: "crash")
+        // Bounded wait for the broadcast to be under way, then kill -9: no chance to record anything.
+        for _ in 0..<3000 where setup.mock.acceptedCount < 500 { try await Task.sleep(for: .milliseconds(10)) }
+        first.kill()
+        let sentBeforeKill = setup.mock.acceptedCount
+        #expect(sentBeforeKill >= 500 && sentBeforeKill < devices, "killed mid-broadcast (\(sentBeforeKill) sent)")
+
+        let (second, again) = try setup.serve()
+        let done = try await Self.waitUntilDone(again, id)
+        #expect(done?["accepted"]?.intValue == devices && done?["failed"]?.intValue == 0, "\(done?.jsonString ?? "")")
+        let received = setup.received(alert: "crash")
+        #expect(received.count == devices, "every device at least once: \(received.count) of \(devices)")
+        #expect(second.stop() == 0, "SIGTERM ends it cleanly")
+        try await setup.mock.shutdown()
+    }
+
+    @Test("two processes on one PostgreSQL share one broadcast, each device sent once")
+    func twoProcessesShareWork() async throws {
+        if let reason = PostgresCluster.unavailableReason, !PostgresCluster.isRequired { try Test.cancel(Comment(rawValue: reason)) }
+        let scratch = try ScratchDirectory()
+        let setup = try await Setup(database: try Backend.postgres.storeURL(scratch: scratch), leaseSeconds: 30)
+        let (one, base) = try setup.serve()
+        let (two, other) = try setup.serve(["--workers-only"])
+        let id = try await Self.importAndBroadcast(base, count: 6000, alert: "shared")
+        let done = try await Self.waitUntilDone(base, id)
+        #expect(done?["accepted"]?.intValue == 6000, "\(done?.jsonString ?? "")")
+        let received = setup.received(alert: "shared")
+        #expect(received.count == 6000 && received.values.allSatisfy { $0 == 1 }, "each device exactly once while no lease runs out")
+        // Both sent part of it: each process counts its own deliveries.
+        for (process, base) in [(one, base), (two, other)] {
+            let metrics = try String(contentsOf: URL(string: "\(base)/metrics")!, encoding: .utf8)
+            let sent = metrics.split(separator: "\n").filter { $0.hasPrefix("herald_deliveries_total{") && $0.contains(#"outcome="accepted""#) }
+                .compactMap { Double($0.split(separator: " ").last ?? "") }.reduce(0, +)
+            #expect(sent > 0 && sent < 6000, "\(process.arguments): \(sent) sent")
+            #expect(process.stop() == 0)
+        }
+        try await setup.mock.shutdown()
+    }
+
+    @Test("a configuration error is refused at start with the file, the field and what is wrong")
+    func configurationError() throws {
+        let scratch = try ScratchDirectory()
+        let file = try scratch.write("herald.json", #"{ "database": "sqlite:x.db", "apps": [ { "id": "shop", "topic": "com.example.shop", "environment": "staging" } ], "apiKeys": [] }"#)
+        let result = try HeraldProcess.run(["serve", "--config", file], timeout: .seconds(60))
+        #expect(result.status != 0)
+        #expect(result.stderr.contains(file) && result.stderr.contains("apps[0].environment") && result.stderr.contains("staging"), "\(result.stderr)")
+    }
+
+    @Test("herald api-key prints a fresh key and the configuration entry holding only its SHA-256")
+    func apiKey() throws {
+        let result = try HeraldProcess.run(["api-key", "--name", "backend", "--app", "shop"], timeout: .seconds(60))
+        #expect(result.status == 0, "\(result.stderr)")
+        let key = try #require(result.stdout.firstMatch(of: /hk_[A-Za-z0-9_-]{20,}/).map { String($0.output) })
+        let digest = SHA256.hash(data: Data(key.utf8)).map { String(format: "%02x", $0) }.joined()
+        #expect(result.stdout.contains(digest), "\(result.stdout)")
+        #expect(result.stdout.contains(#""apps""#) && result.stdout.contains("shop"))
+    }
+}
