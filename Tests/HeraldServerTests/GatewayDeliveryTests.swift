@@ -9,7 +9,7 @@ import Testing
 
 /// The gateway's behaviour through its real HTTP API, sending to the real mock APNs over TLS, on
 /// both backends.
-@Suite("Gateway delivery", .timeLimit(.minutes(3)))
+@Suite("Gateway delivery", .serialized, .timeLimit(.minutes(3)))
 struct GatewayDeliveryTests {
     @Test("tokens, users, tags and all: each device gets it once, the counts add up, deliveries are listed", arguments: Backend.allCases)
     func audiences(backend: Backend) async throws {

@@ -79,12 +79,30 @@ final class DeliveryWorkers: Service, Sendable {
                 await waitForWork()
                 continue
             }
+            await deliver(batches, worker: index)
+        }
+    }
+
+    /// How many of one claim's batches (one per notification) a worker sends at once. A claim
+    /// of single deliveries can hold hundreds of notifications to one device each; sent one
+    /// after another, each waiting for APNs's answer and its own commit, they would queue
+    /// behind each other (at 200 a second, for seconds).
+    static let batchesInFlight = 32
+
+    private func deliver(_ batches: [WorkBatch], worker: Int) async {
+        await withTaskGroup(of: Void.self) { group in
+            var running = 0
             for batch in batches {
                 if Task.isShuttingDownGracefully || Task.isCancelled {
                     try? await store.release(batch)
                     continue
                 }
-                await deliver(batch, worker: index)
+                if running == Self.batchesInFlight {
+                    await group.next()
+                    running -= 1
+                }
+                running += 1
+                group.addTask { await self.deliver(batch, worker: worker) }
             }
         }
     }

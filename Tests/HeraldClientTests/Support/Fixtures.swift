@@ -30,6 +30,9 @@ struct MockFixture {
     func clientConfiguration(_ configure: (inout APNSClient.Configuration) -> Void = { _ in }) -> APNSClient.Configuration {
         var configuration = APNSClient.Configuration(environment: server.environment, credentials: .providerToken(key))
         configuration.trustRoots = .only(server.trustRoots)
+        // Generous: with every suite running at once on two cores, a notification can wait seconds
+        // for its turn. Tests about deadlines set their own.
+        configuration.requestTimeout = .seconds(60)
         configuration.retry = RetryPolicy(
             maximumAttempts: 5, initialBackoff: .milliseconds(20), maximumBackoff: .milliseconds(200), jitter: 0.2,
             providerTokenUpdateDelay: .milliseconds(50)

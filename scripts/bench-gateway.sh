@@ -1,0 +1,155 @@
+#!/usr/bin/env bash
+# `herald serve` against the client alone, side by side in one run on this machine:
+#   1. broadcast: COUNT devices imported over HTTP, one notification to all of them, timed from
+#      the POST to `done`; then `herald bench` sending COUNT straight to the same mock. Ratio.
+#   2. the gateway's peak memory (VmHWM) over that broadcast.
+#   3. single-token latency: notifications to one token at RATE/s for 10 s, each timed by the
+#      gateway's own clock from stored (`createdAt`, just before the 202) to done (`finishedAt`,
+#      the mock's answer recorded): an upper bound on the time to the mock's receipt. Also the
+#      p99 of the POST itself, as the caller sees it.
+# On SQLite (embedded) by default; with POSTGRES=postgres://USER@HOST:PORT/DB also on that
+# database with one process and with two (the second `--workers-only`).
+# Usage: scripts/bench-gateway.sh [COUNT] [RATE]. Needs python3 and openssl.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+COUNT=${1:-1000000}
+RATE=${2:-200}
+MOCK_PORT=18544
+API_PORT=18580
+API_PORT2=18581
+
+echo "building herald (release)..."
+swift build -c release --product herald >/dev/null
+HERALD=$(swift build -c release --show-bin-path)/herald
+
+WORK=$(mktemp -d)
+PIDS=()
+cleanup() {
+    for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
+    wait 2>/dev/null || true
+    rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+openssl ecparam -name prime256v1 -genkey -noout 2>/dev/null | openssl pkcs8 -topk8 -nocrypt -out "$WORK/AuthKey_BENCHKEY01.p8"
+"$HERALD" mock --port "$MOCK_PORT" --write-ca "$WORK/ca.pem" >"$WORK/mock.log" 2>&1 &
+PIDS+=($!)
+for _ in $(seq 100); do (exec 3<>/dev/tcp/127.0.0.1/$MOCK_PORT) 2>/dev/null && break; sleep 0.1; done
+
+KEY="hk_bench-$(openssl rand -hex 16)"
+DIGEST=$(printf '%s' "$KEY" | openssl dgst -sha256 -r | cut -d' ' -f1)
+config() {  # DATABASE PORT
+    cat <<EOF
+{ "listen": "127.0.0.1:$2", "database": "$1",
+  "apps": [ { "id": "bench", "topic": "com.example.herald", "environment": "https://127.0.0.1:$MOCK_PORT", "caFile": "$WORK/ca.pem",
+              "authKey": { "file": "$WORK/AuthKey_BENCHKEY01.p8", "keyID": "BENCHKEY01", "teamID": "BENCHTEAM1" } } ],
+  "apiKeys": [ { "name": "bench", "sha256": "$DIGEST", "apps": ["bench"] } ] }
+EOF
+}
+
+serve() {  # DATABASE PORT [ARGS...]; sets SERVE_PID
+    local database=$1 port=$2
+    shift 2
+    config "$database" "$port" >"$WORK/herald-$port.json"
+    "$HERALD" serve --config "$WORK/herald-$port.json" --log-level warning "$@" >"$WORK/serve-$port.log" 2>&1 &
+    SERVE_PID=$!
+    PIDS+=($SERVE_PID)
+    for _ in $(seq 300); do (exec 3<>/dev/tcp/127.0.0.1/$port) 2>/dev/null && return; sleep 0.1; done
+    if [ "${*:-}" != "--workers-only" ]; then echo "herald serve did not start:"; cat "$WORK/serve-$port.log"; exit 1; fi
+}
+
+# The HTTP side: import, broadcast, latency. Prints "rate" or "p50 p99".
+cat >"$WORK/drive.py" <<'EOF'
+import hashlib, http.client, json, sys, time
+port, key, mode = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+headers = {"Authorization": "Bearer " + key, "Content-Type": "application/json"}
+def connect(): return http.client.HTTPConnection("127.0.0.1", port, timeout=600)
+def call(c, method, path, body=None, extra={}):
+    c.request(method, path, body=body, headers={**headers, **extra})
+    r = c.getresponse(); data = r.read()
+    return r.status, (json.loads(data) if data else None)
+def token(n): return hashlib.sha256(b"bench device %d" % n).hexdigest()
+c = connect()
+if mode == "import":
+    count = int(sys.argv[4])
+    def lines():
+        for start in range(0, count, 10000):
+            yield "".join('{"token":"%s"}\n' % token(n) for n in range(start, min(count, start + 10000))).encode()
+    c.request("POST", "/v1/apps/bench/devices", body=lines(), headers={**headers, "Content-Type": "application/x-ndjson", "Transfer-Encoding": "chunked"}, encode_chunked=True)
+    r = c.getresponse(); report = json.loads(r.read())
+    assert r.status == 200 and report["upserted"] == count, report
+elif mode == "broadcast":
+    start = time.monotonic()
+    status, queued = call(c, "POST", "/v1/apps/bench/notifications", json.dumps({"to": {"all": True}, "payload": {"aps": {"alert": "Herald benchmark: a short alert body of about one hundred bytes."}}}))
+    assert status == 202, queued
+    while True:
+        _, n = call(c, "GET", "/v1/notifications/" + queued["id"])
+        if n["status"] == "done": break
+        time.sleep(0.05)
+    elapsed = time.monotonic() - start
+    assert n["accepted"] == n["targeted"], n
+    print("%.0f" % (n["accepted"] / elapsed))
+elif mode == "latency":
+    # Each notification's own times: createdAt (stored, just before the 202) to finishedAt (the
+    # mock's answer recorded). No polling: a poller's own delays would count as latency.
+    import datetime
+    rate, seconds = int(sys.argv[4]), 10
+    ids, posts = [], []
+    t0 = time.monotonic()
+    for i in range(rate * seconds):
+        while time.monotonic() < t0 + i / rate: time.sleep(0.0005)
+        sent = time.monotonic()
+        status, queued = call(c, "POST", "/v1/apps/bench/notifications", json.dumps({"to": {"tokens": [token(i % 1000)]}, "payload": {"aps": {"alert": "ping %d" % i}}}))
+        assert status == 202, queued
+        posts.append(time.monotonic() - sent); ids.append(queued["id"])
+    parse = lambda s: datetime.datetime.fromisoformat(s.replace("Z", "+00:00"))
+    latencies = []
+    for ident in ids:
+        for _ in range(1000):
+            _, n = call(c, "GET", "/v1/notifications/" + ident)
+            if n["status"] == "done": break
+            time.sleep(0.01)
+        assert n["status"] == "done" and n["accepted"] == 1, n
+        latencies.append((parse(n["finishedAt"]) - parse(n["createdAt"])).total_seconds())
+    pick = lambda values, q: sorted(values)[min(len(values) - 1, int(q * len(values)))] * 1000
+    print("%.1f %.1f %.1f" % (pick(latencies, 0.5), pick(latencies, 0.99), pick(posts, 0.99)))
+EOF
+
+drive() { python3 "$WORK/drive.py" "$@"; }
+hwm() { awk '/VmHWM/ { printf "%.1f", $2 / 1024 }' "/proc/$1/status"; }
+
+run_gateway() {  # LABEL DATABASE [second process: yes]
+    local label=$1 database=$2 second=${3:-}
+    serve "$database" "$API_PORT"
+    local first=$SERVE_PID
+    if [ -n "$second" ]; then serve "$database" "$API_PORT2" --workers-only; fi
+    drive "$API_PORT" "$KEY" import "$COUNT"
+    local rate
+    rate=$(drive "$API_PORT" "$KEY" broadcast)
+    echo "$label: broadcast of $COUNT: $rate/s, peak RSS $(hwm "$first") MiB"
+    BROADCAST_RATE=$rate
+    if [ -z "$second" ]; then
+        read -r p50 p99 post99 < <(drive "$API_PORT" "$KEY" latency "$RATE")
+        echo "$label: single token at $RATE/s for 10 s: stored to answered p50 ${p50} ms, p99 ${p99} ms; POST answered p99 ${post99} ms"
+    fi
+    kill "$first" ${second:+$SERVE_PID} 2>/dev/null || true
+    wait "$first" 2>/dev/null || true
+    if [ -n "$second" ]; then wait "$SERVE_PID" 2>/dev/null || true; fi
+}
+
+run_gateway "serve (SQLite)" "sqlite:$WORK/herald.db"
+SQLITE_RATE=$BROADCAST_RATE
+
+DIRECT=$("$HERALD" bench client --host "https://127.0.0.1:$MOCK_PORT" --ca-file "$WORK/ca.pem" --count "$COUNT" \
+    --auth-key "$WORK/AuthKey_BENCHKEY01.p8" --key-id BENCHKEY01 --team-id BENCHTEAM1 --output json)
+DIRECT_RATE=$(printf '%s' "$DIRECT" | python3 -c 'import json,sys; d=json.load(sys.stdin); print("%.0f" % d["rate"])')
+echo "herald bench, straight to the mock: $DIRECT_RATE/s"
+python3 -c "print('ratio serve (SQLite) / bench: %.2f' % ($SQLITE_RATE / $DIRECT_RATE))"
+
+if [ -n "${POSTGRES:-}" ]; then
+    run_gateway "serve (PostgreSQL, 1 process)" "$POSTGRES"
+    python3 -c "print('ratio serve (PostgreSQL, 1 process) / bench: %.2f' % ($BROADCAST_RATE / $DIRECT_RATE))"
+    run_gateway "serve (PostgreSQL, 2 processes)" "$POSTGRES" yes
+    python3 -c "print('ratio serve (PostgreSQL, 2 processes) / bench: %.2f' % ($BROADCAST_RATE / $DIRECT_RATE))"
+fi
