@@ -124,7 +124,9 @@ run_gateway() {  # LABEL DATABASE [second process: yes]
     serve "$database" "$API_PORT"
     local first=$SERVE_PID
     if [ -n "$second" ]; then serve "$database" "$API_PORT2" --workers-only; fi
+    local started=$SECONDS
     drive "$API_PORT" "$KEY" import "$COUNT"
+    echo "$label: import of $COUNT devices (NDJSON, one request): $((SECONDS - started)) s"
     local rate
     rate=$(drive "$API_PORT" "$KEY" broadcast)
     echo "$label: broadcast of $COUNT: $rate/s, peak RSS $(hwm "$first") MiB"
