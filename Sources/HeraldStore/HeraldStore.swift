@@ -190,7 +190,8 @@ public final class HeraldStore: Service, Sendable {
     }
 
     /// Cancels what of a notification has not been sent; what is in flight finishes. Returns the
-    /// notification, or `nil` when there is none with this ID. Devices not sent count as failed.
+    /// notification, or `nil` when there is none with this ID. Devices not sent count as failed
+    /// once nothing of it is in flight (until then they are pending: they may yet be accepted).
     public func cancel(id: String, now: Date = Date()) async throws -> StoredNotification? {
         guard NotificationID.isValid(id.lowercased()) else { return nil }
         guard let cancelled = try await backend.cancel(id: id.lowercased(), now: now) else { return nil }
