@@ -62,6 +62,9 @@ package struct HTTP2Connection {
     var streams: [HTTP2StreamNumber: HTTP2Stream] = [:]
     /// Streams the peer opened that are still open here.
     package internal(set) var peerStreamCount = 0
+    /// The most streams open at once, counted when each was accepted, by the stream limit then
+    /// in force. Keyed by this side's own settings, so it holds as many entries as it has set limits.
+    package internal(set) var peakPeerStreamsByLimit: [Int: Int] = [:]
     /// The highest stream ID each side has opened: every lower one that is not open is closed.
     package internal(set) var highestPeerStreamID: HTTP2StreamNumber = 0
     package internal(set) var highestLocalStreamID: HTTP2StreamNumber = 0
@@ -440,6 +443,11 @@ package struct HTTP2Connection {
         stream.expectedLength = head.contentLength
         streams[id] = stream
         peerStreamCount += 1
+        // Counted here, not when the event is handled: a later frame of the same read (a SETTINGS
+        // ACK) may change the limit in force before then.
+        if peakPeerStreamsByLimit[localInForce.maxConcurrentStreams, default: 0] < peerStreamCount {
+            peakPeerStreamsByLimit[localInForce.maxConcurrentStreams] = peerStreamCount
+        }
         events.append(.headers(streamID: id, headers: headers, endStream: endStream))
     }
 

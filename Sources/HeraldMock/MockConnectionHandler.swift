@@ -250,9 +250,10 @@ final class MockConnectionHandler: ChannelInboundHandler {
         }
         lastProcessedStreamID = streamID
         streams[streamID] = stream
-        let limit = http2.localInForce.maxConcurrentStreams
-        if limit != shared.maximumConcurrentStreams {
-            shared.state.openStreams(http2.peerStreamCount, underLimit: limit)
+        if http2.peakPeerStreamsByLimit.count > 1 || http2.localInForce.maxConcurrentStreams != shared.maximumConcurrentStreams {
+            for (limit, peak) in http2.peakPeerStreamsByLimit where limit != shared.maximumConcurrentStreams {
+                shared.state.openStreams(peak, underLimit: limit)
+            }
         }
         if case .answerBeforeBody = stream.fault {
             // Answer now, then reset the stream with NO_ERROR: the client must take the answer.
