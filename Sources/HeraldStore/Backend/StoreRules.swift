@@ -90,6 +90,22 @@ enum StoreCodes {
         return Set(tags.split(separator: ",").map(String.init))
     }
 
+    /// The tokens of a comma-separated list that both backends' range queries return
+    /// (hex, so split on bytes).
+    static func tokens(_ list: String?) -> [String] {
+        guard var list, !list.isEmpty else { return [] }
+        return list.withUTF8 { bytes in
+            var tokens: [String] = []
+            tokens.reserveCapacity(bytes.count / 65 + 1)
+            var start = 0
+            for index in 0...bytes.count where index == bytes.count || bytes[index] == UInt8(ascii: ",") {
+                tokens.append(String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<index]), as: UTF8.self))
+                start = index + 1
+            }
+            return tokens
+        }
+    }
+
     /// A broadcast's key ranges: one per first hex digit of the token, so up to 16 workers can
     /// read one broadcast at once. Range `k` holds the tokens above its cursor (its first digit,
     /// which every longer token starting with it sorts after) and below the next range's digit.

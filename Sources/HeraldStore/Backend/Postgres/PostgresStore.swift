@@ -588,7 +588,7 @@ final class PostgresStore: StoreBackend {
                         range = try await run(PostgresSchema.rangeOfAll, [.text(notification.app), .text(cursor), .text(upper), .int(Int64(limit))], on: connection)
                     }
                     let (list, last) = try range.first?.decode((String, String?).self) ?? ("", nil)
-                    let tokens = SQLiteStore.tokens(list)
+                    let tokens = StoreCodes.tokens(list)
                     var badges: [String: Int] = [:]
                     if notification.badge == .increment, !tokens.isEmpty {
                         badges = try await raiseBadges(tokens, notification: notification, on: connection)

@@ -546,23 +546,9 @@ final class SQLiteStore: StoreBackend {
         default:
             rows = try await connection.query(SQLiteSchema.rangeOfAll, [.text(app), .text(cursor), upperBind, .integer(limit)])
         }
-        return (Self.tokens(rows.first?.column("tokens")?.string), rows.first?.column("last")?.string)
+        return (StoreCodes.tokens(rows.first?.column("tokens")?.string), rows.first?.column("last")?.string)
     }
 
-    /// The tokens of a comma-separated list (hex, so split on bytes).
-    static func tokens(_ list: String?) -> [String] {
-        guard var list, !list.isEmpty else { return [] }
-        return list.withUTF8 { bytes in
-            var tokens: [String] = []
-            tokens.reserveCapacity(bytes.count / 65 + 1)
-            var start = 0
-            for index in 0...bytes.count where index == bytes.count || bytes[index] == UInt8(ascii: ",") {
-                tokens.append(String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<index]), as: UTF8.self))
-                start = index + 1
-            }
-            return tokens
-        }
-    }
 
     /// Raises the badges of `tokens` for `notification` (once per notification) and returns each
     /// device's badge now.
