@@ -52,7 +52,7 @@ extension MockConnectionHandler {
     private func answerOther(_ streamID: HTTP2StreamNumber, stream: PendingStream, bodySize: Int) {
         let head = stream.head
         let requestID = head.requestID.flatMap { try? PushHeaders.apnsID($0) }.map(MockIdentifiers.format) ?? ids.next()
-        func reject(_ reason: String) {
+        func reject(_ reason: APNSReason) {
             respond(streamID, rejection: .reason(reason), apnsID: nil, token: "", requestID: requestID)
         }
         switch head.route {
@@ -71,15 +71,15 @@ extension MockConnectionHandler {
             }
             switch head.method {
             case "POST":
-                guard let json = try? JSONValue(parsing: stream.body), case .object = json else { return reject("BadRequestPayload") }
+                guard let json = try? JSONValue(parsing: stream.body), case .object = json else { return reject(.badRequestPayload) }
                 guard let policy = json["message-storage-policy"]?.intValue.flatMap(ChannelStoragePolicy.init(rawValue:)),
                     json["push-type"]?.stringValue?.lowercased() == "liveactivity"
-                else { return reject("BadRequestParams") }
-                guard let id = shared.channels.create(bundleID: bundleID, policy: policy) else { return reject("CannotCreateChannelConfig") }
+                else { return reject(.badRequestParams) }
+                guard let id = shared.channels.create(bundleID: bundleID, policy: policy) else { return reject(.cannotCreateChannelConfig) }
                 answer(streamID, status: 201, headers: [("apns-request-id", requestID), ("apns-channel-id", id)], body: nil)
             case "GET", "DELETE":
-                guard let id = head.channelID, !id.isEmpty else { return reject("MissingChannelId") }
-                guard let policy = shared.channels.policy(of: id, bundleID: bundleID) else { return reject("ChannelNotRegistered") }
+                guard let id = head.channelID, !id.isEmpty else { return reject(.missingChannelId) }
+                guard let policy = shared.channels.policy(of: id, bundleID: bundleID) else { return reject(.channelNotRegistered) }
                 if head.method == "DELETE" {
                     _ = shared.channels.delete(id, bundleID: bundleID)
                     answer(streamID, status: 204, headers: [("apns-request-id", requestID)], body: nil)
@@ -88,18 +88,18 @@ extension MockConnectionHandler {
                     answer(streamID, status: 200, headers: [("apns-request-id", requestID)], body: Array(body.jsonString.utf8))
                 }
             default:
-                reject("MethodNotAllowed")
+                reject(.methodNotAllowed)
             }
         case .allChannels(let bundleID):
             if let rejection = shared.validator.authenticate(head, auth: &auth, now: shared.now()) {
                 respond(streamID, rejection: rejection, apnsID: nil, token: "", requestID: requestID)
                 return
             }
-            guard head.method == "GET" else { return reject("MethodNotAllowed") }
+            guard head.method == "GET" else { return reject(.methodNotAllowed) }
             let body: JSONValue = ["channels": .array(shared.channels.list(bundleID: bundleID).map { .string($0) })]
             answer(streamID, status: 200, headers: [("apns-request-id", requestID)], body: Array(body.jsonString.utf8))
         case .device, .unknown:
-            reject(head.method == "POST" || head.method == "GET" || head.method == "DELETE" ? "BadPath" : "MethodNotAllowed")
+            reject(head.method == "POST" || head.method == "GET" || head.method == "DELETE" ? .badPath : .methodNotAllowed)
         }
     }
 

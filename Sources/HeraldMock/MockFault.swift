@@ -1,3 +1,5 @@
+import HeraldCore
+
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
@@ -25,25 +27,11 @@ public enum MockFault: Sendable, Hashable {
     /// Reset the stream with REFUSED_STREAM without processing it: the client may send it again.
     case refuseStream
 
-    /// `reject` with the status APNs uses for `reason`.
-    public static func reject(_ reason: String) -> MockFault {
-        .reject(status: Self.status(for: reason), reason: reason)
-    }
-
-    static func status(for reason: String) -> Int {
-        switch reason {
-        case "BadCertificate", "BadCertificateEnvironment", "ExpiredProviderToken", "Forbidden", "InvalidProviderToken",
-            "MissingProviderToken", "UnrelatedKeyIdInToken", "BadEnvironmentKeyIdInToken", "BadEnvironmentKeyInToken":
-            403
-        case "BadPath": 404
-        case "MethodNotAllowed": 405
-        case "ExpiredToken", "Unregistered": 410
-        case "PayloadTooLarge": 413
-        case "TooManyProviderTokenUpdates", "TooManyRequests": 429
-        case "InternalServerError": 500
-        case "ServiceUnavailable", "Shutdown": 503
-        default: 400
-        }
+    /// `reject` with the status APNs uses for `reason` (``APNSReason/status``; 400 for a reason
+    /// Herald does not know). For a status APNs would not pair with the reason, script
+    /// ``reject(status:reason:timestamp:)`` directly.
+    public static func reject(_ reason: APNSReason, timestamp: Date? = nil) -> MockFault {
+        .reject(status: reason.status ?? 400, reason: reason.rawValue, timestamp: timestamp)
     }
 }
 

@@ -114,59 +114,59 @@ struct MockRequestValidator: Sendable {
     func validate(
         _ head: MockRequestHead, body: Int, auth: inout MockConnectionAuth, unregistered: [String: Date], now: Date, ids: inout MockIdentifiers
     ) -> Result<MockAcceptance, MockRejection> {
-        guard head.method == "POST" else { return .failure(.reason("MethodNotAllowed")) }
-        guard let rawToken = head.token else { return .failure(.reason("BadPath")) }
-        guard !rawToken.isEmpty else { return .failure(.reason("MissingDeviceToken")) }
-        guard let token = try? DeviceToken(String(rawToken)) else { return .failure(.reason("BadDeviceToken")) }
-        if head.duplicate != nil { return .failure(.reason("DuplicateHeaders")) }
+        guard head.method == "POST" else { return .failure(.reason(.methodNotAllowed)) }
+        guard let rawToken = head.token else { return .failure(.reason(.badPath)) }
+        guard !rawToken.isEmpty else { return .failure(.reason(.missingDeviceToken)) }
+        guard let token = try? DeviceToken(String(rawToken)) else { return .failure(.reason(.badDeviceToken)) }
+        if head.duplicate != nil { return .failure(.reason(.duplicateHeaders)) }
 
         // Authentication: a client certificate, else a provider token.
         var topic = head.topic
         if let rejection = authenticate(head, auth: &auth, now: now) { return .failure(rejection) }
         if let certificate = auth.certificate {
             if topic == nil {
-                guard certificate.topics.isEmpty, let uid = certificate.uid else { return .failure(.reason("MissingTopic")) }
+                guard certificate.topics.isEmpty, let uid = certificate.uid else { return .failure(.reason(.missingTopic)) }
                 topic = uid
             }
             let allowed = certificate.topics.isEmpty
                 ? certificate.uid.map { topic == $0 || topic!.hasPrefix($0 + ".") } ?? false
                 : certificate.topics.contains(topic!) || topic == certificate.uid
-            if !allowed { return .failure(.reason("BadTopic")) }
+            if !allowed { return .failure(.reason(.badTopic)) }
         } else if topic == nil {
-            return .failure(.reason("MissingTopic"))
+            return .failure(.reason(.missingTopic))
         }
         let finalTopic = topic!
 
         let pushType: PushType
         if let text = head.pushType {
-            guard let parsed = PushType(rawValue: text) else { return .failure(.reason("InvalidPushType")) }
+            guard let parsed = PushType(rawValue: text) else { return .failure(.reason(.invalidPushType)) }
             pushType = parsed
         } else {
             pushType = .alert
         }
-        if (try? pushType.validate(topic: finalTopic)) == nil { return .failure(.reason("BadTopic")) }
+        if (try? pushType.validate(topic: finalTopic)) == nil { return .failure(.reason(.badTopic)) }
 
         var priority = PushPriority.default(for: pushType)
         if let text = head.priority {
-            guard let parsed = try? PushPriority(header: text) else { return .failure(.reason("BadPriority")) }
+            guard let parsed = try? PushPriority(header: text) else { return .failure(.reason(.badPriority)) }
             priority = parsed
         }
-        if pushType == .background && priority != .throttled { return .failure(.reason("BadPriority")) }
+        if pushType == .background && priority != .throttled { return .failure(.reason(.badPriority)) }
         if let text = head.expiration {
-            guard let seconds = Int(text), seconds >= 0 else { return .failure(.reason("BadExpirationDate")) }
+            guard let seconds = Int(text), seconds >= 0 else { return .failure(.reason(.badExpirationDate)) }
         }
         var apnsID = ""
         if let text = head.apnsID {
-            guard let uuid = try? PushHeaders.apnsID(text) else { return .failure(.reason("BadMessageId")) }
+            guard let uuid = try? PushHeaders.apnsID(text) else { return .failure(.reason(.badMessageId)) }
             apnsID = MockIdentifiers.format(uuid)
         }
         if let collapseID = head.collapseID, collapseID.utf8.isEmpty || collapseID.utf8.count > PushHeaders.maximumCollapseIDSize {
-            return .failure(.reason("BadCollapseId"))
+            return .failure(.reason(.badCollapseId))
         }
-        if body == 0 { return .failure(.reason("PayloadEmpty")) }
-        if body > pushType.maximumPayloadSize { return .failure(.reason("PayloadTooLarge")) }
+        if body == 0 { return .failure(.reason(.payloadEmpty)) }
+        if body > pushType.maximumPayloadSize { return .failure(.reason(.payloadTooLarge)) }
         if let since = unregistered[token.hex] {
-            return .failure(MockRejection(status: 410, reason: "Unregistered", timestamp: since))
+            return .failure(MockRejection(.unregistered, timestamp: since))
         }
         if apnsID.isEmpty { apnsID = ids.next() }
         return .success(MockAcceptance(token: token.hex, apnsID: apnsID, topic: finalTopic, pushType: pushType, priority: priority.rawValue))
@@ -176,8 +176,8 @@ struct MockRequestValidator: Sendable {
     /// valid, not expired, not changed on this connection within 20 minutes (apns-spec §2).
     func authenticate(_ head: MockRequestHead, auth: inout MockConnectionAuth, now: Date) -> MockRejection? {
         if auth.certificate != nil { return nil }
-        guard let authorization = head.authorization else { return .reason("MissingProviderToken") }
-        guard authorization.hasPrefix("bearer ") else { return .reason("InvalidProviderToken") }
+        guard let authorization = head.authorization else { return .reason(.missingProviderToken) }
+        guard authorization.hasPrefix("bearer ") else { return .reason(.invalidProviderToken) }
         let jwt = authorization.dropFirst("bearer ".count)
         if auth.currentToken.map({ $0[...] == jwt }) != true {
             let issuedAt: Int
@@ -195,13 +195,13 @@ struct MockRequestValidator: Sendable {
             if let previous = auth.currentTokenIssuedAt {
                 // The client's iat is any integer: a gap too large for Int is more than 20 minutes.
                 let (gap, overflow) = issuedAt.subtractingReportingOverflow(previous)
-                if issuedAt < previous || (!overflow && gap < 20 * 60) { return .reason("TooManyProviderTokenUpdates") }
+                if issuedAt < previous || (!overflow && gap < 20 * 60) { return .reason(.tooManyProviderTokenUpdates) }
             }
             auth.currentToken = String(jwt)
             auth.currentTokenIssuedAt = issuedAt
             auth.tokenChanged = true
         } else if let issuedAt = auth.currentTokenIssuedAt, Double(issuedAt) < now.timeIntervalSince1970 - 3600 {
-            return .reason("ExpiredProviderToken")
+            return .reason(.expiredProviderToken)
         }
         return nil
     }
@@ -212,33 +212,33 @@ struct MockRequestValidator: Sendable {
         _ head: MockRequestHead, bundleID: String, body: Int, auth: inout MockConnectionAuth, channels: MockChannelStore, now: Date,
         ids: inout MockIdentifiers
     ) -> Result<String, MockRejection> {
-        guard head.method == "POST" else { return .failure(.reason("MethodNotAllowed")) }
-        if head.duplicate != nil { return .failure(.reason("DuplicateHeaders")) }
+        guard head.method == "POST" else { return .failure(.reason(.methodNotAllowed)) }
+        if head.duplicate != nil { return .failure(.reason(.duplicateHeaders)) }
         if let rejection = authenticate(head, auth: &auth, now: now) { return .failure(rejection) }
-        guard let channelID = head.channelID, !channelID.isEmpty else { return .failure(.reason("MissingChannelId")) }
+        guard let channelID = head.channelID, !channelID.isEmpty else { return .failure(.reason(.missingChannelId)) }
         // Channel IDs are base64 (§1.9).
         guard Base64URL.decode(String(channelID.map { $0 == "+" ? "-" : $0 == "/" ? "_" : $0 })) != nil else {
-            return .failure(.reason("BadChannelId"))
+            return .failure(.reason(.badChannelId))
         }
-        guard let policy = channels.policy(of: channelID, bundleID: bundleID) else { return .failure(.reason("ChannelNotRegistered")) }
-        guard let pushType = head.pushType else { return .failure(.reason("MissingPushType")) }
-        guard pushType.lowercased() == "liveactivity" else { return .failure(.reason("InvalidPushType")) }
-        if let priority = head.priority, priority != "10" && priority != "5" { return .failure(.reason("BadPriority")) }
+        guard let policy = channels.policy(of: channelID, bundleID: bundleID) else { return .failure(.reason(.channelNotRegistered)) }
+        guard let pushType = head.pushType else { return .failure(.reason(.missingPushType)) }
+        guard pushType.lowercased() == "liveactivity" else { return .failure(.reason(.invalidPushType)) }
+        if let priority = head.priority, priority != "10" && priority != "5" { return .failure(.reason(.badPriority)) }
         if let expiration = head.expiration {
-            guard let seconds = Int(expiration), seconds >= 0 else { return .failure(.reason("BadExpirationDate")) }
-            if policy == .noStorage && seconds != 0 { return .failure(.reason("BadExpirationDate")) }
+            guard let seconds = Int(expiration), seconds >= 0 else { return .failure(.reason(.badExpirationDate)) }
+            if policy == .noStorage && seconds != 0 { return .failure(.reason(.badExpirationDate)) }
         } else if policy == .noStorage {
-            return .failure(.reason("BadExpirationDate"))
+            return .failure(.reason(.badExpirationDate))
         }
         let requestID: String
         if let given = head.requestID {
-            guard let uuid = try? PushHeaders.apnsID(given) else { return .failure(.reason("BadMessageId")) }
+            guard let uuid = try? PushHeaders.apnsID(given) else { return .failure(.reason(.badMessageId)) }
             requestID = MockIdentifiers.format(uuid)
         } else {
             requestID = ids.next()
         }
-        if body == 0 { return .failure(.reason("PayloadEmpty")) }
-        if body > BroadcastNotification.maximumPayloadSize { return .failure(.reason("PayloadTooLarge")) }
+        if body == 0 { return .failure(.reason(.payloadEmpty)) }
+        if body > BroadcastNotification.maximumPayloadSize { return .failure(.reason(.payloadTooLarge)) }
         return .success(requestID)
     }
 }

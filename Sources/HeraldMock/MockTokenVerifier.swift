@@ -48,7 +48,7 @@ struct MockTokenVerifier: Sendable {
             return .failure(.invalidProviderToken("the signature does not verify"))
         }
         if Double(issuedAt) < now.timeIntervalSince1970 - 3600 {
-            return .failure(MockRejection(status: 403, reason: "ExpiredProviderToken"))
+            return .failure(MockRejection(.expiredProviderToken))
         }
         return .success(Verified(keyID: keyID, teamID: teamID, issuedAt: issuedAt))
     }
@@ -60,11 +60,25 @@ struct MockRejection: Error, Equatable {
     var reason: String
     var timestamp: Date?
 
-    static func invalidProviderToken(_ why: String) -> MockRejection {
-        MockRejection(status: 403, reason: "InvalidProviderToken")
+    /// The answer APNs gives for `reason`, with the status from ``APNSReason/status``: the one table
+    /// the client reads too, so client and mock cannot disagree about a status.
+    init(_ reason: APNSReason, timestamp: Date? = nil) {
+        self.init(status: reason.status ?? 400, reason: reason.rawValue, timestamp: timestamp)
     }
 
-    static func reason(_ reason: String) -> MockRejection {
-        MockRejection(status: MockFault.status(for: reason), reason: reason)
+    /// A scripted answer, as given (``MockFault/reject(status:reason:timestamp:)``).
+    init(status: Int, reason: String, timestamp: Date? = nil) {
+        self.status = status
+        self.reason = reason
+        self.timestamp = timestamp
+    }
+
+    /// `InvalidProviderToken`; `why` is for the reader of the code only, as APNs says no more.
+    static func invalidProviderToken(_ why: String) -> MockRejection {
+        MockRejection(.invalidProviderToken)
+    }
+
+    static func reason(_ reason: APNSReason) -> MockRejection {
+        MockRejection(reason)
     }
 }

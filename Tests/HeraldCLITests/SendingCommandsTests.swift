@@ -132,5 +132,8 @@ struct SendingCommandsTests {
         let result = try HeraldProcess.run(["mock", "--tls-cert", "/dev/null"])
         #expect(result.status == 2)
         #expect(result.stderr.contains("--tls-cert and --tls-key go together"))
+        let typo = try HeraldProcess.run(["mock", "--fail", "\(Self.bad)=BadDeviceTokn"])
+        #expect(typo.status == 2)
+        #expect(typo.stderr.contains("'BadDeviceTokn' is not an APNs reason; use one of BadCollapseId, BadDeviceToken"), "\(typo.stderr)")
     }
 }

@@ -45,6 +45,24 @@ struct ClientBehaviourTests {
         try await fixture.stop()
     }
 
+    @Test("the mock answers every known reason with the status the client expects for it: one table, APNSReason.status")
+    func mockAndClientAgree() async throws {
+        let reasons = APNSReason.allKnown
+        let fixture = try await MockFixture.start { configuration in
+            for (index, reason) in reasons.enumerated() { configuration.script.fail(token(index), with: .reject(reason)) }
+        }
+        let outcomes = try await withAPNSClient(configuration: fixture.clientConfiguration { $0.retry = .none }) { client in
+            try await sendAll(try batch(reasons.count), with: client)
+        }
+        for outcome in outcomes {
+            let reason = reasons[outcome.index]
+            let rejection = try #require(outcome.rejection, "\(reason)")
+            #expect(rejection.reason == reason)
+            #expect(rejection.status == reason.status, "\(reason): the mock sent \(rejection.status)")
+        }
+        try await fixture.stop()
+    }
+
     @Test("410 Unregistered reaches the caller with the token's timestamp (field-lessons #11)")
     func unregisteredTimestamp() async throws {
         let since = Date(timeIntervalSince1970: 1_700_000_123.456)
@@ -112,7 +130,7 @@ struct ClientBehaviourTests {
 
     @Test("an async sequence source: notifications arriving over time, one outcome each")
     func asyncSequenceSource() async throws {
-        let fixture = try await MockFixture.start { $0.script.fail(token(7), with: .reject("BadDeviceToken")) }
+        let fixture = try await MockFixture.start { $0.script.fail(token(7), with: .reject(.badDeviceToken)) }
         let notifications = try batch(300)
         let (stream, continuation) = AsyncStream<PushNotification>.makeStream()
         let feeder = Task {
@@ -241,7 +259,7 @@ struct ClientBehaviourTests {
 
     @Test("logs carry the apns-id and never a secret")
     func loggingWithoutSecrets() async throws {
-        let fixture = try await MockFixture.start { $0.script.fail(token(2), with: .reject("BadDeviceToken")) }
+        let fixture = try await MockFixture.start { $0.script.fail(token(2), with: .reject(.badDeviceToken)) }
         let logs = InMemoryLogHandler()
         var logger = Logger(label: "test", factory: { _ in logs })
         logger.logLevel = .trace

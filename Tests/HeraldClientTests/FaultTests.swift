@@ -92,7 +92,7 @@ struct FaultTests {
     @Test("a 503 storm: retried with back-off; each ends accepted or rejected after the last attempt (field-lessons #12)")
     func serviceUnavailableStorm() async throws {
         let fixture = try await MockFixture.start { configuration in
-            configuration.script.randomFaults = .init(rate: 0.3, seed: 42, faults: [.reject("ServiceUnavailable"), .reject("Shutdown"), .reject("InternalServerError")])
+            configuration.script.randomFaults = .init(rate: 0.3, seed: 42, faults: [.reject(.serviceUnavailable), .reject(.shutdown), .reject(.internalServerError)])
         }
         let notifications = try batch(2000)
         let outcomes = try await withAPNSClient(configuration: fixture.clientConfiguration()) { client in

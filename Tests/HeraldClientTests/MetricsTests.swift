@@ -19,9 +19,9 @@ struct MetricsTests {
     func counters() async throws {
         let metrics = testMetrics
         let fixture = try await MockFixture.start { configuration in
-            configuration.script.fail(token(0), with: .reject("BadDeviceToken"))
-            configuration.script.fail(token(1), with: .reject("Unregistered"))
-            configuration.script.fail(token(2), with: .reject("ServiceUnavailable"), times: 1)
+            configuration.script.fail(token(0), with: .reject(.badDeviceToken))
+            configuration.script.fail(token(1), with: .reject(.unregistered))
+            configuration.script.fail(token(2), with: .reject(.serviceUnavailable), times: 1)
         }
         let dimensions = [("test", UUID().uuidString)]
         let outcomes = try await withAPNSClient(configuration: fixture.clientConfiguration {

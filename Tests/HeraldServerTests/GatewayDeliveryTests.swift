@@ -87,7 +87,7 @@ struct GatewayDeliveryTests {
             mock: { mock in
                 mock.script.unregister(token(1), since: now.addingTimeInterval(-3600))  // before the registration below
                 mock.script.unregister(token(2), since: now.addingTimeInterval(3600))  // after it
-                mock.script.fail(token(3), with: .reject("BadDeviceToken"))
+                mock.script.fail(token(3), with: .reject(.badDeviceToken))
             }
         ) { harness in
             try await harness.register(0..<5)

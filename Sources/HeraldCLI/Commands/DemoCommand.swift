@@ -48,7 +48,7 @@ struct DemoCommand: AsyncParsableCommand {
         mockConfiguration.registerProviderKey(key.publicKey, keyID: key.keyID, teamID: key.teamID)
         mockConfiguration.recordLimit = 0
         for index in unregistered { mockConfiguration.script.unregister(token(index).hex) }
-        for index in bad { mockConfiguration.script.fail(token(index).hex, with: .reject("BadDeviceToken")) }
+        for index in bad { mockConfiguration.script.fail(token(index).hex, with: .reject(.badDeviceToken)) }
         mockConfiguration.script.fail(token(goAway).hex, with: .goAway(reason: "Shutdown"), times: 1)
         let mock = try MockAPNSServer(configuration: mockConfiguration)
         try await mock.start()

@@ -146,7 +146,11 @@ struct MockCommand: AsyncParsableCommand {
             } catch {
                 throw CommandFailure.usage("--fail \(entry): \(error.detail ?? "")")
             }
-            let reason = String(entry[entry.index(after: equals)...])
+            let reason = APNSReason(rawValue: String(entry[entry.index(after: equals)...]))
+            if case .unknown(let name) = reason {
+                let known = APNSReason.allKnown.map(\.rawValue).joined(separator: ", ")
+                throw CommandFailure.usage("--fail \(token.hex): '\(name)' is not an APNs reason; use one of \(known)")
+            }
             configuration.script.fail(token.hex, with: .reject(reason))
         }
         for entry in legacyFail {
