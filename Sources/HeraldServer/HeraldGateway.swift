@@ -73,8 +73,8 @@ public final class HeraldGateway: Service, Sendable {
             for app in configuration.apps {
                 var client = APNSClient.Configuration(environment: app.environment, credentials: app.credentials)
                 client.trustRoots = app.trustRoots
-                client.maximumConnections = app.connections
-                client.metricsDimensions = [("app", app.id)]
+                client.pool.maximumConnections = app.connections
+                client.metrics.dimensions = [("app", app.id)]
                 var clientLogger = logger
                 clientLogger[metadataKey: "app"] = "\(app.id)"
                 clients[app.id] = try APNSClient(configuration: client, logger: clientLogger)

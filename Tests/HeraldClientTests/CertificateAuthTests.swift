@@ -184,7 +184,7 @@ struct CertificateAuthTests {
         let server = try await mockRequiringCertificates()
         let stranger = try MockCertificateAuthority(name: "Someone Else").issuePushCertificate(topic: "com.example.cert")
         var configuration = clientConfiguration(server, stranger)
-        configuration.maximumConnectAttempts = 1
+        configuration.pool.maximumConnectAttempts = 1
         let error = await #expect(throws: APNSClientError.self) {
             try await withAPNSClient(configuration: configuration) { client in
                 try await client.send(notification(to: token(1), topic: "com.example.cert"))

@@ -86,8 +86,8 @@ struct ClientBehaviourTests {
         let issuer = ProviderTokenIssuer.shared(for: fixture.key)
         let notifications = try batch(10_000)
         let outcomes = try await withAPNSClient(configuration: fixture.clientConfiguration {
-            $0.maximumConnections = 4
-            $0.maximumInFlight = 400
+            $0.pool.maximumConnections = 4
+            $0.pool.maximumInFlight = 400
         }) { client in
             try await sendAll(notifications, with: client)
         }
@@ -112,7 +112,7 @@ struct ClientBehaviourTests {
         }
         var consumed = 0
         var largestLead = 0
-        try await withAPNSClient(configuration: fixture.clientConfiguration { $0.maximumInFlight = bound }) { client in
+        try await withAPNSClient(configuration: fixture.clientConfiguration { $0.pool.maximumInFlight = bound }) { client in
             for try await outcome in client.send(contentsOf: notifications) {
                 #expect(outcome.response != nil)
                 consumed += 1
@@ -156,7 +156,7 @@ struct ClientBehaviourTests {
     func abandonedIteration() async throws {
         let fixture = try await MockFixture.start()
         let notifications = try batch(5000)
-        try await withAPNSClient(configuration: fixture.clientConfiguration { $0.maximumInFlight = 50 }) { client in
+        try await withAPNSClient(configuration: fixture.clientConfiguration { $0.pool.maximumInFlight = 50 }) { client in
             var taken = 0
             for try await _ in client.send(contentsOf: notifications) {
                 taken += 1
@@ -175,7 +175,7 @@ struct ClientBehaviourTests {
             // Each answer waits 2 s: far longer than the check below can be held up by a loaded CPU.
             $0.script.randomFaults = .init(rate: 1, seed: 3, faults: [.delay(.seconds(2))])
         }
-        let client = try APNSClient(configuration: fixture.clientConfiguration { $0.maximumInFlight = 5; $0.maximumConnections = 1 })
+        let client = try APNSClient(configuration: fixture.clientConfiguration { $0.pool.maximumInFlight = 5; $0.pool.maximumConnections = 1 })
         let started = SharedCounter()
         try await withThrowingTaskGroup(of: Void.self) { group in
             for i in 0..<20 {

@@ -20,7 +20,7 @@ struct FaultTests {
         let logs = InMemoryLogHandler()
         var logger = Logger(label: "test", factory: { _ in logs })
         logger.logLevel = .notice
-        let outcomes = try await withAPNSClient(configuration: fixture.clientConfiguration { $0.maximumConnections = 2; $0.maximumInFlight = 200 }, logger: logger) { client in
+        let outcomes = try await withAPNSClient(configuration: fixture.clientConfiguration { $0.pool.maximumConnections = 2; $0.pool.maximumInFlight = 200 }, logger: logger) { client in
             try await sendAll(notifications, with: client)
         }
         let goAway = logs.entries.first { $0.message.description == "APNs sent GOAWAY" }
@@ -44,8 +44,8 @@ struct FaultTests {
         // One connection at a time, so the first one surely reaches its 501st stream and is
         // dropped (spread over several, it may never get that far).
         let outcomes = try await withAPNSClient(configuration: fixture.clientConfiguration {
-            $0.maximumInFlight = 200
-            $0.maximumConnections = 1
+            $0.pool.maximumInFlight = 200
+            $0.pool.maximumConnections = 1
         }) { client in
             try await sendAll(notifications, with: client)
         }
@@ -67,9 +67,9 @@ struct FaultTests {
             // The deadline counts from when a notification is queued. One connection, opened
             // before the batch, so no notification waits for a TLS handshake that other suites
             // loading the CPU can stretch past the deadline.
-            $0.requestTimeout = .seconds(5)
+            $0.timeouts.request = .seconds(5)
             $0.retry.maximumAttempts = 3
-            $0.maximumConnections = 1
+            $0.pool.maximumConnections = 1
         }) { client in
             _ = try await client.send(try notification(to: token(5000)))
             return try await sendAll(notifications, with: client)
@@ -122,7 +122,7 @@ struct FaultTests {
             configuration.script.streamLimitChanges = [(afterStreams: 100, limit: 1), (afterStreams: 300, limit: 100)]
         }
         let notifications = try batch(1000)
-        let outcomes = try await withAPNSClient(configuration: fixture.clientConfiguration { $0.maximumConnections = 1; $0.maximumInFlight = 100 }) { client in
+        let outcomes = try await withAPNSClient(configuration: fixture.clientConfiguration { $0.pool.maximumConnections = 1; $0.pool.maximumInFlight = 100 }) { client in
             try await sendAll(notifications, with: client)
         }
         #expect(outcomes.allSatisfy { $0.response != nil })
@@ -189,8 +189,8 @@ struct FaultTests {
         let fixture = try await MockFixture.start()
         let notifications = try batch(500)
         let outcomes = try await withAPNSClient(configuration: fixture.clientConfiguration {
-            $0.maximumStreamsPerConnectionLifetime = 100
-            $0.maximumConnections = 2
+            $0.pool.maximumStreamsPerConnectionLifetime = 100
+            $0.pool.maximumConnections = 2
         }) { client in
             try await sendAll(notifications, with: client)
         }

@@ -43,7 +43,7 @@ struct HostileServerTests {
         let outcomes = try await withAPNSClient(configuration: Self.configuration(server) {
             // Long enough for the connection to be up even under load: the wait that times out is
             // the one for a stream.
-            $0.requestTimeout = .seconds(3)
+            $0.timeouts.request = .seconds(3)
             $0.retry = .default
         }) { client in
             try await sendAll(notifications, with: client)
@@ -66,7 +66,7 @@ struct HostileServerTests {
             for index in 0..<5000 { writer.bytes.writeHTTP2Ping(UInt64(index), ack: false) }
         }
         try await server.start()
-        let outcomes = try await withAPNSClient(configuration: Self.configuration(server) { $0.maximumConnectAttempts = 2 }) { client in
+        let outcomes = try await withAPNSClient(configuration: Self.configuration(server) { $0.pool.maximumConnectAttempts = 2 }) { client in
             try await sendAll(try batch(3), with: client)
         }
         #expect(outcomes.allSatisfy { $0.failure != nil })
@@ -89,7 +89,7 @@ struct HostileServerTests {
             }
         }
         try await server.start()
-        let outcomes = try await withAPNSClient(configuration: Self.configuration(server) { $0.maximumConnectAttempts = 1 }) { client in
+        let outcomes = try await withAPNSClient(configuration: Self.configuration(server) { $0.pool.maximumConnectAttempts = 1 }) { client in
             try await sendAll(try batch(1), with: client)
         }
         #expect(outcomes.first?.failure != nil)
@@ -167,7 +167,7 @@ struct HostileServerTests {
         let logs = InMemoryLogHandler()
         var logger = Logger(label: "test", factory: { _ in logs })
         logger.logLevel = .trace
-        _ = try? await withAPNSClient(configuration: Self.configuration(server) { $0.maximumConnectAttempts = 1 }, logger: logger) { client in
+        _ = try? await withAPNSClient(configuration: Self.configuration(server) { $0.pool.maximumConnectAttempts = 1 }, logger: logger) { client in
             try await client.send(try notification(to: token(1)))
         }
         let goAway = logs.entries.first { $0.message.description == "APNs sent GOAWAY" }

@@ -19,7 +19,7 @@ struct InteropTests {
         configuration.retry = .none
         // Ten window round trips per notification, 20 streams at a time: while the other suites
         // load both cores that can take longer than the default deadline, which is not the point here.
-        configuration.requestTimeout = .seconds(90)
+        configuration.timeouts.request = .seconds(90)
         // ~1 KB payloads: each must be split across the 100-byte window and WINDOW_UPDATEs.
         let body = String(repeating: "x", count: 1000)
         let notifications = try (0..<300).map { try notification(to: token($0), apnsID: UUID(), body: body) }

@@ -34,8 +34,8 @@ struct NetworkTests {
         let error = await #expect(throws: APNSClientError.self) {
             try await withAPNSClient(configuration: fixture.clientConfiguration {
                 $0.proxy = .init(host: "127.0.0.1", port: port)
-                $0.maximumConnectAttempts = 2
-                $0.reconnectInitialBackoff = .milliseconds(10)
+                $0.pool.maximumConnectAttempts = 2
+                $0.pool.reconnectInitialBackoff = .milliseconds(10)
             }) { client in
                 try await client.send(notification(to: token(1)))
             }
@@ -77,7 +77,7 @@ struct NetworkTests {
             environment: .custom(host: "127.0.0.1", port: server.localAddress!.port!), credentials: .providerToken(.generate())
         )
         configuration.trustRoots = .only([try authority.tlsCertificate])
-        configuration.maximumConnectAttempts = 1
+        configuration.pool.maximumConnectAttempts = 1
         let error = await #expect(throws: APNSClientError.self) {
             try await withAPNSClient(configuration: configuration) { client in
                 try await client.send(notification(to: token(1)))
@@ -93,8 +93,8 @@ struct NetworkTests {
         let port = placeholder.localAddress!.port!
         try await placeholder.close()
         var configuration = APNSClient.Configuration(environment: .custom(host: "127.0.0.1", port: port), credentials: .providerToken(.generate()))
-        configuration.maximumConnectAttempts = 3
-        configuration.reconnectInitialBackoff = .milliseconds(10)
+        configuration.pool.maximumConnectAttempts = 3
+        configuration.pool.reconnectInitialBackoff = .milliseconds(10)
         let notifications = try batch(20)
         let outcomes = try await withAPNSClient(configuration: configuration) { client in
             try await sendAll(notifications, with: client)
@@ -113,14 +113,14 @@ struct NetworkTests {
         let notifications = try batch(1000)
         let outcomes = try await withAPNSClient(configuration: fixture.clientConfiguration {
             $0.environment = .custom(host: "127.0.0.1", port: port)
-            $0.maximumConnections = 1
-            $0.maximumInFlight = 100
-            $0.requestTimeout = .seconds(30)  // the PING, not the request deadline, must find the dead connection
-            $0.responseOverdueAfter = .milliseconds(200)
+            $0.pool.maximumConnections = 1
+            $0.pool.maximumInFlight = 100
+            $0.timeouts.request = .seconds(30)  // the PING, not the request deadline, must find the dead connection
+            $0.liveness.responseOverdueAfter = .milliseconds(200)
             // Long enough that, however loaded the machine, notifications are written to the
             // frozen connection before its PING times out: otherwise, if the freeze swallowed
             // only a PING acknowledgement, the connection dies with nothing on it to re-send.
-            $0.pingTimeout = .seconds(2)
+            $0.liveness.pingTimeout = .seconds(2)
         }) { client in
             try await sendAll(notifications, with: client)
         }

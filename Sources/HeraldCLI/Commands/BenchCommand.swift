@@ -84,8 +84,8 @@ struct BenchCommand: AsyncParsableCommand {
             environment: environment, credentials: identity.map { .certificate($0) } ?? .providerToken(key!)
         )
         configuration.trustRoots = trust
-        configuration.maximumConnections = tuning.connections
-        configuration.maximumInFlight = tuning.concurrency
+        configuration.pool.maximumConnections = tuning.connections
+        configuration.pool.maximumInFlight = tuning.concurrency
         configuration.retry = .none
 
         var histogram = Histogram<UInt64>(highestTrackableValue: 60_000_000, numberOfSignificantValueDigits: .three)

@@ -55,8 +55,8 @@ struct DemoCommand: AsyncParsableCommand {
 
         var configuration = APNSClient.Configuration(environment: mock.environment, credentials: .providerToken(key))
         configuration.trustRoots = .only(mock.trustRoots)
-        configuration.maximumConnections = connections
-        configuration.maximumInFlight = concurrency
+        configuration.pool.maximumConnections = connections
+        configuration.pool.maximumInFlight = concurrency
 
         Terminal.line("herald demo: mock APNs at \(mock.url) (self-signed TLS, HTTP/2); sending \(count) notifications")
         Terminal.line("  scripted: \(unregistered.count) unregistered tokens, \(bad.count) bad tokens, a GOAWAY at notification \(goAway)")

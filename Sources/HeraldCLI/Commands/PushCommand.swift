@@ -67,8 +67,8 @@ struct PushCommand: AsyncParsableCommand {
         }
         var configuration = APNSClient.Configuration(environment: environment, credentials: credentials)
         configuration.trustRoots = try tuning.trustRoots()
-        configuration.maximumConnections = tuning.connections
-        configuration.maximumInFlight = tuning.concurrency
+        configuration.pool.maximumConnections = tuning.connections
+        configuration.pool.maximumInFlight = tuning.concurrency
 
         if headers.apnsID != nil {
             _ = try forEachNotification(headers: headers, payload: payload) { _ in }  // refuses more than one token

@@ -9,7 +9,7 @@ import NIOSSL
 /// Sends notifications to APNs over HTTP/2 and TLS.
 ///
 /// One client holds a pool of connections to one environment with one credential. It bounds the
-/// notifications in flight (``Configuration/maximumInFlight``): `send` suspends at the bound. Every
+/// notifications in flight (``Configuration/Pool-swift.struct/maximumInFlight``): `send` suspends at the bound. Every
 /// notification ends with exactly one outcome: accepted, rejected with its APNs reason, or failed
 /// with the reason it could not be delivered.
 ///
@@ -30,15 +30,18 @@ public final class APNSClient: Sendable {
     ///   - eventLoopGroup: where connections run; the shared NIO group by default.
     ///   - logger: the background logger, for connection events. Per-notification logging uses the
     ///     logger given to `send`. Secrets are never logged.
-    /// - Throws: ``APNSClientError`` when the TLS configuration cannot be built.
+    /// - Throws: ``APNSClientError``: ``APNSClientError/Code/invalidConfiguration`` when a field is
+    ///   out of range (``Configuration/validate()``), ``APNSClientError/Code/tlsFailed`` when the TLS
+    ///   configuration cannot be built.
     public init(
         configuration: Configuration,
         eventLoopGroup: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton,
         logger: Logger = Logger(label: "herald.apns", factory: { _ in SwiftLogNoOpLogHandler() })
     ) throws {
+        try configuration.validate()
         self.configuration = configuration
         self.logger = logger
-        self.limiter = InFlightLimiter(limit: configuration.maximumInFlight)
+        self.limiter = InFlightLimiter(limit: configuration.pool.maximumInFlight)
 
         var tls = TLSConfiguration.makeClientConfiguration()
         tls.minimumTLSVersion = .tlsv12  // apns-spec §1.2
@@ -68,30 +71,31 @@ public final class APNSClient: Sendable {
 
         let environment = configuration.environment
         let stateConfiguration = ConnectionStateMachine<RequestJob>.Configuration(
-            maximumStreams: configuration.streamsPerConnection,
-            requestTimeout: .init(configuration.requestTimeout),
-            idlePingInterval: .init(configuration.idlePingInterval),
-            responseOverdueAfter: .init(configuration.responseOverdueAfter),
-            pingTimeout: .init(configuration.pingTimeout),
-            maximumStreamsPerConnection: configuration.maximumStreamsPerConnectionLifetime,
-            maximumAge: configuration.maximumConnectionAge.map { .init($0) }
+            maximumStreams: configuration.pool.streamsPerConnection,
+            requestTimeout: .init(configuration.timeouts.request),
+            idlePingInterval: .init(configuration.liveness.idlePingInterval),
+            responseOverdueAfter: .init(configuration.liveness.responseOverdueAfter),
+            pingTimeout: .init(configuration.liveness.pingTimeout),
+            maximumStreamsPerConnection: configuration.pool.maximumStreamsPerConnectionLifetime,
+            maximumAge: configuration.pool.maximumConnectionAge.map { .init($0) }
         )
-        let shortest = [configuration.requestTimeout, configuration.pingTimeout, configuration.responseOverdueAfter, configuration.idlePingInterval].min()!
+        let liveness = configuration.liveness
+        let shortest = [configuration.timeouts.request, liveness.pingTimeout, liveness.responseOverdueAfter, liveness.idlePingInterval].min()!
         let tick = TimeAmount(min(max(shortest / 4, .milliseconds(10)), .seconds(1)))
         let decider = RetryDecider(policy: configuration.retry, usesProviderTokens: issuer != nil)
-        let metrics = ClientMetrics(dimensions: configuration.metricsDimensions)
+        let metrics = ClientMetrics(configuration.metrics)
         let issuer = self.issuer
         let proxy = configuration.proxy
-        let connectTimeout = TimeAmount(configuration.connectTimeout)
+        let connectTimeout = TimeAmount(configuration.timeouts.connect)
         let group = eventLoopGroup
 
         pool = ConnectionPool(
             configuration: .init(
-                maximumConnections: max(1, configuration.maximumConnections),
-                reconnectInitialBackoff: .init(configuration.reconnectInitialBackoff),
-                reconnectMaximumBackoff: .init(configuration.reconnectMaximumBackoff),
-                maximumConnectAttempts: max(1, configuration.maximumConnectAttempts),
-                requestTimeout: .init(configuration.requestTimeout),
+                maximumConnections: configuration.pool.maximumConnections,
+                reconnectInitialBackoff: .init(configuration.pool.reconnectInitialBackoff),
+                reconnectMaximumBackoff: .init(configuration.pool.reconnectMaximumBackoff),
+                maximumConnectAttempts: configuration.pool.maximumConnectAttempts,
+                requestTimeout: .init(configuration.timeouts.request),
                 authority: environment.authority
             ),
             group: eventLoopGroup,
@@ -112,7 +116,7 @@ public final class APNSClient: Sendable {
 
     /// Sends one notification and waits for its outcome, retrying by reason (apns-spec §1.7).
     ///
-    /// Suspends first while ``Configuration/maximumInFlight`` notifications are in flight.
+    /// Suspends first while ``Configuration/Pool-swift.struct/maximumInFlight`` notifications are in flight.
     ///
     /// - Returns: the apns-id (and, in the development environment, the apns-unique-id).
     /// - Throws: ``APNSError`` when APNs rejected it, or when local validation refused it with the

@@ -17,6 +17,8 @@ public struct APNSClientError: Error, Sendable, Hashable, CustomStringConvertibl
         public static let shutdown = Code(name: "shutdown")
         /// The credentials cannot be used (e.g. the push type needs token authentication).
         public static let invalidCredentials = Code(name: "invalidCredentials")
+        /// The client's configuration is out of range (``APNSClient/Configuration/validate()``).
+        public static let invalidConfiguration = Code(name: "invalidConfiguration")
         /// The server answered something that is not an APNs response.
         public static let protocolError = Code(name: "protocolError")
         public var description: String { name }

@@ -1,9 +1,10 @@
 import HeraldCore
 import Metrics
-import Synchronization
 
-/// The client's swift-metrics counters and timers, made once. Labels are prefixed with
-/// `herald_apns_`; every metric carries the configured dimensions, and rejections the reason too.
+/// The client's swift-metrics counters and timers, made once from the configured factory.
+/// Labels are prefixed with `herald_apns_`; every metric carries the configured dimensions, and
+/// rejections the reason too: one of the known ``APNSReason`` names, or `other` for any reason a
+/// server makes up, so a hostile server cannot grow the label set.
 final class ClientMetrics: Sendable {
     let sent: Counter
     let accepted: Counter
@@ -12,28 +13,33 @@ final class ClientMetrics: Sendable {
     let connectionsOpened: Counter
     let connectionsClosed: Counter
     let latency: Metrics.Timer
-    private let rejectedByReason = Mutex<[String: Counter]>([:])
-    private let dimensions: [(String, String)]
+    /// One counter per known reason, made up front: the label set is closed.
+    private let rejectedByReason: [APNSReason: Counter]
+    private let rejectedOther: Counter
 
-    init(dimensions: [(String, String)]) {
-        self.dimensions = dimensions
-        sent = Counter(label: "herald_apns_sent_total", dimensions: dimensions)
-        accepted = Counter(label: "herald_apns_accepted_total", dimensions: dimensions)
-        retried = Counter(label: "herald_apns_retried_total", dimensions: dimensions)
-        failed = Counter(label: "herald_apns_failed_total", dimensions: dimensions)
-        connectionsOpened = Counter(label: "herald_apns_connections_opened_total", dimensions: dimensions)
-        connectionsClosed = Counter(label: "herald_apns_connections_closed_total", dimensions: dimensions)
-        latency = Metrics.Timer(label: "herald_apns_latency", dimensions: dimensions)
+    /// The `reason` label of rejections with a reason not in ``APNSReason/allKnown``.
+    static let otherReasonLabel = "other"
+
+    init(_ configuration: APNSClient.Configuration.Metrics) {
+        let dimensions = configuration.dimensions
+        let factory = configuration.factory ?? MetricsSystem.factory
+        func counter(_ label: String, _ extra: [(String, String)] = []) -> Counter {
+            Counter(label: label, dimensions: dimensions + extra, factory: factory)
+        }
+        sent = counter("herald_apns_sent_total")
+        accepted = counter("herald_apns_accepted_total")
+        retried = counter("herald_apns_retried_total")
+        failed = counter("herald_apns_failed_total")
+        connectionsOpened = counter("herald_apns_connections_opened_total")
+        connectionsClosed = counter("herald_apns_connections_closed_total")
+        latency = Metrics.Timer(label: "herald_apns_latency", dimensions: dimensions, factory: factory)
+        rejectedByReason = Dictionary(
+            uniqueKeysWithValues: APNSReason.allKnown.map { ($0, counter("herald_apns_rejected_total", [("reason", $0.rawValue)])) }
+        )
+        rejectedOther = counter("herald_apns_rejected_total", [("reason", Self.otherReasonLabel)])
     }
 
     func rejected(_ reason: APNSReason) {
-        let name = reason.rawValue.isEmpty ? "unknown" : reason.rawValue
-        let counter = rejectedByReason.withLock { counters in
-            if let counter = counters[name] { return counter }
-            let counter = Counter(label: "herald_apns_rejected_total", dimensions: dimensions + [("reason", name)])
-            counters[name] = counter
-            return counter
-        }
-        counter.increment()
+        (rejectedByReason[reason] ?? rejectedOther).increment()
     }
 }

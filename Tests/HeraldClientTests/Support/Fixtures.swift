@@ -32,7 +32,7 @@ struct MockFixture {
         configuration.trustRoots = .only(server.trustRoots)
         // Generous: with every suite running at once on two cores, a notification can wait seconds
         // for its turn. Tests about deadlines set their own.
-        configuration.requestTimeout = .seconds(60)
+        configuration.timeouts.request = .seconds(60)
         configuration.retry = RetryPolicy(
             maximumAttempts: 5, initialBackoff: .milliseconds(20), maximumBackoff: .milliseconds(200), jitter: 0.2,
             providerTokenUpdateDelay: .milliseconds(50)
