@@ -8,7 +8,6 @@ import Foundation
 
 /// What became of one attempt to send a notification.
 enum AttemptResult {
-    case accepted(APNSResponse)
     case rejected(APNSError)
     /// Not processed by the server (REFUSED_STREAM, above GOAWAY's last stream ID).
     case unprocessed
@@ -27,9 +26,8 @@ enum RetryDecision: Equatable {
     case retry(after: Duration, renewProviderToken: Bool, avoidConnection: Bool)
 
     enum FinalResult: Equatable {
-        case accepted(APNSResponse)
-        /// A channel-management or broadcast request succeeded.
-        case answered(RawResponse)
+        /// The server answered with success (``RequestJob/succeeds(with:)``), as it came.
+        case succeeded(RawResponse)
         case rejected(APNSError)
         case failed(APNSClientError)
     }
@@ -54,9 +52,6 @@ struct RetryDecider {
         expiration: Date?, now: Date, random: Double
     ) -> RetryDecision {
         switch result {
-        case .accepted(let response):
-            return .final(.accepted(response))
-
         case .unprocessed:
             if unprocessedResends < Self.maximumUnprocessedResends {
                 return .retry(after: .zero, renewProviderToken: false, avoidConnection: false)

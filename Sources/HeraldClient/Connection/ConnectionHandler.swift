@@ -285,13 +285,13 @@ final class ConnectionHandler: ChannelInboundHandler, RemovableChannelHandler {
         shared.metrics.sent.increment()
         let streamID = state.openStream(for: job, now: now, deadline: job.deadline)
         let authority = shared.authority
-        if let other = job.other {
+        switch job.request {
+        case .other(let other, _):
             http2.writeHeaders(streamID: streamID, endStream: other.body == nil, into: &output) { encoder, block in
                 RequestEncoder.writeFields(for: other, authority: authority, authorization: authorization, encoder: &encoder, into: &block)
             }
             if let body = other.body { http2.writeBody(streamID: streamID, body, into: &output) }
-        } else {
-            let notification = job.notification
+        case .notification(let notification, _, _):
             http2.writeHeaders(streamID: streamID, endStream: false, into: &output) { encoder, block in
                 RequestEncoder.writeFields(for: notification, authority: authority, authorization: authorization, encoder: &encoder, into: &block)
             }
@@ -321,24 +321,18 @@ final class ConnectionHandler: ChannelInboundHandler, RemovableChannelHandler {
         case .response(let answered, let response):
             job = answered
             shared.metrics.latency.recordNanoseconds(response.latency.nanoseconds)
-            if job.other != nil, (200..<300).contains(response.status) {
-                // Channel management answers 201 and 204 as well as 200 (apns-spec §1.9).
-                let final = RetryDecision.FinalResult.answered(
-                    RawResponse(status: response.status, channelID: response.channelID, requestID: response.requestID, body: response.body)
+            if job.succeeds(with: response.status) {
+                let final = RetryDecision.FinalResult.succeeded(
+                    RawResponse(
+                        status: response.status, apnsID: response.apnsID, uniqueID: response.uniqueID, channelID: response.channelID,
+                        requestID: response.requestID, body: response.body
+                    )
                 )
                 record(final, job: job)
                 completed.append((job, final))
                 return
             }
-            if response.status == 200 {
-                let apnsID = response.apnsID?.lowercased() ?? job.notification.headers.apnsID?.uuidString.lowercased() ?? ""
-                let final = RetryDecision.FinalResult.accepted(APNSResponse(apnsID: apnsID, apnsUniqueID: response.uniqueID))
-                record(final, job: job)
-                completed.append((job, final))
-                return
-            } else {
-                result = .rejected(APNSError(status: response.status, responseBody: response.body, apnsID: response.apnsID))
-            }
+            result = .rejected(APNSError(status: response.status, responseBody: response.body, apnsID: response.apnsID))
         case .unprocessed(let refused):
             job = refused
             result = .unprocessed
@@ -382,9 +376,12 @@ final class ConnectionHandler: ChannelInboundHandler, RemovableChannelHandler {
 
     private func record(_ final: RetryDecision.FinalResult, job: RequestJob) {
         switch final {
-        case .accepted(let response):
+        case .succeeded(let response):
             shared.metrics.accepted.increment()
-            job.logger.trace("APNs accepted the notification", metadata: ["apns-id": "\(response.apnsID)"])
+            job.logger.trace(
+                "APNs accepted the request",
+                metadata: ["status": "\(response.status)", "apns-id": "\(response.apnsID ?? response.requestID ?? "")"]
+            )
         case .rejected(let error):
             shared.metrics.rejected(error.reason)
             job.logger.debug(
@@ -394,9 +391,6 @@ final class ConnectionHandler: ChannelInboundHandler, RemovableChannelHandler {
         case .failed(let error):
             shared.metrics.failed.increment()
             job.logger.debug("APNs notification could not be delivered", metadata: ["error": "\(error)"])
-        case .answered(let response):
-            shared.metrics.accepted.increment()
-            job.logger.trace("APNs answered", metadata: ["status": "\(response.status)", "apns-request-id": "\(response.requestID ?? "")"])
         }
     }
 
@@ -484,7 +478,6 @@ final class ConnectionHandler: ChannelInboundHandler, RemovableChannelHandler {
 
     private static func describe(_ result: AttemptResult) -> String {
         switch result {
-        case .accepted: "accepted"
         case .rejected(let error): error.reason.rawValue
         case .unprocessed: "not processed by the server"
         case .lost(let why): why

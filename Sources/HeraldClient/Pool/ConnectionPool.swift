@@ -170,14 +170,14 @@ final class ConnectionPool: Sendable {
     func finished(_ completions: [(job: RequestJob, result: RetryDecision.FinalResult)]) {
         var index = 0
         while index < completions.count {
-            guard case .bulk(let sink) = completions[index].job.completion else {
+            guard let sink = completions[index].job.bulk?.sink else {
                 completions[index].job.complete(completions[index].result)
                 index += 1
                 continue
             }
             var outcomes: [APNSOutcome] = []
-            while index < completions.count, case .bulk(let next) = completions[index].job.completion, next === sink {
-                outcomes.append(completions[index].job.outcome(completions[index].result))
+            while index < completions.count, let next = completions[index].job.bulk, next.sink === sink {
+                outcomes.append(completions[index].job.outcome(completions[index].result, notification: next.notification, index: next.index))
                 index += 1
             }
             sink.deliver(contentsOf: outcomes)

@@ -9,23 +9,26 @@ import FoundationEssentials
 import Foundation
 #endif
 
-/// One notification on its way: its history of attempts and where its outcome goes.
+/// One request on its way: what is sent, its history of attempts and where its outcome goes.
 ///
 /// A job is owned by one place at a time (the pool's queue, one connection's event loop, or a
 /// retry timer) and handed over through the pool's lock, so its mutable state is never shared.
 final class RequestJob: @unchecked Sendable {
+    /// What is sent, and who waits for the answer.
+    enum Request {
+        /// A device notification: its outcome goes to one caller, or into a bulk send.
+        case notification(PushNotification, index: Int, Completion)
+        /// Channel management or a broadcast (apns-spec §1.9): the raw answer goes to the caller.
+        case other(OtherRequest, CheckedContinuation<RawResponse, any Error>)
+    }
+
+    /// Where a notification's outcome goes.
     enum Completion {
         case single(CheckedContinuation<APNSResponse, any Error>)
         case bulk(BulkSink<APNSOutcome>)
-        /// Channel management and broadcasts: the raw answer.
-        case raw(CheckedContinuation<RawResponse, any Error>)
     }
 
-    let notification: PushNotification
-    /// Set for requests other than a device notification (channels, broadcasts).
-    let other: OtherRequest?
-    let index: Int
-    let completion: Completion
+    let request: Request
     let logger: Logger
     /// From apns-expiration: no retry outlives it.
     let expiration: Date?
@@ -41,57 +44,69 @@ final class RequestJob: @unchecked Sendable {
     var deadline = NIODeadline.distantFuture
 
     init(notification: PushNotification, index: Int, completion: Completion, logger: Logger) {
-        self.notification = notification
-        self.other = nil
-        self.index = index
-        self.completion = completion
+        self.request = .notification(notification, index: index, completion)
         self.logger = logger
         self.expiration = notification.headers.expiration?.deadline
     }
 
     init(other: OtherRequest, completion: CheckedContinuation<RawResponse, any Error>, logger: Logger) {
-        // A placeholder notification: `other` describes what is sent.
-        self.notification = PushNotification(token: try! DeviceToken("00"), headers: PushHeaders(), payload: .emptyObject)
-        self.other = other
-        self.index = 0
-        self.completion = .raw(completion)
+        self.request = .other(other, completion)
         self.logger = logger
         self.expiration = other.expiration
     }
 
-    /// Delivers the final outcome. Called exactly once.
-    func complete(_ result: RetryDecision.FinalResult) {
-        switch completion {
-        case .single(let continuation):
-            switch result {
-            case .accepted(let response): continuation.resume(returning: response)
-            case .rejected(let error): continuation.resume(throwing: error)
-            case .failed(let error): continuation.resume(throwing: error)
-            case .answered: preconditionFailure("a notification is answered with accepted")
-            }
-        case .raw(let continuation):
-            switch result {
-            case .answered(let response): continuation.resume(returning: response)
-            case .rejected(let error): continuation.resume(throwing: error)
-            case .failed(let error): continuation.resume(throwing: error)
-            case .accepted: preconditionFailure("a raw request is answered with answered")
-            }
-        case .bulk(let sink):
-            sink.deliver(contentsOf: CollectionOfOne(outcome(result)))
+    /// The bulk send this job belongs to, with its notification and index; `nil` for other jobs.
+    var bulk: (sink: BulkSink<APNSOutcome>, notification: PushNotification, index: Int)? {
+        if case .notification(let notification, let index, .bulk(let sink)) = request { return (sink, notification, index) }
+        return nil
+    }
+
+    /// Whether `status` is a success for this request: 200 for a notification (apns-spec §1.6);
+    /// 200, 201 or 204 for channel management and broadcasts (§1.9).
+    func succeeds(with status: Int) -> Bool {
+        switch request {
+        case .notification: status == 200
+        case .other: (200..<300).contains(status)
         }
     }
 
-    /// The outcome a bulk send yields for this notification.
-    func outcome(_ result: RetryDecision.FinalResult) -> APNSOutcome {
-        let outcome: APNSOutcome.Result
-        switch result {
-        case .accepted(let response): outcome = .accepted(response)
-        case .rejected(let error): outcome = .rejected(error)
-        case .failed(let error): outcome = .failed(error)
-        case .answered: preconditionFailure("bulk sends carry notifications")
+    /// Delivers the final outcome. Called exactly once.
+    func complete(_ result: RetryDecision.FinalResult) {
+        switch request {
+        case .notification(let notification, _, .single(let continuation)):
+            switch Self.result(result, for: notification) {
+            case .accepted(let response): continuation.resume(returning: response)
+            case .rejected(let error): continuation.resume(throwing: error)
+            case .failed(let error): continuation.resume(throwing: error)
+            }
+        case .notification(let notification, let index, .bulk(let sink)):
+            sink.deliver(contentsOf: CollectionOfOne(outcome(result, notification: notification, index: index)))
+        case .other(_, let continuation):
+            switch result {
+            case .succeeded(let answer): continuation.resume(returning: answer)
+            case .rejected(let error): continuation.resume(throwing: error)
+            case .failed(let error): continuation.resume(throwing: error)
+            }
         }
+    }
+
+    /// The outcome a bulk send yields for `notification`, this job's.
+    func outcome(_ result: RetryDecision.FinalResult, notification: PushNotification, index: Int) -> APNSOutcome {
         let elapsed = Duration.nanoseconds((NIODeadline.now() - createdAt).nanoseconds)
-        return APNSOutcome(notification: notification, index: index, result: outcome, attempts: attempts, elapsed: elapsed)
+        return APNSOutcome(
+            notification: notification, index: index, result: Self.result(result, for: notification), attempts: attempts, elapsed: elapsed
+        )
+    }
+
+    /// A notification's result; accepted with the server's apns-id, else the one it was sent with.
+    private static func result(_ result: RetryDecision.FinalResult, for notification: PushNotification) -> APNSOutcome.Result {
+        switch result {
+        case .succeeded(let answer):
+            let apnsID = answer.apnsID?.lowercased() ?? notification.headers.apnsID?.uuidString.lowercased() ?? ""
+            return .accepted(APNSResponse(apnsID: apnsID, apnsUniqueID: answer.uniqueID))
+        case .rejected(let error): return .rejected(error)
+        case .failed(let error): return .failed(error)
+        }
     }
 }
 
@@ -104,15 +119,13 @@ struct OtherRequest: Sendable {
     var expiration: Date?
 }
 
-/// A successful answer to an ``OtherRequest``.
+/// A successful answer from the server, as it came: what a notification's ``APNSResponse`` and a
+/// channel or broadcast answer are read from.
 struct RawResponse: Sendable, Equatable {
     var status: Int
+    var apnsID: String? = nil
+    var uniqueID: String? = nil
     var channelID: String?
     var requestID: String?
     var body: [UInt8]
-}
-
-extension EncodedPayload {
-    /// `{}`.
-    static let emptyObject = try! EncodedPayload(validating: "{}")
 }
