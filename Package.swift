@@ -239,6 +239,10 @@ let package = Package(
             ]
         ),
         .testTarget(
+            name: "HeraldFlowTests",
+            dependencies: ["HeraldTestSupport", "HeraldFlow", .product(name: "NIOCore", package: "swift-nio")]
+        ),
+        .testTarget(
             name: "HeraldBundlesTests",
             dependencies: [
                 "HeraldTestSupport",

@@ -83,4 +83,7 @@ package final class InFlightLimiter: Sendable {
 
     /// Permits free now.
     package var available: Int { state.withLock { $0.available } }
+
+    /// Callers suspended in ``acquire(maximum:)`` now.
+    package var waiting: Int { state.withLock { $0.waiters.count } }
 }
