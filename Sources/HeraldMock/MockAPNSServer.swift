@@ -185,8 +185,45 @@ public final class MockAPNSServer: Sendable {
     /// The current script.
     public var script: MockScript { state.script }
 
+    // MARK: Waiting for the server to get somewhere
+
+    /// Returns once the mock has received at least `count` requests.
+    ///
+    /// - Throws: ``MockWaitTimeout`` when it has not within `limit`, a safety net far above what
+    ///   a working client needs, so a test waits on the server's state instead of sleeping.
+    public func requests(atLeast count: Int, within limit: Duration = .seconds(30)) async throws {
+        try await wait("requests received", current: { $0.requestCount }, until: { $0 >= count }, target: "at least \(count)", within: limit)
+    }
+
+    /// Returns once the mock has accepted at least `count` notifications; throws ``MockWaitTimeout`` after `limit`.
+    public func accepted(atLeast count: Int, within limit: Duration = .seconds(30)) async throws {
+        try await wait("notifications accepted", current: { $0.acceptedCount }, until: { $0 >= count }, target: "at least \(count)", within: limit)
+    }
+
+    /// Returns once at most `count` connections are open; throws ``MockWaitTimeout`` after `limit`.
+    public func openConnections(atMost count: Int, within limit: Duration = .seconds(30)) async throws {
+        try await wait("connections open", current: { $0.openConnectionCount }, until: { $0 <= count }, target: "at most \(count)", within: limit)
+    }
+
+    private func wait(
+        _ what: String, current: (MockAPNSServer) -> Int, until done: (Int) -> Bool, target: String, within limit: Duration
+    ) async throws {
+        let clock = ContinuousClock()
+        let end = clock.now + limit
+        while !done(current(self)) {
+            if clock.now >= end { throw MockWaitTimeout(description: "\(what): \(current(self)) after \(limit), waiting for \(target)") }
+            try await Task.sleep(for: .milliseconds(1))
+        }
+    }
+
     /// Changes the script while the server runs; connection events apply to new connections.
     public func updateScript(_ body: (inout MockScript) -> Void) {
         state.updateScript(body)
     }
+}
+
+/// A wait on the mock's state (``MockAPNSServer/requests(atLeast:within:)`` and the like) ran out of time.
+public struct MockWaitTimeout: Error, Sendable, CustomStringConvertible {
+    /// What was awaited and how far the mock got.
+    public var description: String
 }

@@ -2,6 +2,7 @@ import Foundation
 import HeraldClient
 import HeraldCore
 import HeraldMock
+import HeraldTestSupport
 import InMemoryLogging
 import Logging
 import ServiceLifecycle
@@ -185,12 +186,9 @@ struct ClientBehaviourTests {
                     _ = try await client.send(n)
                 }
             }
-            // Bounded wait (30 s) for the connection and the first five requests, however slow the machine.
-            for _ in 0..<3000 where fixture.server.requestCount < 5 || started.value < 20 {
-                try await Task.sleep(for: .milliseconds(10))
-            }
-            try await Task.sleep(for: .milliseconds(100))
-            // All 20 callers are in send, but only 5 requests reached the server.
+            // Five requests reach the server, and the other 15 callers are suspended in send.
+            try await fixture.server.requests(atLeast: 5)
+            #expect(await eventually { client.waitingSends == 15 })
             #expect(started.value == 20)
             #expect(fixture.server.requestCount == 5)
             try await group.waitForAll()
@@ -208,9 +206,8 @@ struct ClientBehaviourTests {
         let client = try APNSClient(configuration: fixture.clientConfiguration())
         let notifications = try batch(200)
         async let outcomes = sendAll(notifications, with: client)
-        // Wait (30 s at most) until all 200 are at the server, held there for 2 s each.
-        for _ in 0..<3000 where fixture.server.requestCount < 200 { try await Task.sleep(for: .milliseconds(10)) }
-        #expect(fixture.server.requestCount == 200)
+        // All 200 are at the server, held there for 2 s each.
+        try await fixture.server.requests(atLeast: 200)
         #expect(fixture.server.acceptedCount < 200, "still in flight")
         await client.shutdown()
         #expect(fixture.server.acceptedCount == 200, "shutdown waited for every answer")
@@ -248,12 +245,7 @@ struct ClientBehaviourTests {
                 try await group.waitForAll()
             }
         }
-        var polls = 0
-        while fixture.server.openConnectionCount > 0, polls < 2000 {
-            try await Task.sleep(for: .milliseconds(10))
-            polls += 1
-        }
-        #expect(fixture.server.openConnectionCount == 0, "of \(fixture.server.connectionCount) connections")
+        try await fixture.server.openConnections(atMost: 0)
         try await fixture.stop()
     }
 

@@ -143,7 +143,7 @@ struct MockHostileTests {
                 try await group.waitForAll()
             }
         }
-        for _ in 0..<2000 where server.openConnectionCount > 0 { try await Task.sleep(for: .milliseconds(10)) }
+        try await server.openConnections(atMost: 0)
         let baseline = server.requestCount
         let attacker = try await RawTLSClient.connect(port: server.port, trustRoots: server.trustRoots, reading: false, receiveBuffer: 4096)
         attacker.sendPreface()

@@ -251,6 +251,10 @@ public final class APNSClient: Sendable {
     /// Connections open or opening now.
     public var connectionCount: Int { pool.connectionCount }
 
+    /// Callers suspended in a send now, waiting for room under
+    /// ``Configuration/Pool-swift.struct/maximumInFlight``: a gauge of back-pressure.
+    public var waitingSends: Int { limiter.waiting }
+
     // MARK: Connections
 
     private static func openConnection(
