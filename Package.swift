@@ -269,6 +269,7 @@ let package = Package(
         .testTarget(
             name: "HeraldLegacyTests",
             dependencies: [
+                "HeraldTestSupport",
                 "HeraldCore",
                 "HeraldIdentity",
                 "HeraldLegacy",

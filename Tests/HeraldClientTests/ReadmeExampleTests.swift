@@ -2,15 +2,16 @@ import Foundation
 import HeraldClient
 import HeraldCore
 import HeraldMock
+import HeraldTestSupport
 import Testing
 
 /// The examples of README.md, kept compiling and correct. Change both together.
 @Suite("README examples")
 struct ReadmeExampleTests {
     /// README: the configuration lines, loading a real .p8 file.
-    func readmeConfiguration() throws -> APNSClient.Configuration {
+    func readmeConfiguration(keyFile: String) throws -> APNSClient.Configuration {
         // README: begin configuration
-        let key = try ProviderKey(contentsOfFile: "AuthKey_ABC123DEFG.p8", keyID: "ABC123DEFG", teamID: "DEF123GHIJ")
+        let key = try ProviderKey(contentsOfFile: keyFile, keyID: "ABC123DEFG", teamID: "DEF123GHIJ")  // keyFile: the path of your AuthKey_ABC123DEFG.p8
         let configuration = APNSClient.Configuration(environment: .sandbox, credentials: .providerToken(key))
         // README: end configuration
         return configuration
@@ -45,13 +46,9 @@ struct ReadmeExampleTests {
 
     @Test("the configuration example loads a .p8 key")
     func configuration() throws {
-        // The example reads a relative path: put the key in the current directory for the test
-        // (never changing it: tests run in parallel), and remove it after. .gitignore keeps
-        // AuthKey_*.p8 files out of git.
-        let path = FileManager.default.currentDirectoryPath + "/AuthKey_ABC123DEFG.p8"
-        try ProviderKey.generate().pemRepresentation.write(toFile: path, atomically: true, encoding: .utf8)
-        defer { try? FileManager.default.removeItem(atPath: path) }
-        let configuration = try readmeConfiguration()
+        let scratch = try ScratchDirectory()
+        let path = try scratch.write("AuthKey_ABC123DEFG.p8", ProviderKey.generate().pemRepresentation)
+        let configuration = try readmeConfiguration(keyFile: path)
         #expect(configuration.environment == .sandbox)
         guard case .providerToken(let key) = configuration.credentials else {
             Issue.record("expected token credentials")

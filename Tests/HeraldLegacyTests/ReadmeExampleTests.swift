@@ -3,15 +3,16 @@ import HeraldCore
 import HeraldIdentity
 import HeraldLegacy
 import HeraldMock
+import HeraldTestSupport
 import Testing
 
 /// The legacy example of README.md, kept compiling and correct. Change both together.
 @Suite("README legacy example")
 struct LegacyReadmeExampleTests {
     /// README: the configuration lines, loading a real PEM file.
-    func readmeConfiguration() throws -> LegacyClient.Configuration {
+    func readmeConfiguration(certificateFile: String) throws -> LegacyClient.Configuration {
         // README: begin legacy configuration
-        let identity = try CertificateIdentity(file: "push.pem")  // or a .p12 with its password
+        let identity = try CertificateIdentity(file: certificateFile)  // a PEM with its key, or a .p12 with its password
         let configuration = LegacyClient.Configuration(gateway: .sandboxGateway, identity: identity)
         // README: end legacy configuration
         return configuration
@@ -41,14 +42,10 @@ struct LegacyReadmeExampleTests {
 
     @Test("the configuration example loads a PEM certificate with its key")
     func configuration() throws {
-        // The example reads a relative path: write it in the current directory for the test (a
-        // name no other test uses), and remove it after.
         let identity = try MockCertificateAuthority().issuePushCertificate(topic: "com.example.readme")
-        let path = FileManager.default.currentDirectoryPath + "/push.pem"
         let pem = try identity.certificate.serializeAsPEM().pemString + "\n" + identity.privateKey.serializeAsPEM().pemString + "\n"
-        try pem.write(toFile: path, atomically: true, encoding: .utf8)
-        defer { try? FileManager.default.removeItem(atPath: path) }
-        let configuration = try readmeConfiguration()
+        let scratch = try ScratchDirectory()
+        let configuration = try readmeConfiguration(certificateFile: try scratch.write("push.pem", pem))
         #expect(configuration.gateway == .sandboxGateway)
         #expect(configuration.identity.subjectUID == "com.example.readme")
     }
