@@ -7,9 +7,9 @@ import Synchronization
 /// The connections to one APNs endpoint with one credential, and the queue of notifications
 /// waiting for a stream.
 ///
-/// Connections are opened lazily, one at a time, when queued work exceeds what the open
-/// connections can take; a connection with free streams pulls from the queue on its own event
-/// loop. The queue, the connection list and the count of unfinished notifications share one lock.
+/// The decisions are ``PoolStateMachine``'s; this class holds it under one lock, performs its
+/// actions (waking a connection on its event loop, opening one, scheduling a reconnect, failing
+/// jobs) and keeps what is not a value: the timer that fails overdue jobs and the shutdown waiters.
 final class ConnectionPool: Sendable {
     struct Configuration {
         var maximumConnections: Int
@@ -24,41 +24,18 @@ final class ConnectionPool: Sendable {
         var authority: String
     }
 
-    private struct Entry {
-        var handle: ConnectionHandle?
-        var accepting = true
-        var idle = false
-        var waking = false
-        var spare = 0
-    }
+    typealias Machine = PoolStateMachine<RequestJob, ConnectionHandle>
 
     private struct State {
-        var queue = CircularBuffer<RequestJob>(initialCapacity: 1024)
-        var entries: [Int: Entry] = [:]
-        var idle: [Int] = []
-        var opening = 0
-        var nextID = 0
-        var consecutiveFailures = 0
-        var reconnectScheduled = false
-        var activeJobs = 0
+        var machine: Machine
         var drainWaiters: [CheckedContinuation<Void, Never>] = []
-        var shuttingDown = false
-        /// No queued job's deadline is earlier (it may be later: dequeued jobs are not subtracted).
-        var earliestQueuedDeadline = NIODeadline.distantFuture
         var sweeper: RepeatedTask?
-        /// Shutdown has closed the connections: one that becomes ready now is closed at once.
-        var closing = false
-    }
-
-    private enum Action {
-        case wake(ConnectionHandle)
-        case open(Int)
-        case reconnect(after: TimeAmount)
-        case fail([RequestJob], APNSClientError)
+        /// The error of the last failed connection attempt, for jobs failed as unconnectable.
+        var lastConnectError: APNSClientError?
     }
 
     let configuration: Configuration
-    private let state = Mutex(State())
+    private let state: Mutex<State>
     private let group: any EventLoopGroup
     let logger: Logger
     private let opener: @Sendable (Int, ConnectionPool) -> Void
@@ -70,6 +47,13 @@ final class ConnectionPool: Sendable {
         self.group = group
         self.logger = logger
         self.opener = opener
+        let machine = Machine(
+            configuration: .init(
+                maximumConnections: configuration.maximumConnections, reconnectInitialBackoff: configuration.reconnectInitialBackoff,
+                reconnectMaximumBackoff: configuration.reconnectMaximumBackoff, maximumConnectAttempts: configuration.maximumConnectAttempts
+            )
+        )
+        state = Mutex(State(machine: machine))
     }
 
     // MARK: Work
@@ -78,12 +62,10 @@ final class ConnectionPool: Sendable {
     func submit(_ jobs: some Collection<RequestJob>) -> Bool {
         let deadline = NIODeadline.now() + configuration.requestTimeout
         for job in jobs { job.deadline = deadline }
-        let actions = state.withLock { state -> [Action]? in
-            guard !state.shuttingDown else { return nil }
-            state.activeJobs += jobs.count
-            state.queue.append(contentsOf: jobs)
-            queued(deadline, &state)
-            return dispatch(&state)
+        let actions = state.withLock { state -> [Machine.Action]? in
+            guard let actions = state.machine.submit(jobs, deadline: deadline) else { return nil }
+            startSweeper(&state)
+            return actions
         }
         guard let actions else { return false }
         perform(actions)
@@ -93,66 +75,35 @@ final class ConnectionPool: Sendable {
     /// Puts a notification back for another attempt, at once (at the front of the queue) or after `delay`.
     func retry(_ job: RequestJob, after delay: TimeAmount) {
         if delay <= .zero {
-            job.deadline = .now() + configuration.requestTimeout
-            let actions = state.withLock { state -> [Action] in
-                state.queue.prepend(job)
-                queued(job.deadline, &state)
-                return dispatch(&state)
-            }
-            perform(actions)
+            requeue(job, atFront: true)
         } else {
-            group.next().scheduleTask(in: delay) { [self] in
-                job.deadline = .now() + configuration.requestTimeout
-                let actions = state.withLock { state -> [Action] in
-                    state.queue.append(job)
-                    queued(job.deadline, &state)
-                    return dispatch(&state)
-                }
-                perform(actions)
-            }
+            group.next().scheduleTask(in: delay) { [self] in requeue(job, atFront: false) }
         }
     }
 
-    private func queued(_ deadline: NIODeadline, _ state: inout State) {
-        state.earliestQueuedDeadline = min(state.earliestQueuedDeadline, deadline)
-        if state.sweeper == nil {
-            // Notifications that wait for a stream past their deadline fail (a server may allow
-            // no streams at all): checked a few times per request timeout.
-            let interval = TimeAmount.nanoseconds(min(max(configuration.requestTimeout.nanoseconds / 4, 10_000_000), 1_000_000_000))
-            state.sweeper = group.next().scheduleRepeatedTask(initialDelay: interval, delay: interval) { [weak self] task in
-                guard let self else { return task.cancel() }
-                self.failExpired(now: .now())
-            }
+    private func requeue(_ job: RequestJob, atFront: Bool) {
+        job.deadline = .now() + configuration.requestTimeout
+        let actions = state.withLock { state -> [Machine.Action] in
+            startSweeper(&state)
+            return state.machine.requeue(job, deadline: job.deadline, atFront: atFront)
+        }
+        perform(actions)
+    }
+
+    /// Notifications that wait for a stream past their deadline fail (a server may allow no
+    /// streams at all): checked a few times per request timeout.
+    private func startSweeper(_ state: inout State) {
+        guard state.sweeper == nil else { return }
+        let interval = TimeAmount.nanoseconds(min(max(configuration.requestTimeout.nanoseconds / 4, 10_000_000), 1_000_000_000))
+        state.sweeper = group.next().scheduleRepeatedTask(initialDelay: interval, delay: interval) { [weak self] task in
+            guard let self else { return task.cancel() }
+            self.failExpired(now: .now())
         }
     }
 
     /// Fails the queued notifications whose deadline has passed before they got a stream.
     func failExpired(now: NIODeadline) {
-        let (expired, ready) = state.withLock { state -> ([RequestJob], Int) in
-            guard state.earliestQueuedDeadline <= now else { return ([], 0) }
-            var expired: [RequestJob] = []
-            var kept = CircularBuffer<RequestJob>(initialCapacity: max(16, state.queue.count))
-            var earliest = NIODeadline.distantFuture
-            while let job = state.queue.popFirst() {
-                if job.deadline <= now {
-                    expired.append(job)
-                } else {
-                    kept.append(job)
-                    earliest = min(earliest, job.deadline)
-                }
-            }
-            state.queue = kept
-            state.earliestQueuedDeadline = earliest
-            return (expired, state.entries.values.filter { $0.handle != nil && $0.accepting }.count)
-        }
-        guard !expired.isEmpty else { return }
-        let timeout = configuration.requestTimeout
-        let why = ready == 0
-            ? "no connection to \(configuration.authority) was ready within \(Self.describe(timeout))"
-            : "no stream was free within \(Self.describe(timeout)) on \(ready) connection\(ready == 1 ? "" : "s") to \(configuration.authority): the server allowed no more concurrent streams"
-        let error = APNSClientError(.timedOut, why)
-        logger.warning("APNs notifications timed out waiting for a stream", metadata: ["count": "\(expired.count)", "reason": "\(why)"])
-        for job in expired { finished(job, .failed(error)) }
+        perform(state.withLock { $0.machine.expire(now: now) })
     }
 
     static func describe(_ amount: TimeAmount) -> String {
@@ -187,8 +138,7 @@ final class ConnectionPool: Sendable {
 
     private func jobsFinished(_ count: Int) {
         let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in
-            state.activeJobs -= count
-            guard state.activeJobs == 0 else { return [] }
+            guard state.machine.finished(count) else { return [] }
             defer { state.drainWaiters = [] }
             return state.drainWaiters
         }
@@ -197,23 +147,7 @@ final class ConnectionPool: Sendable {
 
     /// Called by connection `id` on its event loop: up to `maximum` notifications to send now.
     func dequeue(for id: Int, maximum: Int) -> [RequestJob] {
-        var jobs: [RequestJob] = []
-        let actions = state.withLock { state -> [Action] in
-            guard var entry = state.entries[id], entry.accepting else { return [] }
-            let count = min(maximum, state.queue.count)
-            if count > 0 {
-                jobs.reserveCapacity(count)
-                for _ in 0..<count { jobs.append(state.queue.removeFirst()) }
-            }
-            entry.waking = false
-            entry.spare = maximum - count
-            if state.queue.isEmpty, entry.spare > 0, !entry.idle {
-                entry.idle = true
-                state.idle.append(id)
-            }
-            state.entries[id] = entry
-            return state.queue.isEmpty ? [] : dispatch(&state)
-        }
+        let (jobs, actions) = state.withLock { $0.machine.dequeue(for: id, maximum: maximum) }
         perform(actions)
         return jobs
     }
@@ -221,38 +155,16 @@ final class ConnectionPool: Sendable {
     // MARK: Connection life
 
     func connectionReady(_ handle: ConnectionHandle) {
-        let closed = state.withLock { state -> Bool in
-            state.opening -= 1
-            state.consecutiveFailures = 0
-            state.entries[handle.id, default: Entry()].handle = handle
-            return state.closing
-        }
+        let actions = state.withLock { $0.machine.connectionReady(handle.id, handle: handle) }
         logger.debug("APNs connection ready", metadata: ["connection": "\(handle.id)"])
-        // Set up after shutdown closed the others: it has no work and would stay open.
-        if closed { _ = handle.close() }
+        perform(actions)
     }
 
     func connectionFailed(_ id: Int, error: APNSClientError) {
-        let actions = state.withLock { state -> [Action] in
-            // A connection can fail both in its bootstrap and in its handler: report it once.
-            guard state.entries[id] != nil, state.entries[id]?.handle == nil else { return [] }
-            state.opening -= 1
-            state.entries[id] = nil
-            state.consecutiveFailures += 1
-            guard !state.queue.isEmpty else { return [] }
-            let live = state.entries.values.contains { $0.handle != nil && $0.accepting }
-            let permanent = error.code == .tlsFailed || error.code == .invalidCredentials
-            if !live && (permanent || state.consecutiveFailures >= configuration.maximumConnectAttempts) {
-                var jobs: [RequestJob] = []
-                while let job = state.queue.popFirst() { jobs.append(job) }
-                state.consecutiveFailures = 0
-                return [.fail(jobs, error)]
-            }
-            guard !state.reconnectScheduled else { return [] }
-            state.reconnectScheduled = true
-            let exponent = min(state.consecutiveFailures - 1, 16)
-            let delay = min(configuration.reconnectInitialBackoff * (1 << exponent), configuration.reconnectMaximumBackoff)
-            return [.reconnect(after: delay)]
+        let permanent = error.code == .tlsFailed || error.code == .invalidCredentials
+        let actions = state.withLock { state -> [Machine.Action] in
+            state.lastConnectError = error
+            return state.machine.connectionFailed(id, permanent: permanent)
         }
         logger.warning("APNs connection failed", metadata: ["connection": "\(id)", "error": "\(error)"])
         perform(actions)
@@ -260,38 +172,22 @@ final class ConnectionPool: Sendable {
 
     /// Connection `id` takes no more work (GOAWAY, rolled, recycled); it closes when its streams end.
     func connectionDraining(_ id: Int) {
-        let actions = state.withLock { state -> [Action] in
-            guard var entry = state.entries[id], entry.accepting else { return [] }
-            entry.accepting = false
-            entry.idle = false
-            state.entries[id] = entry
-            state.idle.removeAll { $0 == id }
-            return dispatch(&state)
-        }
-        perform(actions)
+        perform(state.withLock { $0.machine.connectionDraining(id) })
     }
 
     func connectionClosed(_ id: Int) {
-        let actions = state.withLock { state -> [Action] in
-            state.entries[id] = nil
-            state.idle.removeAll { $0 == id }
-            return dispatch(&state)
-        }
-        perform(actions)
+        perform(state.withLock { $0.machine.connectionClosed(id) })
     }
 
     // MARK: Shutdown
 
     /// Refuses new work, waits until every notification has its outcome, then closes the connections.
     func shutdown() async {
-        let alreadyIdle = state.withLock { state -> Bool in
-            state.shuttingDown = true
-            return state.activeJobs == 0
-        }
+        let alreadyIdle = state.withLock { $0.machine.beginShutdown() }
         if !alreadyIdle {
             await withCheckedContinuation { continuation in
                 let done = state.withLock { state -> Bool in
-                    if state.activeJobs == 0 { return true }
+                    if state.machine.activeJobs == 0 { return true }
                     state.drainWaiters.append(continuation)
                     return false
                 }
@@ -301,8 +197,7 @@ final class ConnectionPool: Sendable {
         let handles = state.withLock { state in
             state.sweeper?.cancel()
             state.sweeper = nil
-            state.closing = true
-            return state.entries.values.compactMap(\.handle)
+            return state.machine.closeAll()
         }
         for handle in handles {
             try? await handle.close().get()
@@ -310,60 +205,38 @@ final class ConnectionPool: Sendable {
     }
 
     /// Whether ``shutdown()`` has begun.
-    var isShuttingDown: Bool { state.withLock { $0.shuttingDown } }
+    var isShuttingDown: Bool { state.withLock { $0.machine.isShuttingDown } }
 
     /// Open connections and connections being opened.
-    var connectionCount: Int { state.withLock { $0.entries.count } }
+    var connectionCount: Int { state.withLock { $0.machine.connectionCount } }
 
-    // MARK: Dispatching
+    // MARK: Performing
 
-    private func dispatch(_ state: inout State) -> [Action] {
-        var actions: [Action] = []
-        if state.queue.isEmpty { return actions }
-        // Wake idle connections: they pull on their own event loops.
-        var capacity = 0
-        while capacity < state.queue.count, let id = state.idle.popLast() {
-            guard var entry = state.entries[id], let handle = entry.handle else { continue }
-            entry.idle = false
-            entry.waking = true
-            state.entries[id] = entry
-            capacity += entry.spare
-            actions.append(.wake(handle))
-        }
-        for entry in state.entries.values where entry.waking && entry.accepting {
-            capacity += entry.spare
-        }
-        // Grow when what is queued is more than the open connections can take.
-        let accepting = state.entries.values.filter(\.accepting).count
-        if state.queue.count > capacity, state.opening == 0, !state.reconnectScheduled,
-            accepting < configuration.maximumConnections, !state.shuttingDown || state.activeJobs > 0
-        {
-            let id = state.nextID
-            state.nextID += 1
-            state.opening += 1
-            state.entries[id] = Entry()
-            actions.append(.open(id))
-        }
-        return actions
-    }
-
-    private func perform(_ actions: [Action]) {
+    private func perform(_ actions: [Machine.Action]) {
         for action in actions {
             switch action {
             case .wake(let handle):
                 handle.wake()
             case .open(let id):
                 opener(id, self)
-            case .reconnect(let delay):
+            case .scheduleReconnect(let delay):
                 group.next().scheduleTask(in: delay) { [self] in
-                    let actions = state.withLock { state -> [Action] in
-                        state.reconnectScheduled = false
-                        return dispatch(&state)
-                    }
-                    perform(actions)
+                    perform(state.withLock { $0.machine.reconnectDue() })
                 }
-            case .fail(let jobs, let error):
+            case .failUnconnectable(let jobs):
+                let error = state.withLock { $0.lastConnectError }
+                    ?? APNSClientError(.connectionFailed, "no connection to \(configuration.authority) could be made")
                 for job in jobs { finished(job, .failed(error)) }
+            case .failTimedOut(let jobs, let ready):
+                let timeout = configuration.requestTimeout
+                let why = ready == 0
+                    ? "no connection to \(configuration.authority) was ready within \(Self.describe(timeout))"
+                    : "no stream was free within \(Self.describe(timeout)) on \(ready) connection\(ready == 1 ? "" : "s") to \(configuration.authority): the server allowed no more concurrent streams"
+                logger.warning("APNs notifications timed out waiting for a stream", metadata: ["count": "\(jobs.count)", "reason": "\(why)"])
+                let error = APNSClientError(.timedOut, why)
+                for job in jobs { finished(job, .failed(error)) }
+            case .close(let handle):
+                _ = handle.close()
             }
         }
     }
