@@ -219,6 +219,7 @@ let package = Package(
             name: "HeraldClientTests",
             dependencies: [
                 "HeraldTestSupport",
+                "HeraldFlow",
                 "HeraldHostilePeers",
                 "HeraldHTTP2",
                 "HeraldCore",

@@ -16,19 +16,85 @@ struct ConnectionStateMachineTests {
 
     func active(limit: Int? = 1000, configuration: Machine.Configuration = configuration) -> Machine {
         var machine = Machine(configuration: configuration, now: start)
-        _ = machine.settingsReceived(maximumConcurrentStreams: limit)
+        var ignored: [Machine.Action] = []
+        machine.channelActive(into: &ignored)
+        machine.settingsReceived(first: true, maximumConcurrentStreams: limit, into: &ignored)
         return machine
     }
 
-    @Test("no streams open before the server's first SETTINGS")
-    func waitsForSettings() {
+    /// Runs one event on `machine` and returns the actions it asked for.
+    func run(_ machine: inout Machine, _ event: (inout Machine, inout [Machine.Action]) -> Void) -> [Machine.Action] {
+        var actions: [Machine.Action] = []
+        event(&machine, &actions)
+        return actions
+    }
+
+    /// The streams that ended, in the actions.
+    func outcomes(_ actions: [Machine.Action]) -> [Machine.StreamOutcome] {
+        actions.compactMap { if case .streamEnded(let outcome) = $0 { return outcome } else { return nil } }
+    }
+
+    /// The actions other than streams ending, readable.
+    func describe(_ actions: [Machine.Action]) -> [String] {
+        actions.compactMap { action in
+            switch action {
+            case .startProtocol: "start"
+            case .reportReady: "ready"
+            case .reportDraining: "draining"
+            case .pull: "pull"
+            case .sendPing: "ping"
+            case .cancelStream(let id): "cancel \(id)"
+            case .streamEnded: nil
+            case .closeGracefully(let dead): dead == nil ? "goodbye" : "goodbye, dead"
+            case .closeForProtocolError: "protocol error"
+            case .closeChannel: "close"
+            case .reportClosed: "closed"
+            case .reportFailed(let error): "failed \(error.code)"
+            }
+        }
+    }
+
+    @Test("setup: the preface once, no streams before the server's first SETTINGS, which makes the connection ready")
+    func setup() {
         var machine = Machine(configuration: Self.configuration, now: start)
+        #expect(describe(run(&machine) { $0.channelActive(into: &$1) }) == ["start"])
+        #expect(describe(run(&machine) { $0.channelActive(into: &$1) }) == [], "once")
+        #expect(run(&machine) { $0.handshakeCompleted(alpn: "h2", into: &$1) }.isEmpty)
         #expect(machine.availableStreams == 0)
         #expect(machine.isAccepting)
-        let grew = machine.settingsReceived(maximumConcurrentStreams: 500)
-        #expect(grew)
+        #expect(describe(run(&machine) { $0.settingsReceived(first: true, maximumConcurrentStreams: 500, into: &$1) }) == ["ready"])
         #expect(machine.phase == .active)
         #expect(machine.availableStreams == 100)  // our own cap applies
+        #expect(describe(run(&machine) { $0.readComplete(into: &$1) }) == ["pull"], "work is pulled once the read is done")
+        #expect(describe(run(&machine) { $0.readComplete(into: &$1) }) == [])
+    }
+
+    @Test("a server that does not agree to h2 is closed, and the pool hears a TLS failure")
+    func alpnRefused() {
+        var machine = Machine(configuration: Self.configuration, now: start)
+        _ = run(&machine) { $0.channelActive(into: &$1) }
+        #expect(describe(run(&machine) { $0.handshakeCompleted(alpn: "http/1.1", into: &$1) }) == ["close"])
+        #expect(describe(run(&machine) { $0.channelClosed(into: &$1) }) == ["failed tlsFailed"])
+    }
+
+    @Test("setup that takes longer than the connect timeout fails the connection")
+    func setupTimeout() {
+        var machine = Machine(configuration: Self.configuration, now: start)
+        _ = run(&machine) { $0.channelActive(into: &$1) }
+        #expect(describe(run(&machine) { $0.tick(now: start + .seconds(9), into: &$1) }) == [])
+        #expect(describe(run(&machine) { $0.tick(now: start + .seconds(10), into: &$1) }) == ["close"])
+        #expect(describe(run(&machine) { $0.tick(now: start + .seconds(11), into: &$1) }) == [], "closing once")
+        #expect(describe(run(&machine) { $0.channelClosed(into: &$1) }) == ["failed connectionFailed"])
+    }
+
+    @Test("an HTTP/2 violation closes with GOAWAY once; the first failure is the one reported")
+    func protocolError() {
+        var machine = active()
+        let error = HTTP2ConnectionError(.protocolError, "bad frame")
+        #expect(describe(run(&machine) { $0.protocolError(error, into: &$1) }) == ["protocol error"])
+        #expect(describe(run(&machine) { $0.protocolError(error, into: &$1) }) == [])
+        #expect(machine.failure?.code == .protocolError)
+        #expect(describe(run(&machine) { $0.channelClosed(into: &$1) }) == ["closed"], "it had been ready: closed, not failed")
     }
 
     @Test("the stream budget follows SETTINGS_MAX_CONCURRENT_STREAMS live, down to 1 and back up")
@@ -37,17 +103,19 @@ struct ConnectionStateMachineTests {
         let ids = (0..<50).map { machine.openStream(for: "n\($0)", now: start) }
         #expect(ids.map { Int($0) } == Array(stride(from: 1, to: 100, by: 2)))
         #expect(machine.availableStreams == 50)
-        let shrank = machine.settingsReceived(maximumConcurrentStreams: 1)
-        #expect(!shrank)
+        _ = run(&machine) { $0.readComplete(into: &$1) }
+        _ = run(&machine) { $0.settingsReceived(maximumConcurrentStreams: 1, into: &$1) }
+        #expect(describe(run(&machine) { $0.readComplete(into: &$1) }) == [], "the budget shrank: nothing to pull")
         #expect(machine.availableStreams == 0)  // 50 open, limit 1: none until they end
         for id in ids.prefix(49) {
-            _ = machine.headersReceived(streamID: id, status: 200, apnsID: nil, uniqueID: nil, endStream: true, now: start)
+            _ = run(&machine) { $0.headersReceived(streamID: id, status: 200, apnsID: nil, uniqueID: nil, endStream: true, now: start, into: &$1) }
         }
         #expect(machine.availableStreams == 0)
-        _ = machine.headersReceived(streamID: ids[49], status: 200, apnsID: nil, uniqueID: nil, endStream: true, now: start)
+        _ = run(&machine) { $0.headersReceived(streamID: ids[49], status: 200, apnsID: nil, uniqueID: nil, endStream: true, now: start, into: &$1) }
         #expect(machine.availableStreams == 1)
-        let rose = machine.settingsReceived(maximumConcurrentStreams: 300)
-        #expect(rose)
+        _ = run(&machine) { $0.readComplete(into: &$1) }
+        _ = run(&machine) { $0.settingsReceived(maximumConcurrentStreams: 300, into: &$1) }
+        #expect(describe(run(&machine) { $0.readComplete(into: &$1) }) == ["pull"], "the budget grew")
         #expect(machine.availableStreams == 100)
     }
 
@@ -61,25 +129,27 @@ struct ConnectionStateMachineTests {
     func answerThenReset() {
         var machine = active()
         let id = machine.openStream(for: "early", now: start)
-        let outcome = machine.headersReceived(streamID: id, status: 200, apnsID: "abc", uniqueID: "u", endStream: true, now: start + .milliseconds(3))
-        guard case .response(let job, let response) = outcome else {
-            Issue.record("expected a response, got \(String(describing: outcome))")
+        let ended = outcomes(run(&machine) {
+            $0.headersReceived(streamID: id, status: 200, apnsID: "abc", uniqueID: "u", endStream: true, now: start + .milliseconds(3), into: &$1)
+        })
+        guard ended.count == 1, case .response(let job, let response) = ended[0] else {
+            Issue.record("expected a response, got \(ended)")
             return
         }
         #expect(job == "early")
         #expect(response.status == 200 && response.apnsID == "abc" && response.uniqueID == "u")
         #expect(response.latency == .milliseconds(3))
-        let afterReset = machine.streamClosed(streamID: id, reason: .noError, now: start)
-        #expect(afterReset == nil)  // nothing re-sent
+        #expect(run(&machine) { $0.streamClosed(streamID: id, reason: .noError, now: start, into: &$1) }.isEmpty, "nothing re-sent")
     }
 
     @Test("headers without END_STREAM, then RST_STREAM(NO_ERROR): the answer still counts")
     func headersThenResetWithoutBody() {
         var machine = active()
         let id = machine.openStream(for: "x", now: start)
-        let partial = machine.headersReceived(streamID: id, status: 400, apnsID: nil, uniqueID: nil, endStream: false, now: start)
-        #expect(partial == nil)
-        guard case .response(_, let response) = machine.streamClosed(streamID: id, reason: .noError, now: start) else {
+        let partial = run(&machine) { $0.headersReceived(streamID: id, status: 400, apnsID: nil, uniqueID: nil, endStream: false, now: start, into: &$1) }
+        #expect(partial.isEmpty)
+        let ended = outcomes(run(&machine) { $0.streamClosed(streamID: id, reason: .noError, now: start, into: &$1) })
+        guard ended.count == 1, case .response(_, let response) = ended[0] else {
             Issue.record("expected the 400 to count")
             return
         }
@@ -90,11 +160,11 @@ struct ConnectionStateMachineTests {
     func errorBody() {
         var machine = active()
         let id = machine.openStream(for: "x", now: start)
-        _ = machine.headersReceived(streamID: id, status: 410, apnsID: nil, uniqueID: nil, endStream: false, now: start)
-        let first = machine.dataReceived(streamID: id, bytes: ByteBuffer(string: #"{"reason":"#), endStream: false, now: start)
-        #expect(first == nil)
-        let outcome = machine.dataReceived(streamID: id, bytes: ByteBuffer(string: #""Unregistered"}"#), endStream: true, now: start)
-        guard case .response(_, let response) = outcome else {
+        _ = run(&machine) { $0.headersReceived(streamID: id, status: 410, apnsID: nil, uniqueID: nil, endStream: false, now: start, into: &$1) }
+        let first = run(&machine) { $0.dataReceived(streamID: id, bytes: ByteBuffer(string: #"{"reason":"#), endStream: false, now: start, into: &$1) }
+        #expect(first.isEmpty)
+        let ended = outcomes(run(&machine) { $0.dataReceived(streamID: id, bytes: ByteBuffer(string: #""Unregistered"}"#), endStream: true, now: start, into: &$1) })
+        guard ended.count == 1, case .response(_, let response) = ended[0] else {
             Issue.record("expected a response")
             return
         }
@@ -106,71 +176,59 @@ struct ConnectionStateMachineTests {
         var machine = active()
         let refused = machine.openStream(for: "refused", now: start)
         let reset = machine.openStream(for: "reset", now: start)
-        guard case .unprocessed("refused") = machine.streamClosed(streamID: refused, reason: .refusedStream, now: start) else {
-            Issue.record("REFUSED_STREAM must be unprocessed")
-            return
-        }
-        guard case .lost("reset", _) = machine.streamClosed(streamID: reset, reason: .internalError, now: start) else {
-            Issue.record("INTERNAL_ERROR without answer must be lost")
-            return
-        }
+        #expect(outcomes(run(&machine) { $0.streamClosed(streamID: refused, reason: .refusedStream, now: start, into: &$1) }) == [.unprocessed("refused")])
+        #expect(outcomes(run(&machine) { $0.streamClosed(streamID: reset, reason: .internalError, now: start, into: &$1) }) == [.lost("reset", "")])
     }
 
-    @Test("GOAWAY: streams above last-stream-id are unprocessed, the rest finish; then it closes")
+    @Test("GOAWAY: streams above last-stream-id are unprocessed, draining is reported once, the rest finish; then it says goodbye")
     func goAway() {
         var machine = active()
         let ids = (0..<6).map { machine.openStream(for: "n\($0)", now: start) }  // 1, 3, 5, 7, 9, 11
-        let outcomes = machine.goAwayReceived(lastStreamID: ids[2])
-        let resent = outcomes.compactMap { outcome -> String? in
-            if case .unprocessed(let job) = outcome { return job }
-            return nil
-        }
-        #expect(Set(resent) == ["n3", "n4", "n5"])
+        let actions = run(&machine) { $0.goAwayReceived(lastStreamID: ids[2], into: &$1) }
+        #expect(Set(outcomes(actions).compactMap { if case .unprocessed(let job) = $0 { job } else { nil } }) == ["n3", "n4", "n5"])
+        #expect(describe(actions) == ["draining"])
         #expect(machine.phase == .draining)
         #expect(machine.availableStreams == 0)
         #expect(!machine.isDrained)
+        var last: [Machine.Action] = []
         for id in ids.prefix(3) {
-            _ = machine.headersReceived(streamID: id, status: 200, apnsID: nil, uniqueID: nil, endStream: true, now: start)
+            last = run(&machine) { $0.headersReceived(streamID: id, status: 200, apnsID: nil, uniqueID: nil, endStream: true, now: start, into: &$1) }
         }
         #expect(machine.isDrained)
-        let actions = machine.tick(now: start)
-        #expect(actions.closeConnection)
+        #expect(describe(last) == ["goodbye"], "the last answer closes it, and draining is not reported again")
     }
 
     @Test("a request past its deadline is cancelled and reported timed out")
     func requestDeadline() {
         var machine = active()
         let late = machine.openStream(for: "late", now: start)
-        let fresh = machine.openStream(for: "fresh", now: start + .seconds(8))
-        let actions = machine.tick(now: start + .seconds(10))
-        #expect(actions.cancelStreams == [late])
-        #expect(actions.outcomes.count == 1)
+        _ = machine.openStream(for: "fresh", now: start + .seconds(8))
+        let actions = run(&machine) { $0.tick(now: start + .seconds(10), into: &$1) }
+        #expect(describe(actions) == ["cancel \(late)", "pull"])
+        #expect(outcomes(actions) == [.timedOut("late")])
         #expect(machine.openStreams == 1)
-        _ = fresh
     }
 
     @Test("PING when idle, and when an answer is overdue; an unanswered PING means a dead connection")
     func liveness() {
         var machine = active()
-        let early = machine.tick(now: start + .seconds(59))
-        #expect(early.ping == nil)
-        let idlePing = machine.tick(now: start + .seconds(60)).ping
-        #expect(idlePing != nil)
-        machine.pingAckReceived(idlePing!)
+        #expect(describe(run(&machine) { $0.tick(now: start + .seconds(59), into: &$1) }) == ["pull"])
+        let idle = run(&machine) { $0.tick(now: start + .seconds(60), into: &$1) }
+        guard case .sendPing(let idlePing) = idle.first else {
+            Issue.record("expected a PING, got \(describe(idle))")
+            return
+        }
+        machine.pingAckReceived(idlePing)
         machine.read(now: start + .seconds(61))
 
         _ = machine.openStream(for: "slow", now: start + .seconds(61))
-        let notYet = machine.tick(now: start + .seconds(63))
-        #expect(notYet.ping == nil)
-        let overduePing = machine.tick(now: start + .seconds(64)).ping
-        #expect(overduePing != nil)
-        let waiting = machine.tick(now: start + .seconds(68))
-        #expect(waiting.closeConnection == false)
-        let dead = machine.tick(now: start + .seconds(69))
-        #expect(dead.closeConnection)
-        #expect(dead.deadReason != nil)
-        let lost = machine.channelClosed()
-        #expect(lost.count == 1)
+        #expect(describe(run(&machine) { $0.tick(now: start + .seconds(63), into: &$1) }) == ["pull"])
+        #expect(describe(run(&machine) { $0.tick(now: start + .seconds(64), into: &$1) }) == ["ping", "pull"], "an answer is overdue")
+        #expect(describe(run(&machine) { $0.tick(now: start + .seconds(68), into: &$1) }) == ["pull"])
+        #expect(describe(run(&machine) { $0.tick(now: start + .seconds(69), into: &$1) }) == ["goodbye, dead"])
+        let closed = run(&machine) { $0.channelClosed(into: &$1) }
+        #expect(outcomes(closed) == [.lost("slow", "")])
+        #expect(describe(closed) == ["closed"])
     }
 
     @Test("a connection is rolled before its stream IDs run out")
@@ -180,27 +238,39 @@ struct ConnectionStateMachineTests {
         var machine = active(configuration: configuration)
         #expect(machine.availableStreams == 3)
         for n in 0..<3 { _ = machine.openStream(for: "n\(n)", now: start) }
+        #expect(describe(run(&machine) { $0.streamsOpened(into: &$1) }) == ["draining"])
         #expect(machine.phase == .draining)
         #expect(machine.availableStreams == 0)
     }
 
-    @Test("a connection past its maximum age drains")
+    @Test("a connection past its maximum age drains, and closes as it has no streams")
     func maximumAge() {
         var configuration = Self.configuration
         configuration.maximumAge = .hours(1)
         var machine = active(configuration: configuration)
-        _ = machine.tick(now: start + .minutes(59))
+        if case .sendPing(let data) = run(&machine, { $0.tick(now: start + .minutes(59), into: &$1) }).first {
+            machine.pingAckReceived(data)  // alive: the idle PING was answered
+        }
+        machine.read(now: start + .minutes(60) - .seconds(1))
         #expect(machine.phase == .active)
-        let old = machine.tick(now: start + .minutes(60))
-        #expect(old.closeConnection)
+        #expect(describe(run(&machine) { $0.tick(now: start + .minutes(60), into: &$1) }) == ["draining", "goodbye"])
+    }
+
+    @Test("draining on request (shutdown, a fresh connection wanted) is reported once")
+    func drainOnRequest() {
+        var machine = active()
+        _ = machine.openStream(for: "n", now: start)
+        #expect(describe(run(&machine) { $0.drain(into: &$1) }) == ["draining"])
+        #expect(describe(run(&machine) { $0.drain(into: &$1) }) == [])
+        #expect(!machine.isAccepting)
     }
 
     @Test("closing the channel loses every unanswered request")
     func channelClosed() {
         var machine = active()
         for n in 0..<5 { _ = machine.openStream(for: "n\(n)", now: start) }
-        let lost = machine.channelClosed()
-        #expect(lost.count == 5)
+        let closed = run(&machine) { $0.channelClosed(into: &$1) }
+        #expect(outcomes(closed).count == 5)
         #expect(machine.phase == .closed)
         #expect(machine.availableStreams == 0)
     }

@@ -12,9 +12,10 @@ import Foundation
 #endif
 
 /// Runs one APNs connection: the HTTP/2 frames of many notifications over one TLS channel. It
-/// feeds bytes to ``HTTP2Connection``, performs what ``ConnectionStateMachine`` decides, and
-/// reports to the pool. Everything it writes during a read burst or a pull goes out in one write.
-/// Lives on its channel's event loop.
+/// feeds bytes to ``HTTP2Connection``, hands every event to ``ConnectionStateMachine`` and
+/// performs the actions it returns: writes, reports to the pool, outcomes through the retry
+/// rules. It decides nothing itself. Everything it writes during a read burst or a pull goes out
+/// in one write. Lives on its channel's event loop.
 final class ConnectionHandler: ChannelInboundHandler, RemovableChannelHandler {
     typealias InboundIn = ByteBuffer
     typealias OutboundOut = ByteBuffer
@@ -32,24 +33,23 @@ final class ConnectionHandler: ChannelInboundHandler, RemovableChannelHandler {
     }
 
 
+    typealias Machine = ConnectionStateMachine<RequestJob>
+
     let id: Int
     private let shared: Shared
-    private var state: ConnectionStateMachine<RequestJob>
+    private var state: Machine
     private var http2: HTTP2Connection
     private var context: ChannelHandlerContext?
     private var output: ByteBuffer
     private var events: [HTTP2Connection.Event] = []
+    /// Actions the state machine returned, performed in order; reused, so the hot path does not allocate.
+    private var actions: [Machine.Action] = []
+    private var performing = false
     private var timer: RepeatedTask?
-    private var started = false
-    private var ready = false
-    private var closing = false
-    private var failure: APNSClientError?
-    private var pullPending = false
     /// Final outcomes of this burst, handed to the pool in one go.
     private var completed: [(job: RequestJob, result: RetryDecision.FinalResult)] = []
     private var logger: Logger
     private var authorization: (generation: Int, field: ByteBuffer)?
-    private let openedAt = NIODeadline.now()
 
     /// What this client advertises: no push, a large window for answers.
     static let localSettings: HTTP2Connection.Settings = {
@@ -64,10 +64,11 @@ final class ConnectionHandler: ChannelInboundHandler, RemovableChannelHandler {
     init(id: Int, shared: Shared) {
         self.id = id
         self.shared = shared
-        self.state = ConnectionStateMachine(configuration: shared.stateConfiguration, now: .now())
+        self.state = Machine(configuration: shared.stateConfiguration, now: .now())
         self.http2 = HTTP2Connection(role: .client, local: Self.localSettings)
         self.output = ByteBuffer()
         self.output.reserveCapacity(64 << 10)
+        self.actions.reserveCapacity(64)
         var logger = shared.pool.logger
         logger[metadataKey: "connection"] = "\(id)"
         self.logger = logger
@@ -83,7 +84,10 @@ final class ConnectionHandler: ChannelInboundHandler, RemovableChannelHandler {
         timer = context.eventLoop.scheduleRepeatedTask(initialDelay: interval, delay: interval) { _ in
             handler.value.tick()
         }
-        if context.channel.isActive { start(context) }
+        if context.channel.isActive {
+            state.channelActive(into: &actions)
+            perform()
+        }
     }
 
     func handlerRemoved(context: ChannelHandlerContext) {
@@ -93,75 +97,63 @@ final class ConnectionHandler: ChannelInboundHandler, RemovableChannelHandler {
     }
 
     func channelActive(context: ChannelHandlerContext) {
-        start(context)
+        state.channelActive(into: &actions)
+        perform()
         context.fireChannelActive()
     }
 
-    private func start(_ context: ChannelHandlerContext) {
-        guard !started else { return }
-        started = true
-        // NIOSSL holds these bytes until the handshake completes.
-        http2.start(into: &output)
-        flush(context)
-    }
-
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        guard !closing else { return }  // TLS may still deliver bytes while it closes
+        guard !state.isClosing else { return }  // TLS may still deliver bytes while it closes
         var bytes = unwrapInboundIn(data)
         let now = NIODeadline.now()
         state.read(now: now)
         do {
             try http2.receive(&bytes, now: now, outputWritable: context.channel.isWritable, events: &events, output: &output)
         } catch {
-            fail(context, code: error.code, APNSClientError(.protocolError, "\(shared.authority) broke HTTP/2: \(error.message)"), http2Error: error)
+            events.removeAll(keepingCapacity: true)
+            state.protocolError(error, into: &actions)
+            perform()
             return
         }
         for event in events { handle(event, context: context, now: now) }
         events.removeAll(keepingCapacity: true)
+        perform()
     }
 
     func channelReadComplete(context: ChannelHandlerContext) {
+        state.readComplete(into: &actions)
+        perform()
         deliverCompleted()
-        if pullPending {
-            pullPending = false
-            pull()
-        }
         flush(context)
         context.fireChannelReadComplete()
     }
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
-        if case TLSUserEvent.handshakeCompleted(let negotiated) = event, negotiated != "h2" {
-            // APNs is HTTP/2 only (ALPN h2, apns-spec §1.2).
-            failure = APNSClientError(.tlsFailed, "\(shared.authority) did not agree to HTTP/2 (ALPN h2); it is not an APNs server")
-            context.close(promise: nil)
+        if case TLSUserEvent.handshakeCompleted(let negotiated) = event {
+            state.handshakeCompleted(alpn: negotiated, into: &actions)
+            perform()
         }
         context.fireUserInboundEventTriggered(event)
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
-        if failure == nil { failure = Self.classify(error, authority: shared.authority) }
         logger.debug("APNs connection error", metadata: ["error": "\(error)"])
-        context.close(promise: nil)
+        state.errorCaught(Self.classify(error, authority: shared.authority), into: &actions)
+        perform()
     }
 
     func channelInactive(context: ChannelHandlerContext) {
         timer?.cancel()
         timer = nil
-        let outcomes = state.channelClosed()
-        if ready {
-            shared.metrics.connectionsClosed.increment()
-            shared.pool.connectionClosed(id)
-        } else {
-            shared.pool.connectionFailed(id, error: failure ?? APNSClientError(.connectionFailed, "\(shared.authority) closed the connection during setup"))
-        }
-        for outcome in outcomes { handle(outcome) }
+        state.channelClosed(into: &actions)
+        perform()
         deliverCompleted()
         context.fireChannelInactive()
     }
 
     // MARK: HTTP/2 events
 
+    /// Reads what matters of an HTTP/2 event and hands it to the state machine.
     private func handle(_ event: HTTP2Connection.Event, context: ChannelHandlerContext, now: NIODeadline) {
         switch event {
         case .headers(let streamID, let headers, let endStream):
@@ -182,38 +174,20 @@ final class ConnectionHandler: ChannelInboundHandler, RemovableChannelHandler {
                 default: break
                 }
             }
-            if let outcome = state.headersReceived(
+            state.headersReceived(
                 streamID: streamID, status: status, apnsID: apnsID, uniqueID: uniqueID, endStream: endStream, now: now,
-                channelID: channelID, requestID: requestID
-            ) {
-                finishedStream(streamID, outcome)
-            }
+                channelID: channelID, requestID: requestID, into: &actions
+            )
         case .trailers(let streamID, _):
-            if let outcome = state.dataReceived(streamID: streamID, bytes: ByteBuffer(), endStream: true, now: now) {
-                finishedStream(streamID, outcome)
-            }
+            state.dataReceived(streamID: streamID, bytes: ByteBuffer(), endStream: true, now: now, into: &actions)
         case .data(let streamID, let bytes, let endStream):
-            if let outcome = state.dataReceived(streamID: streamID, bytes: bytes, endStream: endStream, now: now) {
-                finishedStream(streamID, outcome)
-            }
+            state.dataReceived(streamID: streamID, bytes: bytes, endStream: endStream, now: now, into: &actions)
         case .streamReset(let streamID, let code, let byPeer):
-            if let outcome = state.streamClosed(streamID: streamID, reason: code, byPeer: byPeer, now: now) {
-                handle(outcome)
-                pullPending = true
-            }
-            closeIfDrained()
+            state.streamClosed(streamID: streamID, reason: code, byPeer: byPeer, now: now, into: &actions)
         case .settings(let first, let maxConcurrentStreams):
             // The stream budget follows SETTINGS_MAX_CONCURRENT_STREAMS live (apns-spec §1.3).
-            let grew = state.settingsReceived(maximumConcurrentStreams: maxConcurrentStreams == .max ? nil : maxConcurrentStreams)
             logger.trace("server settings", metadata: ["max_concurrent_streams": "\(maxConcurrentStreams)"])
-            if first, state.phase == .active {
-                ready = true
-                shared.metrics.connectionsOpened.increment()
-                shared.pool.connectionReady(ConnectionHandle(id: id, channel: context.channel, handler: self))
-                pullPending = true
-            } else if grew {
-                pullPending = true
-            }
+            state.settingsReceived(first: first, maximumConcurrentStreams: maxConcurrentStreams == .max ? nil : maxConcurrentStreams, into: &actions)
         case .pingAck(let data):
             state.pingAckReceived(data)
         case .settingsAcknowledged:
@@ -225,25 +199,74 @@ final class ConnectionHandler: ChannelInboundHandler, RemovableChannelHandler {
                 "APNs sent GOAWAY",
                 metadata: ["last_stream_id": "\(lastStreamID)", "error_code": "\(code)", "reason": "\(PeerText(debugData.readableBytesView))"]
             )
-            let outcomes = state.goAwayReceived(lastStreamID: lastStreamID)
-            shared.pool.connectionDraining(id)
-            for outcome in outcomes { handle(outcome) }
-            closeIfDrained()
+            state.goAwayReceived(lastStreamID: lastStreamID, into: &actions)
         }
     }
 
-    private func finishedStream(_ streamID: HTTP2StreamNumber, _ outcome: ConnectionStateMachine<RequestJob>.StreamOutcome) {
-        // A body still being sent was stopped by the connection (RFC 9113 §8.1).
-        handle(outcome)
-        pullPending = true
-        closeIfDrained()
+    // MARK: Performing actions
+
+    /// Performs the actions queued so far, in order, including those their performing adds.
+    private func perform() {
+        guard !performing else { return }  // the outer call reaches the ones added meanwhile
+        performing = true
+        var index = 0
+        while index < actions.count {
+            let action = actions[index]
+            index += 1
+            perform(action)
+        }
+        actions.removeAll(keepingCapacity: true)
+        performing = false
+    }
+
+    private func perform(_ action: Machine.Action) {
+        switch action {
+        case .startProtocol:
+            // NIOSSL holds these bytes until the handshake completes.
+            http2.start(into: &output)
+            if let context { flush(context) }
+        case .reportReady:
+            shared.metrics.connectionsOpened.increment()
+            if let context { shared.pool.connectionReady(ConnectionHandle(id: id, channel: context.channel, handler: self)) }
+        case .reportDraining:
+            shared.pool.connectionDraining(id)
+        case .pull:
+            pull()
+        case .sendPing(let data):
+            output.writeHTTP2Ping(data, ack: false)
+        case .cancelStream(let streamID):
+            http2.resetStream(streamID, code: .cancel, into: &output)
+        case .streamEnded(let outcome):
+            handle(outcome)
+        case .closeGracefully(let dead):
+            if let dead {
+                logger.warning("APNs connection is dead; closing it and re-sending its notifications", metadata: ["reason": "\(dead)"])
+            }
+            guard let context else { return }
+            http2.writeGoAway(code: .noError, into: &output)
+            flush(context)
+            context.close(promise: nil)
+        case .closeForProtocolError(let error):
+            logger.warning("closing APNs connection", metadata: ["error": "\(state.failure.map { "\($0)" } ?? error.message)"])
+            guard let context else { return }
+            http2.writeGoAway(for: error, into: &output)
+            flush(context)
+            context.close(promise: nil)
+        case .closeChannel:
+            context?.close(promise: nil)
+        case .reportClosed:
+            shared.metrics.connectionsClosed.increment()
+            shared.pool.connectionClosed(id)
+        case .reportFailed(let error):
+            shared.pool.connectionFailed(id, error: error)
+        }
     }
 
     // MARK: Sending
 
     /// Opens streams for queued notifications while the stream budget allows, in one write.
     func pull() {
-        guard let context else { return }
+        guard let context, !state.isClosing else { return }
         let available = state.availableStreams
         guard available > 0 else {
             // A connection that can open no stream at all (the server allows none): tell the
@@ -269,7 +292,8 @@ final class ConnectionHandler: ChannelInboundHandler, RemovableChannelHandler {
             job.providerToken = token
             write(job, authorization: field, now: now)
         }
-        if state.phase == .draining { shared.pool.connectionDraining(id) }
+        state.streamsOpened(into: &actions)
+        perform()
         flush(context)
     }
 
@@ -363,8 +387,7 @@ final class ConnectionHandler: ChannelInboundHandler, RemovableChannelHandler {
                 _ = try? issuer.renew(afterRejectionOf: rejected)
             }
             if avoidConnection, state.isAccepting {
-                state.drain()
-                shared.pool.connectionDraining(id)
+                state.drain(into: &actions)
             }
             job.logger.debug(
                 "APNs notification will be retried",
@@ -394,73 +417,28 @@ final class ConnectionHandler: ChannelInboundHandler, RemovableChannelHandler {
         }
     }
 
-    // MARK: Timer and closing
+    // MARK: Timer
 
     private func tick() {
         guard let context else { return }
-        if !ready, NIODeadline.now() - openedAt >= shared.connectTimeout {
-            failure = APNSClientError(.connectionFailed, "\(shared.authority) did not complete TLS and HTTP/2 setup within \(shared.connectTimeout)")
-            context.close(promise: nil)
-            return
-        }
         let now = NIODeadline.now()
         do {
             try http2.checkTimeouts(now: now)
         } catch {
-            fail(context, code: error.code, APNSClientError(.protocolError, "\(shared.authority) broke HTTP/2: \(error.message)"), http2Error: error)
+            state.protocolError(error, into: &actions)
+            perform()
             return
         }
-        let actions = state.tick(now: now)
-        if let ping = actions.ping { output.writeHTTP2Ping(ping, ack: false) }
-        for streamID in actions.cancelStreams {
-            http2.resetStream(streamID, code: .cancel, into: &output)
-        }
-        for outcome in actions.outcomes { handle(outcome) }
+        state.tick(now: now, into: &actions)
+        perform()
         deliverCompleted()
-        if let dead = actions.deadReason {
-            logger.warning("APNs connection is dead; closing it and re-sending its notifications", metadata: ["reason": "\(dead)"])
-        }
-        if state.phase == .draining { shared.pool.connectionDraining(id) }
-        if actions.closeConnection {
-            close(context)
-        } else {
-            pull()
-            flush(context)
-        }
+        flush(context)
     }
 
     /// Stops taking work and closes once the open streams end.
     func drainAndClose() {
-        state.drain()
-        shared.pool.connectionDraining(id)
-        closeIfDrained()
-    }
-
-    private func closeIfDrained() {
-        if state.isDrained, let context { close(context) }
-    }
-
-    /// Says goodbye with GOAWAY, then closes.
-    private func close(_ context: ChannelHandlerContext) {
-        guard !closing else { return }
-        closing = true
-        http2.writeGoAway(code: .noError, into: &output)
-        flush(context)
-        context.close(promise: nil)
-    }
-
-    private func fail(_ context: ChannelHandlerContext, code: HTTP2ErrorCode, _ error: APNSClientError, http2Error: HTTP2ConnectionError? = nil) {
-        failure = failure ?? error
-        logger.warning("closing APNs connection", metadata: ["error": "\(error)"])
-        guard !closing else { return }
-        closing = true
-        if let http2Error {
-            http2.writeGoAway(for: http2Error, into: &output)
-        } else {
-            http2.writeGoAway(code: code, into: &output)
-        }
-        flush(context)
-        context.close(promise: nil)
+        state.drain(into: &actions)
+        perform()
     }
 
     /// A header value from the server as it may be printed: as it is when it is short and holds

@@ -1,12 +1,18 @@
 import HeraldHTTP2
 import NIOCore
 
-/// The life of one HTTP/2 connection to APNs, as a plain value: which streams are open, how many
-/// more may open (the server's SETTINGS_MAX_CONCURRENT_STREAMS, followed live), GOAWAY draining,
-/// PING liveness and per-request deadlines. It performs no I/O: it returns what to do, and
-/// ``ConnectionHandler`` does it. Generic over the job so it is tested with plain values.
+/// The life of one HTTP/2 connection to APNs, as a plain value: setup (the preface, ALPN, the
+/// server's first SETTINGS, the setup deadline), which streams are open, how many more may open
+/// (SETTINGS_MAX_CONCURRENT_STREAMS, followed live), GOAWAY draining, PING liveness, per-request
+/// deadlines, and how it closes. Each event appends ``Action``s to the caller's buffer (no
+/// allocation on the hot path); ``ConnectionHandler`` performs them and does nothing it was not
+/// told. Generic over the job so it is tested with plain values.
 struct ConnectionStateMachine<Job> {
     struct Configuration {
+        /// The server, for messages.
+        var authority: String = "APNs"
+        /// How long TLS and HTTP/2 setup may take, until the server's first SETTINGS.
+        var connectTimeout: TimeAmount = .seconds(10)
         /// Streams this side allows itself at most, whatever the server allows.
         var maximumStreams: Int
         /// How long a request may wait for its answer.
@@ -56,13 +62,31 @@ struct ConnectionStateMachine<Job> {
         var latency: TimeAmount
     }
 
-    /// What a timer tick asks for.
-    struct TickActions {
-        var ping: UInt64?
-        var cancelStreams: [HTTP2StreamNumber] = []
-        var outcomes: [StreamOutcome] = []
-        var closeConnection = false
-        var deadReason: String?
+    /// What the connection's driver does next.
+    enum Action {
+        /// Write the HTTP/2 preface and SETTINGS (once; TLS holds them until its handshake is done).
+        case startProtocol
+        /// The server's first SETTINGS arrived: tell the pool the connection is ready.
+        case reportReady
+        /// Tell the pool the connection takes no more work (once).
+        case reportDraining
+        /// Streams are free: ask the pool for work.
+        case pull
+        /// Send a PING with this payload.
+        case sendPing(UInt64)
+        /// Reset this stream with CANCEL: its deadline passed.
+        case cancelStream(HTTP2StreamNumber)
+        /// A stream ended: apply the retry rules to its job.
+        case streamEnded(StreamOutcome)
+        /// Say goodbye with GOAWAY(NO_ERROR), then close. `dead` says why, when no PING answer came.
+        case closeGracefully(dead: String?)
+        /// The server broke HTTP/2: GOAWAY with the error, then close.
+        case closeForProtocolError(HTTP2ConnectionError)
+        /// Close the channel now, without GOAWAY (setup failed or timed out, or the channel erred).
+        case closeChannel
+        /// The channel closed: tell the pool it closed (it had been ready) or failed during setup.
+        case reportClosed
+        case reportFailed(APNSClientError)
     }
 
     private struct Stream {
@@ -89,6 +113,17 @@ struct ConnectionStateMachine<Job> {
     private var outstandingPing: (data: UInt64, sentAt: NIODeadline)?
     private var pingCounter: UInt64 = 0
     private(set) var goAwayLastStreamID: HTTP2StreamNumber?
+    /// The preface was written.
+    private var started = false
+    /// The pool was told the connection is ready.
+    private(set) var isReady = false
+    /// Closing began: nothing more is read or written but the goodbye.
+    private(set) var isClosing = false
+    /// Why the connection failed, for the pool: the first reason wins.
+    private(set) var failure: APNSClientError?
+    /// A stream ended or the budget grew during this read: pull when the read is complete.
+    private var pullPending = false
+    private var reportedDraining = false
 
     init(configuration: Configuration, now: NIODeadline) {
         self.configuration = configuration
@@ -113,17 +148,53 @@ struct ConnectionStateMachine<Job> {
     /// Whether the connection takes new work.
     var isAccepting: Bool { phase == .waitingForSettings || phase == .active }
 
-    // MARK: Events
+    // MARK: Setup
+
+    /// The channel is active: start the protocol (once).
+    mutating func channelActive(into actions: inout [Action]) {
+        guard !started else { return }
+        started = true
+        actions.append(.startProtocol)
+    }
+
+    /// TLS is done. APNs is HTTP/2 only (ALPN h2, apns-spec §1.2).
+    mutating func handshakeCompleted(alpn: String?, into actions: inout [Action]) {
+        guard alpn != "h2" else { return }
+        fail(APNSClientError(.tlsFailed, "\(configuration.authority) did not agree to HTTP/2 (ALPN h2); it is not an APNs server"), into: &actions)
+    }
+
+    /// The channel reported an error (TLS, I/O): it closes.
+    mutating func errorCaught(_ error: APNSClientError, into actions: inout [Action]) {
+        fail(error, into: &actions)
+    }
+
+    /// The bytes read broke HTTP/2: GOAWAY with the error, and close.
+    mutating func protocolError(_ error: HTTP2ConnectionError, into actions: inout [Action]) {
+        if failure == nil { failure = APNSClientError(.protocolError, "\(configuration.authority) broke HTTP/2: \(error.message)") }
+        guard !isClosing else { return }
+        isClosing = true
+        actions.append(.closeForProtocolError(error))
+    }
+
+    // MARK: Reading
 
     /// Something was read: the connection is alive.
     mutating func read(now: NIODeadline) {
         lastReadAt = now
     }
 
+    /// The read burst is over: pull if a stream ended or the budget grew meanwhile.
+    mutating func readComplete(into actions: inout [Action]) {
+        guard pullPending else { return }
+        pullPending = false
+        actions.append(.pull)
+    }
+
     /// The server's SETTINGS: follow its stream limit (it can drop to 1 and rise again, §1.3).
-    /// Returns true when streams may now open that could not before.
-    mutating func settingsReceived(maximumConcurrentStreams: Int?) -> Bool {
+    /// The first one makes the connection ready.
+    mutating func settingsReceived(first: Bool = false, maximumConcurrentStreams: Int?, into actions: inout [Action]) {
         let before = availableStreams
+        let wasWaiting = phase == .waitingForSettings
         if let maximumConcurrentStreams {
             remoteMaximumStreams = maximumConcurrentStreams
         } else if phase == .waitingForSettings {
@@ -131,10 +202,17 @@ struct ConnectionStateMachine<Job> {
             remoteMaximumStreams = .max
         }
         if phase == .waitingForSettings { phase = .active }
-        return availableStreams > before
+        if wasWaiting, phase == .active, !isReady, !isClosing {
+            isReady = true
+            actions.append(.reportReady)
+            pullPending = true
+        } else if availableStreams > before {
+            pullPending = true
+        }
     }
 
-    /// Opens a stream for `job`. Call only while ``availableStreams`` > 0.
+    /// Opens a stream for `job`. Call only while ``availableStreams`` > 0; call
+    /// ``streamsOpened(into:)`` after a batch.
     ///
     /// - Parameter deadline: when the attempt times out; by default the request timeout from now.
     ///   The client counts it from when the notification was queued, so waiting for a stream counts.
@@ -148,12 +226,18 @@ struct ConnectionStateMachine<Job> {
         return id
     }
 
+    /// After a batch of ``openStream(for:now:deadline:)``: report draining when the stream-ID
+    /// lifetime ran out.
+    mutating func streamsOpened(into actions: inout [Action]) {
+        transitions(into: &actions)
+    }
+
     /// Response headers. A complete answer (END_STREAM) ends the stream at once.
     mutating func headersReceived(
         streamID: HTTP2StreamNumber, status: Int?, apnsID: String?, uniqueID: String?, endStream: Bool, now: NIODeadline,
-        channelID: String? = nil, requestID: String? = nil
-    ) -> StreamOutcome? {
-        guard var stream = streams[streamID] else { return nil }
+        channelID: String? = nil, requestID: String? = nil, into actions: inout [Action]
+    ) {
+        guard var stream = streams[streamID] else { return }
         if let status, stream.status == nil {
             stream.status = status
             stream.apnsID = apnsID
@@ -162,52 +246,57 @@ struct ConnectionStateMachine<Job> {
             stream.requestID = requestID
         }
         streams[streamID] = stream
-        return endStream ? finish(streamID, now: now) : nil
+        if endStream { finish(streamID, now: now, into: &actions) }
     }
 
     /// Response body bytes (the JSON error of a rejection).
-    mutating func dataReceived(streamID: HTTP2StreamNumber, bytes: ByteBuffer, endStream: Bool, now: NIODeadline) -> StreamOutcome? {
-        guard var stream = streams[streamID] else { return nil }
+    mutating func dataReceived(streamID: HTTP2StreamNumber, bytes: ByteBuffer, endStream: Bool, now: NIODeadline, into actions: inout [Action]) {
+        guard var stream = streams[streamID] else { return }
         // An APNs error body is tiny; cap what is kept so a misbehaving server cannot grow memory.
         if stream.body.count < 16 << 10 {
             stream.body.append(contentsOf: bytes.readableBytesView.prefix(16 << 10))
             streams[streamID] = stream
         }
-        return endStream ? finish(streamID, now: now) : nil
+        if endStream { finish(streamID, now: now, into: &actions) }
     }
 
     /// The stream closed (normally, by RST_STREAM, or by GOAWAY). An answer already received
     /// counts, even if the server then reset the stream with NO_ERROR before reading the whole
     /// request, as HTTP/2 allows.
     /// - Parameter byPeer: false when this side reset the stream because the server broke a rule on it.
-    mutating func streamClosed(streamID: HTTP2StreamNumber, reason: HTTP2ErrorCode?, byPeer: Bool = true, now: NIODeadline) -> StreamOutcome? {
-        guard let stream = streams[streamID] else { return nil }
-        if stream.status != nil, byPeer { return finish(streamID, now: now) }
+    mutating func streamClosed(
+        streamID: HTTP2StreamNumber, reason: HTTP2ErrorCode?, byPeer: Bool = true, now: NIODeadline, into actions: inout [Action]
+    ) {
+        guard let stream = streams[streamID] else { return }
+        if stream.status != nil, byPeer { return finish(streamID, now: now, into: &actions) }
         streams[streamID] = nil
+        let outcome: StreamOutcome
         switch reason {
         case .some(let code) where !byPeer:
-            return .lost(stream.job, "the server broke HTTP/2 on the stream (\(code)); it was reset before an answer")
+            outcome = .lost(stream.job, "the server broke HTTP/2 on the stream (\(code)); it was reset before an answer")
         case .some(.refusedStream):
-            return .unprocessed(stream.job)
+            outcome = .unprocessed(stream.job)
         case .some where goAwayLastStreamID.map({ streamID > $0 }) ?? false:
-            return .unprocessed(stream.job)
+            outcome = .unprocessed(stream.job)
         case .some(let code):
-            return .lost(stream.job, "stream reset by the server (\(code)) before an answer")
+            outcome = .lost(stream.job, "stream reset by the server (\(code)) before an answer")
         case .none:
-            return .lost(stream.job, "stream closed without an answer")
+            outcome = .lost(stream.job, "stream closed without an answer")
         }
+        actions.append(.streamEnded(outcome))
+        pullPending = true
+        transitions(into: &actions)
     }
 
     /// GOAWAY: no new streams here; streams above `lastStreamID` were not processed and go elsewhere.
-    mutating func goAwayReceived(lastStreamID: HTTP2StreamNumber) -> [StreamOutcome] {
+    mutating func goAwayReceived(lastStreamID: HTTP2StreamNumber, into actions: inout [Action]) {
         goAwayLastStreamID = min(lastStreamID, goAwayLastStreamID ?? lastStreamID)
         if phase != .closed { phase = .draining }
-        var outcomes: [StreamOutcome] = []
         for (id, stream) in streams.all where id > lastStreamID {
             streams[id] = nil
-            outcomes.append(.unprocessed(stream.job))
+            actions.append(.streamEnded(.unprocessed(stream.job)))
         }
-        return outcomes
+        transitions(into: &actions)
     }
 
     /// A PING acknowledgement: the connection is alive.
@@ -217,34 +306,48 @@ struct ConnectionStateMachine<Job> {
         }
     }
 
-    /// Stop opening streams (shutdown, rolling); close when the last one ends.
-    mutating func drain() {
+    // MARK: Closing
+
+    /// Stop opening streams (shutdown, rolling, a reason that asks for a fresh connection); close
+    /// when the last one ends.
+    mutating func drain(into actions: inout [Action]) {
         if phase == .waitingForSettings || phase == .active { phase = .draining }
+        transitions(into: &actions)
     }
 
-    /// The connection is gone: every unanswered request is lost.
-    mutating func channelClosed() -> [StreamOutcome] {
+    /// The connection is gone: every unanswered request is lost, and the pool hears how it ended.
+    mutating func channelClosed(into actions: inout [Action]) {
         phase = .closed
-        return streams.removeAll().map { StreamOutcome.lost($0.job, "connection closed before an answer") }
+        if isReady {
+            actions.append(.reportClosed)
+        } else {
+            actions.append(.reportFailed(failure ?? APNSClientError(.connectionFailed, "\(configuration.authority) closed the connection during setup")))
+        }
+        for stream in streams.removeAll() { actions.append(.streamEnded(.lost(stream.job, "connection closed before an answer"))) }
     }
 
     /// Whether a draining connection has finished and can be closed.
     var isDrained: Bool { phase == .draining && streams.isEmpty }
 
-    /// The periodic check: request deadlines, idle and overdue PINGs, dead connections, rolling.
-    mutating func tick(now: NIODeadline) -> TickActions {
-        var actions = TickActions()
-        guard phase != .closed else { return actions }
-
+    /// The periodic check: the setup deadline, request deadlines, idle and overdue PINGs, dead
+    /// connections, rolling by age; then pull, as streams may have freed.
+    mutating func tick(now: NIODeadline, into actions: inout [Action]) {
+        guard phase != .closed, !isClosing else { return }
+        if !isReady, now - openedAt >= configuration.connectTimeout {
+            return fail(
+                APNSClientError(.connectionFailed, "\(configuration.authority) did not complete TLS and HTTP/2 setup within \(configuration.connectTimeout)"),
+                into: &actions
+            )
+        }
         if let outstanding = outstandingPing, now - outstanding.sentAt >= configuration.pingTimeout {
-            actions.closeConnection = true
-            actions.deadReason = "no PING answer within \(configuration.pingTimeout)"
-            return actions
+            isClosing = true
+            actions.append(.closeGracefully(dead: "no PING answer within \(configuration.pingTimeout)"))
+            return
         }
 
         for (id, stream) in streams.remove(where: { now >= $0.deadline }) {
-            actions.cancelStreams.append(id)
-            actions.outcomes.append(.timedOut(stream.job))
+            actions.append(.cancelStream(id))
+            actions.append(.streamEnded(.timedOut(stream.job)))
         }
 
         if outstandingPing == nil {
@@ -255,31 +358,54 @@ struct ConnectionStateMachine<Job> {
                 pingCounter &+= 1
                 let data = pingCounter
                 outstandingPing = (data, now)
-                actions.ping = data
+                actions.append(.sendPing(data))
             }
         }
 
         if let maximumAge = configuration.maximumAge, now - openedAt >= maximumAge, phase == .active {
             phase = .draining
         }
-        if phase == .draining && streams.isEmpty { actions.closeConnection = true }
-        return actions
+        transitions(into: &actions)
+        if !isClosing, isReady {
+            pullPending = false
+            actions.append(.pull)
+        }
     }
 
     // MARK: Private
 
-    private mutating func finish(_ streamID: HTTP2StreamNumber, now: NIODeadline) -> StreamOutcome? {
-        guard let stream = streams.remove(streamID) else { return nil }
-        guard let status = stream.status else {
-            return .lost(stream.job, "stream ended without a :status")
-        }
-        return .response(
-            stream.job,
-            Response(
+    private mutating func finish(_ streamID: HTTP2StreamNumber, now: NIODeadline, into actions: inout [Action]) {
+        guard let stream = streams.remove(streamID) else { return }
+        if let status = stream.status {
+            let response = Response(
                 status: status, apnsID: stream.apnsID, uniqueID: stream.uniqueID, channelID: stream.channelID,
                 requestID: stream.requestID, body: stream.body, latency: now - stream.sentAt
             )
-        )
+            actions.append(.streamEnded(.response(stream.job, response)))
+        } else {
+            actions.append(.streamEnded(.lost(stream.job, "stream ended without a :status")))
+        }
+        pullPending = true
+        transitions(into: &actions)
     }
 
+    /// Setup failed or the channel erred: remember why, and close without a goodbye.
+    private mutating func fail(_ error: APNSClientError, into actions: inout [Action]) {
+        if failure == nil { failure = error }
+        guard !isClosing else { return }
+        isClosing = true
+        actions.append(.closeChannel)
+    }
+
+    /// Report draining once, and close once drained.
+    private mutating func transitions(into actions: inout [Action]) {
+        if phase == .draining, !reportedDraining {
+            reportedDraining = true
+            actions.append(.reportDraining)
+        }
+        if isDrained, !isClosing {
+            isClosing = true
+            actions.append(.closeGracefully(dead: nil))
+        }
+    }
 }
