@@ -8,17 +8,17 @@ import Darwin
 
 /// Reads whole files with the operating system's own reason on failure ("No such file or
 /// directory", "Permission denied"), for messages that tell the user what to fix.
-public enum FileContents {
+package enum FileContents {
     /// Why a file could not be read.
-    public struct ReadError: Error, Sendable, Hashable, CustomStringConvertible {
-        public var path: String
+    package struct ReadError: Error, Sendable, Hashable, CustomStringConvertible {
+        package var path: String
         /// The system's reason, e.g. "No such file or directory".
-        public var reason: String
-        public var description: String { "cannot read '\(path)': \(reason)" }
+        package var reason: String
+        package var description: String { "cannot read '\(path)': \(reason)" }
     }
 
     /// The bytes of the file at `path` (at most `limit` bytes; a larger file is an error).
-    public static func read(_ path: String, limit: Int = 64 << 20) throws(ReadError) -> [UInt8] {
+    package static func read(_ path: String, limit: Int = 64 << 20) throws(ReadError) -> [UInt8] {
         guard let file = fopen(path, "rb") else {
             throw ReadError(path: path, reason: String(cString: strerror(errno)))
         }
@@ -37,14 +37,14 @@ public enum FileContents {
     }
 
     /// Why a file could not be written.
-    public struct WriteError: Error, Sendable, Hashable, CustomStringConvertible {
-        public var path: String
-        public var reason: String
-        public var description: String { "cannot write '\(path)': \(reason)" }
+    package struct WriteError: Error, Sendable, Hashable, CustomStringConvertible {
+        package var path: String
+        package var reason: String
+        package var description: String { "cannot write '\(path)': \(reason)" }
     }
 
     /// Writes `bytes` to `path`, replacing it, readable only by its owner when `private` (for keys).
-    public static func write(_ bytes: [UInt8], to path: String, private isPrivate: Bool = false) throws(WriteError) {
+    package static func write(_ bytes: [UInt8], to path: String, private isPrivate: Bool = false) throws(WriteError) {
         let descriptor = open(path, O_WRONLY | O_CREAT | O_TRUNC, isPrivate ? 0o600 : 0o644)
         guard descriptor >= 0 else { throw WriteError(path: path, reason: String(cString: strerror(errno))) }
         defer { close(descriptor) }

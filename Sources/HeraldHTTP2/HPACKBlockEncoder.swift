@@ -60,6 +60,16 @@ package struct HPACKBlockEncoder {
         Self.writeInteger(index, prefixBits: 7, pattern: 0x80, into: &buffer)
     }
 
+    /// `:status`: indexed when the static table has the code (200, 204, 400, 404, 500, …), else
+    /// literal with the static name.
+    package func status(_ code: Int, into buffer: inout ByteBuffer) {
+        if let index = Static.statusIndex[code] {
+            indexed(index, into: &buffer)
+        } else {
+            literal(staticNameIndex: Static.status, value: String(code), into: &buffer)
+        }
+    }
+
     /// A field worth remembering: indexed if already in the table, else literal with incremental
     /// indexing (naming it by `staticNameIndex` when the static table has the name).
     package mutating func indexing(name: String, value: String, staticNameIndex: Int? = nil, into buffer: inout ByteBuffer) {

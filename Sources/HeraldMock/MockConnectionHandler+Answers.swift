@@ -106,7 +106,7 @@ extension MockConnectionHandler {
     /// A success answer with extra headers and an optional JSON body.
     private func answer(_ streamID: HTTP2StreamNumber, status: Int, headers: [(String, String)], body: [UInt8]?) {
         http2.writeHeaders(streamID: streamID, endStream: body == nil, into: &output) { encoder, block in
-            Self.writeStatus(status, encoder: &encoder, into: &block)
+            encoder.status(status, into: &block)
             if body != nil {
                 encoder.indexing(name: "content-type", value: "application/json", staticNameIndex: HPACKBlockEncoder.Static.contentType, into: &block)
             }
@@ -120,7 +120,7 @@ extension MockConnectionHandler {
     private func respond(_ streamID: HTTP2StreamNumber, rejection: MockRejection, apnsID: String?, token: String, requestID: String? = nil) {
         let id = requestID ?? apnsID?.lowercased() ?? ids.next()
         http2.writeHeaders(streamID: streamID, endStream: false, into: &output) { encoder, block in
-            Self.writeStatus(rejection.status, encoder: &encoder, into: &block)
+            encoder.status(rejection.status, into: &block)
             encoder.indexing(name: "content-type", value: "application/json", staticNameIndex: HPACKBlockEncoder.Static.contentType, into: &block)
             encoder.literal(name: requestID == nil ? "apns-id" : "apns-request-id", value: id, into: &block)
         }
@@ -137,13 +137,5 @@ extension MockConnectionHandler {
         body.endObject()
         http2.writeBody(streamID: streamID, body.bytes, into: &output)
         shared.state.rejected(RejectedNotification(token: token, status: rejection.status, reason: rejection.reason))
-    }
-
-    private static func writeStatus(_ status: Int, encoder: inout HPACKBlockEncoder, into block: inout ByteBuffer) {
-        if let index = HPACKBlockEncoder.Static.statusIndex[status] {
-            encoder.indexed(index, into: &block)
-        } else {
-            encoder.literal(staticNameIndex: HPACKBlockEncoder.Static.status, value: String(status), into: &block)
-        }
     }
 }

@@ -22,6 +22,20 @@ struct HPACKBlockEncoderTests {
         return block
     }
 
+    @Test("every :status decodes to its code; the ones in the static table take one byte")
+    func statuses() throws {
+        let encoder = HPACKBlockEncoder()
+        var decoder = HPACKDecoder(allocator: ByteBufferAllocator())
+        for code in [200, 201, 204, 400, 403, 404, 405, 410, 413, 429, 500, 503] {
+            var block = ByteBuffer()
+            encoder.status(code, into: &block)
+            let size = block.readableBytes
+            let headers = try decoder.decodeHeaders(from: &block)
+            #expect(headers.map { "\($0.name): \($0.value)" } == [":status: \(code)"])
+            #expect((size == 1) == [200, 204, 400, 404, 500].contains(code), "\(code): \(size) bytes")
+        }
+    }
+
     @Test("requests decode to the same headers, and repeated fields shrink to one byte")
     func roundTrip() throws {
         var encoder = HPACKBlockEncoder()

@@ -98,4 +98,44 @@ let benchmarks: @Sendable () -> Void = {
             blackHole(try issuer.currentToken())
         }
     }
+
+    // Parsing: the gateway reads every POST /v1/apps/…/notifications body and every line of a
+    // device import with JSONValue(parsing:). Foundation's parsers read the same bytes, as the
+    // reference (issue 12 asks to parse with Foundation unless a measurement says otherwise).
+    let requestBody = Array(
+        #"{"to":{"users":["u-1842","u-77"]},"payload":{"aps":{"alert":{"title":"Order shipped","body":"Your order #4242 is on its way."},"badge":3,"sound":"default"},"orderID":4242},"pushType":"alert","priority":10,"collapseID":"order-4242","idempotencyKey":"3f1c9a2e-order-4242"}"#.utf8
+    )
+    let importLine = Array(#"{"token":"9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08","user":"u-1842","tags":["beta","eu"],"badge":2}"#.utf8)
+
+    for (name, bytes) in [("notification request", requestBody), ("device import line", importLine)] {
+        Benchmark("JSON parse \(name): Herald JSONValue", configuration: .init(scalingFactor: .kilo)) { benchmark in
+            benchmark.startMeasurement()
+            for _ in benchmark.scaledIterations {
+                blackHole(try JSONValue(parsing: bytes))
+            }
+        }
+
+        Benchmark("JSON parse \(name): Foundation JSONSerialization (reference)", configuration: .init(scalingFactor: .kilo)) { benchmark in
+            let data = Data(bytes)
+            benchmark.startMeasurement()
+            for _ in benchmark.scaledIterations {
+                blackHole(try JSONSerialization.jsonObject(with: data))
+            }
+        }
+    }
+
+    Benchmark("JSON parse device import line: Foundation JSONDecoder (reference)", configuration: .init(scalingFactor: .kilo)) { benchmark in
+        struct Line: Decodable {
+            var token: String
+            var user: String?
+            var tags: [String]?
+            var badge: Int?
+        }
+        let data = Data(importLine)
+        let decoder = JSONDecoder()
+        benchmark.startMeasurement()
+        for _ in benchmark.scaledIterations {
+            blackHole(try decoder.decode(Line.self, from: data))
+        }
+    }
 }

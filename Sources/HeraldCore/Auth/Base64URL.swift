@@ -1,9 +1,9 @@
 /// Base64url without padding (RFC 4648 §5), as JWTs use it (RFC 7515).
-public enum Base64URL {
+package enum Base64URL {
     private static let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
 
     /// Encodes without padding.
-    public static func encode(_ input: some Collection<UInt8>) -> String {
+    package static func encode(_ input: some Collection<UInt8>) -> String {
         var output = [UInt8]()
         output.reserveCapacity((input.count * 4 + 2) / 3)
         var iterator = input.makeIterator()
@@ -21,7 +21,7 @@ public enum Base64URL {
     }
 
     /// Decodes base64url with or without padding; `nil` for any other character.
-    public static func decode(_ text: some StringProtocol) -> [UInt8]? {
+    package static func decode(_ text: some StringProtocol) -> [UInt8]? {
         var output = [UInt8]()
         output.reserveCapacity(text.utf8.count * 3 / 4)
         var buffer: UInt32 = 0
