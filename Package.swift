@@ -93,9 +93,16 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
+        // The legacy binary protocol's frames and codecs, shared by the legacy client and the mock
+        // (as HeraldHTTP2 is for HTTP/2); its value types reach users through HeraldLegacy.
+        .target(
+            name: "HeraldLegacyWire",
+            dependencies: ["HeraldCore", .product(name: "NIOCore", package: "swift-nio")]
+        ),
         .target(
             name: "HeraldLegacy",
             dependencies: [
+                "HeraldLegacyWire",
                 "HeraldCore",
                 "HeraldIdentity",
                 "HeraldFlow",
@@ -113,7 +120,7 @@ let package = Package(
                 "HeraldCore",
                 "HeraldIdentity",
                 "HeraldHTTP2",
-                "HeraldLegacy",
+                "HeraldLegacyWire",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHPACK", package: "swift-nio-http2"),

@@ -1,6 +1,6 @@
 import HeraldCore
 import HeraldIdentity
-import HeraldLegacy
+import HeraldLegacyWire
 import NIOCore
 import NIOPosix
 import NIOSSL

@@ -1,6 +1,6 @@
 import HeraldCore
 import HeraldIdentity
-import HeraldLegacy
+import HeraldLegacyWire
 import Logging
 import NIOCore
 import NIOPosix

@@ -1,4 +1,4 @@
-import HeraldLegacy
+import HeraldLegacyWire
 import NIOCore
 
 /// Asks every open gateway connection to answer status 10 (shutdown) and close.

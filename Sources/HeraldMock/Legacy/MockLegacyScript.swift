@@ -1,5 +1,5 @@
 import HeraldCore
-import HeraldLegacy
+import HeraldLegacyWire
 
 /// What the mock gateway answers besides accepting: error responses for given tokens or for the
 /// N-th notification, and shutdown (status 10).

@@ -1,5 +1,5 @@
 import HeraldCore
-import HeraldLegacy
+import HeraldLegacyWire
 import NIOCore
 import Synchronization
 

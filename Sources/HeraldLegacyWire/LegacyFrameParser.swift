@@ -25,9 +25,9 @@ public struct LegacyFrame: Sendable, Hashable {
 /// Parses the notification stream a provider sends, strictly, the way a gateway must: every
 /// length checked, every item known and present once. A gateway (such as Herald's mock) answers
 /// an invalid notification with ``LegacyErrorResponse`` and closes the connection (apns-spec §4.4).
-public enum LegacyFrameParser {
+package enum LegacyFrameParser {
     /// What the next bytes hold.
-    public enum Parsed: Sendable, Hashable {
+    package enum Parsed: Sendable, Hashable {
         case frame(LegacyFrame)
         /// An invalid notification: the response to send before closing. Its identifier is the
         /// notification's when it could be read, else 0.
@@ -36,11 +36,11 @@ public enum LegacyFrameParser {
 
     /// The longest command-2 frame taken before the identifier is looked for: larger frames are
     /// answered with status 128 and identifier 0 without reading them.
-    public static let maximumFrameLength = 65_535
+    package static let maximumFrameLength = 65_535
 
     /// The next notification in `buffer`, an invalid one, or `nil` until more bytes arrive. Bytes
     /// are consumed only for a complete, valid frame.
-    public static func next(_ buffer: inout ByteBuffer) -> Parsed? {
+    package static func next(_ buffer: inout ByteBuffer) -> Parsed? {
         guard let command = buffer.getInteger(at: buffer.readerIndex, as: UInt8.self) else { return nil }
         switch command {
         case 0: return simpleOrEnhanced(&buffer, command: .simple)
@@ -123,14 +123,14 @@ public enum LegacyFrameParser {
 
 /// A decoder of the provider's notification stream, for gateways: emits ``LegacyFrameParser/Parsed``
 /// values whatever the split of the bytes, and nothing after the first invalid notification.
-public struct LegacyFrameDecoder: ByteToMessageDecoder {
-    public typealias InboundOut = LegacyFrameParser.Parsed
+package struct LegacyFrameDecoder: ByteToMessageDecoder {
+    package typealias InboundOut = LegacyFrameParser.Parsed
 
     private var failed = false
 
-    public init() {}
+    package init() {}
 
-    public mutating func decode(context: ChannelHandlerContext, buffer: inout ByteBuffer) throws -> DecodingState {
+    package mutating func decode(context: ChannelHandlerContext, buffer: inout ByteBuffer) throws -> DecodingState {
         if failed {
             buffer.moveReaderIndex(forwardBy: buffer.readableBytes)  // after an error the gateway discards the rest
             return .needMoreData
@@ -141,7 +141,7 @@ public struct LegacyFrameDecoder: ByteToMessageDecoder {
         return .continue
     }
 
-    public mutating func decodeLast(context: ChannelHandlerContext, buffer: inout ByteBuffer, seenEOF: Bool) throws -> DecodingState {
+    package mutating func decodeLast(context: ChannelHandlerContext, buffer: inout ByteBuffer, seenEOF: Bool) throws -> DecodingState {
         try decode(context: context, buffer: &buffer)
     }
 }

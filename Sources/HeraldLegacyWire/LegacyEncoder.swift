@@ -2,11 +2,11 @@ import HeraldCore
 import NIOCore
 
 /// Writes notifications in the binary formats of apns-spec §4, every integer big-endian.
-public enum LegacyEncoder {
+package enum LegacyEncoder {
     /// Appends `notification` framed with `command`.
     ///
     /// - Throws: ``LegacyError`` when the payload is over the command's limit.
-    public static func write(
+    package static func write(
         _ notification: LegacyNotification, identifier: UInt32, command: LegacyCommand, into buffer: inout ByteBuffer
     ) throws(LegacyError) {
         let payload = notification.payload.bytes
@@ -50,7 +50,7 @@ public enum LegacyEncoder {
     }
 
     /// The size `notification` takes with `command`.
-    public static func size(of notification: LegacyNotification, command: LegacyCommand) -> Int {
+    package static func size(of notification: LegacyNotification, command: LegacyCommand) -> Int {
         let token = notification.token.byteCount
         let payload = notification.payload.count
         switch command {

@@ -18,7 +18,7 @@ public struct FeedbackTuple: Sendable, Hashable {
         self.token = token
     }
 
-    public func write(into buffer: inout ByteBuffer) {
+    package func write(into buffer: inout ByteBuffer) {
         // Seconds as 32 bits (apns-spec §4): a date outside 1970-2106 is clamped, never a trap.
         let seconds = timestamp.timeIntervalSince1970
         buffer.writeInteger(seconds.isFinite ? UInt32(min(max(seconds, 0), Double(UInt32.max))) : 0)
@@ -29,18 +29,18 @@ public struct FeedbackTuple: Sendable, Hashable {
 }
 
 /// Reads feedback tuples, whatever the split: 4-byte time, 2-byte token length, token.
-public struct FeedbackTupleDecoder: ByteToMessageDecoder {
-    public typealias InboundOut = FeedbackTuple
+package struct FeedbackTupleDecoder: ByteToMessageDecoder {
+    package typealias InboundOut = FeedbackTuple
 
-    public init() {}
+    package init() {}
 
-    public mutating func decode(context: ChannelHandlerContext, buffer: inout ByteBuffer) throws -> DecodingState {
+    package mutating func decode(context: ChannelHandlerContext, buffer: inout ByteBuffer) throws -> DecodingState {
         guard let tuple = try Self.next(&buffer) else { return .needMoreData }
         context.fireChannelRead(wrapInboundOut(tuple))
         return .continue
     }
 
-    public mutating func decodeLast(context: ChannelHandlerContext, buffer: inout ByteBuffer, seenEOF: Bool) throws -> DecodingState {
+    package mutating func decodeLast(context: ChannelHandlerContext, buffer: inout ByteBuffer, seenEOF: Bool) throws -> DecodingState {
         if try decode(context: context, buffer: &buffer) == .continue { return .continue }
         if seenEOF, buffer.readableBytes > 0 {
             throw LegacyError(.protocolError, "the feedback service closed in the middle of a tuple (\(buffer.readableBytes) bytes left)")
@@ -48,7 +48,7 @@ public struct FeedbackTupleDecoder: ByteToMessageDecoder {
         return .needMoreData
     }
 
-    public static func next(_ buffer: inout ByteBuffer) throws(LegacyError) -> FeedbackTuple? {
+    package static func next(_ buffer: inout ByteBuffer) throws(LegacyError) -> FeedbackTuple? {
         guard buffer.readableBytes >= 6 else { return nil }
         let length = Int(buffer.getInteger(at: buffer.readerIndex + 4, as: UInt16.self)!)
         guard length > 0 else { throw LegacyError(.protocolError, "a feedback tuple with an empty token") }

@@ -10,7 +10,7 @@ public struct LegacyErrorResponse: Sendable, Hashable {
         self.identifier = identifier
     }
 
-    public func write(into buffer: inout ByteBuffer) {
+    package func write(into buffer: inout ByteBuffer) {
         buffer.writeInteger(UInt8(8))
         buffer.writeInteger(status.rawValue)
         buffer.writeInteger(identifier)
@@ -18,23 +18,23 @@ public struct LegacyErrorResponse: Sendable, Hashable {
 }
 
 /// Reads error responses, whatever the split of the bytes. Anything but command 8 is refused.
-public struct LegacyErrorResponseDecoder: ByteToMessageDecoder {
-    public typealias InboundOut = LegacyErrorResponse
+package struct LegacyErrorResponseDecoder: ByteToMessageDecoder {
+    package typealias InboundOut = LegacyErrorResponse
 
-    public init() {}
+    package init() {}
 
-    public mutating func decode(context: ChannelHandlerContext, buffer: inout ByteBuffer) throws -> DecodingState {
+    package mutating func decode(context: ChannelHandlerContext, buffer: inout ByteBuffer) throws -> DecodingState {
         guard let response = try Self.next(&buffer) else { return .needMoreData }
         context.fireChannelRead(wrapInboundOut(response))
         return .continue
     }
 
-    public mutating func decodeLast(context: ChannelHandlerContext, buffer: inout ByteBuffer, seenEOF: Bool) throws -> DecodingState {
+    package mutating func decodeLast(context: ChannelHandlerContext, buffer: inout ByteBuffer, seenEOF: Bool) throws -> DecodingState {
         try decode(context: context, buffer: &buffer)
     }
 
     /// The next response in `buffer`, or `nil` until 6 bytes are there.
-    public static func next(_ buffer: inout ByteBuffer) throws(LegacyError) -> LegacyErrorResponse? {
+    package static func next(_ buffer: inout ByteBuffer) throws(LegacyError) -> LegacyErrorResponse? {
         guard buffer.readableBytes >= 6 else { return nil }
         let command = buffer.getInteger(at: buffer.readerIndex, as: UInt8.self)!
         guard command == 8 else {
