@@ -118,6 +118,7 @@ let package = Package(
             name: "HeraldMock",
             dependencies: [
                 "HeraldCore",
+                "HeraldFlow",
                 "HeraldIdentity",
                 "HeraldHTTP2",
                 "HeraldLegacyWire",

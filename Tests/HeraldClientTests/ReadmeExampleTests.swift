@@ -65,25 +65,23 @@ struct ReadmeExampleTests {
         var mockConfiguration = MockAPNSServer.Configuration()
         mockConfiguration.registerProviderKey(key.publicKey, keyID: key.keyID, teamID: key.teamID)
         mockConfiguration.script.unregister(goneTokenHex)
-        let mock = try MockAPNSServer(configuration: mockConfiguration)
-        try await mock.start()
-
-        var configuration = APNSClient.Configuration(environment: mock.environment, credentials: .providerToken(key))
-        configuration.trustRoots = .only(mock.trustRoots)
-        // … run your code, then check mock.accepted, mock.acceptedCount, mock.rejectionsByReason
-        // README: end mock
-        var forgotten: [DeviceToken] = []
-        try await readmeSending(
-            configuration: configuration, deviceTokenHex: token(1), tokens: [try DeviceToken(token(3)), try DeviceToken(goneTokenHex)],
-            forget: { token, since in
-                #expect(since != nil)
-                forgotten.append(token)
-            }
-        )
-        #expect(mock.acceptedCount == 2)
-        #expect(mock.rejectionsByReason == ["Unregistered": 1])
-        #expect(forgotten == [try DeviceToken(goneTokenHex)])
-        try await mock.shutdown()
+        try await withMockAPNSServer(configuration: mockConfiguration) { mock in
+            var configuration = APNSClient.Configuration(environment: mock.environment, credentials: .providerToken(key))
+            configuration.trustRoots = .only(mock.trustRoots)
+            // … run your code, then check mock.accepted, mock.acceptedCount, mock.rejectionsByReason
+            // README: end mock
+            var forgotten: [DeviceToken] = []
+            try await readmeSending(
+                configuration: configuration, deviceTokenHex: token(1), tokens: [try DeviceToken(token(3)), try DeviceToken(goneTokenHex)],
+                forget: { token, since in
+                    #expect(since != nil)
+                    forgotten.append(token)
+                }
+            )
+            #expect(mock.acceptedCount == 2)
+            #expect(mock.rejectionsByReason == ["Unregistered": 1])
+            #expect(forgotten == [try DeviceToken(goneTokenHex)])
+        }
     }
 }
 
