@@ -39,7 +39,7 @@ struct HostileServerTests {
         }
         try await server.start()
         let notifications = try batch(20)
-        let started = ContinuousClock.now
+        // That the send ends at all is the point; the suite's time limit catches a hang.
         let outcomes = try await withAPNSClient(configuration: Self.configuration(server) {
             // Long enough for the connection to be up even under load: the wait that times out is
             // the one for a stream.
@@ -53,8 +53,6 @@ struct HostileServerTests {
             #expect(outcome.failure?.message.contains("allowed no more concurrent streams") == true, "\(outcome.result)")
             #expect(outcome.attempts == 0)
         }
-        // Not a timing assertion: it proves the send did not hang (the suite's limit would).
-        #expect(ContinuousClock.now - started < .seconds(60))
         try await server.stop()
     }
 
