@@ -386,9 +386,7 @@ final class ConnectionHandler: ChannelInboundHandler, RemovableChannelHandler {
                 job.expiredTokenRetries += 1
                 _ = try? issuer.renew(afterRejectionOf: rejected)
             }
-            if avoidConnection, state.isAccepting {
-                state.drain(into: &actions)
-            }
+            if avoidConnection { state.drain(into: &actions) }
             job.logger.debug(
                 "APNs notification will be retried",
                 metadata: ["attempt": "\(job.attempts)", "delay": "\(delay)", "result": "\(Self.describe(result))"]
