@@ -121,14 +121,17 @@ final class ConnectionPool: Sendable {
     func finished(_ completions: [(job: RequestJob, result: RetryDecision.FinalResult)]) {
         var index = 0
         while index < completions.count {
-            guard let sink = completions[index].job.bulk?.sink else {
+            guard let sink = completions[index].job.sink else {
                 completions[index].job.complete(completions[index].result)
                 index += 1
                 continue
             }
             var outcomes: [APNSOutcome] = []
-            while index < completions.count, let next = completions[index].job.bulk, next.sink === sink {
-                outcomes.append(completions[index].job.outcome(completions[index].result, notification: next.notification, index: next.index))
+            // One copy of each notification, into its outcome.
+            while index < completions.count, case .notification(let notification, let number, .bulk(let next)) = completions[index].job.request,
+                next === sink
+            {
+                outcomes.append(completions[index].job.outcome(completions[index].result, notification: notification, index: number))
                 index += 1
             }
             sink.deliver(contentsOf: outcomes)

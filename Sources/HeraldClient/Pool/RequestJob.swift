@@ -55,9 +55,9 @@ final class RequestJob: @unchecked Sendable {
         self.expiration = other.expiration
     }
 
-    /// The bulk send this job belongs to, with its notification and index; `nil` for other jobs.
-    var bulk: (sink: BulkSink<APNSOutcome>, notification: PushNotification, index: Int)? {
-        if case .notification(let notification, let index, .bulk(let sink)) = request { return (sink, notification, index) }
+    /// The bulk send this job belongs to, if any.
+    var sink: BulkSink<APNSOutcome>? {
+        if case .notification(_, _, .bulk(let sink)) = request { return sink }
         return nil
     }
 
