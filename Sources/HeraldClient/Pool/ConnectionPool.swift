@@ -128,8 +128,8 @@ final class ConnectionPool: Sendable {
             }
             var outcomes: [APNSOutcome] = []
             // One copy of each notification, into its outcome.
-            while index < completions.count, case .notification(let notification, let number, .bulk(let next)) = completions[index].job.request,
-                next === sink
+            while index < completions.count, completions[index].job.sink === sink,
+                case .notification(let notification, let number, _) = completions[index].job.request
             {
                 outcomes.append(completions[index].job.outcome(completions[index].result, notification: notification, index: number))
                 index += 1

@@ -45,21 +45,21 @@ final class RequestJob: @unchecked Sendable {
 
     init(notification: PushNotification, index: Int, completion: Completion, logger: Logger) {
         self.request = .notification(notification, index: index, completion)
+        if case .bulk(let sink) = completion { self.sink = sink } else { self.sink = nil }
         self.logger = logger
         self.expiration = notification.headers.expiration?.deadline
     }
 
     init(other: OtherRequest, completion: CheckedContinuation<RawResponse, any Error>, logger: Logger) {
         self.request = .other(other, completion)
+        self.sink = nil
         self.logger = logger
         self.expiration = other.expiration
     }
 
-    /// The bulk send this job belongs to, if any.
-    var sink: BulkSink<APNSOutcome>? {
-        if case .notification(_, _, .bulk(let sink)) = request { return sink }
-        return nil
-    }
+    /// The bulk send this job belongs to, if any: kept apart from ``request`` so that grouping
+    /// outcomes by send does not copy the whole request.
+    let sink: BulkSink<APNSOutcome>?
 
     /// Whether `status` is a success for this request: 200 for a notification (apns-spec §1.6);
     /// 200, 201 or 204 for channel management and broadcasts (§1.9).
