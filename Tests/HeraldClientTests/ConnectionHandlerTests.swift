@@ -31,14 +31,13 @@ struct ConnectionHandlerTests {
                 group: loop, logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() })
             ) { id, _ in recorder.append(id) }
             self.recorder = recorder
-            var stateConfiguration = ConnectionStateMachine<RequestJob>.Configuration(
-                maximumStreams: 100, requestTimeout: .seconds(60), idlePingInterval: .seconds(60), responseOverdueAfter: .seconds(3),
+            let stateConfiguration = ConnectionStateMachine<RequestJob>.Configuration(
+                authority: "test", connectTimeout: .seconds(10), maximumStreams: 100, requestTimeout: .seconds(60), idlePingInterval: .seconds(60), responseOverdueAfter: .seconds(3),
                 pingTimeout: .seconds(5), maximumStreamsPerConnection: 1000, maximumAge: nil
             )
-            stateConfiguration.authority = "test"
             let shared = ConnectionHandler.Shared(
                 pool: pool, authority: "test", issuer: nil, decider: RetryDecider(policy: .none, usesProviderTokens: false),
-                metrics: ClientMetrics(.init()), stateConfiguration: stateConfiguration, tickInterval: .seconds(1), connectTimeout: .seconds(10)
+                metrics: ClientMetrics(.init()), stateConfiguration: stateConfiguration, tickInterval: .seconds(1)
             )
             sink = BulkSink(limiter: InFlightLimiter(limit: 10))
             channel = EmbeddedChannel(handler: ConnectionHandler(id: 0, shared: shared), loop: loop)

@@ -9,7 +9,7 @@ struct ConnectionStateMachineTests {
     typealias Machine = ConnectionStateMachine<String>
 
     static let configuration = Machine.Configuration(
-        maximumStreams: 100, requestTimeout: .seconds(10), idlePingInterval: .seconds(60),
+        authority: "api.example:443", connectTimeout: .seconds(10), maximumStreams: 100, requestTimeout: .seconds(10), idlePingInterval: .seconds(60),
         responseOverdueAfter: .seconds(3), pingTimeout: .seconds(5), maximumStreamsPerConnection: 1000, maximumAge: nil
     )
     let start = NIODeadline.uptimeNanoseconds(1_000_000_000)
@@ -74,6 +74,7 @@ struct ConnectionStateMachineTests {
         var machine = Machine(configuration: Self.configuration, now: start)
         _ = run(&machine) { $0.channelActive(into: &$1) }
         #expect(describe(run(&machine) { $0.handshakeCompleted(alpn: "http/1.1", into: &$1) }) == ["close"])
+        #expect(machine.failure?.message == "api.example:443 did not agree to HTTP/2 (ALPN h2); it is not an APNs server")
         #expect(describe(run(&machine) { $0.channelClosed(into: &$1) }) == ["failed tlsFailed"])
     }
 

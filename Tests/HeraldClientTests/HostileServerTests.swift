@@ -5,6 +5,7 @@ import HeraldHTTP2
 import HeraldHostilePeers
 import InMemoryLogging
 import Logging
+import NIOCore
 import NIOHPACK
 import Testing
 
@@ -69,6 +70,26 @@ struct HostileServerTests {
         }
         #expect(outcomes.allSatisfy { $0.failure != nil })
         #expect(server.receivedGoAwayCodes.contains(.enhanceYourCalm), "\(server.receivedGoAwayCodes)")
+        try await server.stop()
+    }
+
+    @Test("a server that completes TLS but never sends SETTINGS: setup fails after timeouts.connect, naming the server and the limit")
+    func setupNeverCompletes() async throws {
+        let server = try HostileHTTP2Server { _, _ in }  // TLS, then silence
+        try await server.start()
+        let outcomes = try await withAPNSClient(configuration: Self.configuration(server) {
+            $0.timeouts.connect = .seconds(1)
+            $0.pool.maximumConnectAttempts = 1
+        }) { client in
+            try await sendAll(try batch(2), with: client)
+        }
+        for outcome in outcomes {
+            #expect(outcome.failure?.code == .connectionFailed, "\(outcome.result)")
+            #expect(
+                outcome.failure?.message == "127.0.0.1:\(server.port) did not complete TLS and HTTP/2 setup within \(TimeAmount.seconds(1))",
+                "\(outcome.result)"
+            )
+        }
         try await server.stop()
     }
 

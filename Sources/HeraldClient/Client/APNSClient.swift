@@ -70,7 +70,10 @@ public final class APNSClient: Sendable {
         }
 
         let environment = configuration.environment
+        let connectTimeout = TimeAmount(configuration.timeouts.connect)
         let stateConfiguration = ConnectionStateMachine<RequestJob>.Configuration(
+            authority: environment.authority,
+            connectTimeout: connectTimeout,
             maximumStreams: configuration.pool.streamsPerConnection,
             requestTimeout: .init(configuration.timeouts.request),
             idlePingInterval: .init(configuration.liveness.idlePingInterval),
@@ -86,7 +89,6 @@ public final class APNSClient: Sendable {
         let metrics = ClientMetrics(configuration.metrics)
         let issuer = self.issuer
         let proxy = configuration.proxy
-        let connectTimeout = TimeAmount(configuration.timeouts.connect)
         let group = eventLoopGroup
 
         pool = ConnectionPool(
@@ -103,7 +105,7 @@ public final class APNSClient: Sendable {
         ) { id, pool in
             let shared = ConnectionHandler.Shared(
                 pool: pool, authority: environment.authority, issuer: issuer, decider: decider, metrics: metrics,
-                stateConfiguration: stateConfiguration, tickInterval: tick, connectTimeout: connectTimeout
+                stateConfiguration: stateConfiguration, tickInterval: tick
             )
             Self.openConnection(
                 id: id, shared: shared, environment: environment, proxy: proxy, sslContext: sslContext,

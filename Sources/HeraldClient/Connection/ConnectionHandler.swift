@@ -29,7 +29,6 @@ final class ConnectionHandler: ChannelInboundHandler, RemovableChannelHandler {
         var metrics: ClientMetrics
         var stateConfiguration: ConnectionStateMachine<RequestJob>.Configuration
         var tickInterval: TimeAmount
-        var connectTimeout: TimeAmount
     }
 
 

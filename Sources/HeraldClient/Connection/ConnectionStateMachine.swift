@@ -10,9 +10,9 @@ import NIOCore
 struct ConnectionStateMachine<Job> {
     struct Configuration {
         /// The server, for messages.
-        var authority: String = "APNs"
+        var authority: String
         /// How long TLS and HTTP/2 setup may take, until the server's first SETTINGS.
-        var connectTimeout: TimeAmount = .seconds(10)
+        var connectTimeout: TimeAmount
         /// Streams this side allows itself at most, whatever the server allows.
         var maximumStreams: Int
         /// How long a request may wait for its answer.
