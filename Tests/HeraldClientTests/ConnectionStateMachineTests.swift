@@ -18,7 +18,7 @@ struct ConnectionStateMachineTests {
         var machine = Machine(configuration: configuration, now: start)
         var ignored: [Machine.Action] = []
         machine.channelActive(into: &ignored)
-        machine.settingsReceived(first: true, maximumConcurrentStreams: limit, into: &ignored)
+        machine.settingsReceived(maximumConcurrentStreams: limit, into: &ignored)
         return machine
     }
 
@@ -62,7 +62,7 @@ struct ConnectionStateMachineTests {
         #expect(run(&machine) { $0.handshakeCompleted(alpn: "h2", into: &$1) }.isEmpty)
         #expect(machine.availableStreams == 0)
         #expect(machine.isAccepting)
-        #expect(describe(run(&machine) { $0.settingsReceived(first: true, maximumConcurrentStreams: 500, into: &$1) }) == ["ready"])
+        #expect(describe(run(&machine) { $0.settingsReceived(maximumConcurrentStreams: 500, into: &$1) }) == ["ready"])
         #expect(machine.phase == .active)
         #expect(machine.availableStreams == 100)  // our own cap applies
         #expect(describe(run(&machine) { $0.readComplete(into: &$1) }) == ["pull"], "work is pulled once the read is done")

@@ -183,10 +183,10 @@ final class ConnectionHandler: ChannelInboundHandler, RemovableChannelHandler {
             state.dataReceived(streamID: streamID, bytes: bytes, endStream: endStream, now: now, into: &actions)
         case .streamReset(let streamID, let code, let byPeer):
             state.streamClosed(streamID: streamID, reason: code, byPeer: byPeer, now: now, into: &actions)
-        case .settings(let first, let maxConcurrentStreams):
+        case .settings(_, let maxConcurrentStreams):
             // The stream budget follows SETTINGS_MAX_CONCURRENT_STREAMS live (apns-spec §1.3).
             logger.trace("server settings", metadata: ["max_concurrent_streams": "\(maxConcurrentStreams)"])
-            state.settingsReceived(first: first, maximumConcurrentStreams: maxConcurrentStreams == .max ? nil : maxConcurrentStreams, into: &actions)
+            state.settingsReceived(maximumConcurrentStreams: maxConcurrentStreams == .max ? nil : maxConcurrentStreams, into: &actions)
         case .pingAck(let data):
             state.pingAckReceived(data)
         case .settingsAcknowledged:

@@ -192,7 +192,7 @@ struct ConnectionStateMachine<Job> {
 
     /// The server's SETTINGS: follow its stream limit (it can drop to 1 and rise again, §1.3).
     /// The first one makes the connection ready.
-    mutating func settingsReceived(first: Bool = false, maximumConcurrentStreams: Int?, into actions: inout [Action]) {
+    mutating func settingsReceived(maximumConcurrentStreams: Int?, into actions: inout [Action]) {
         let before = availableStreams
         let wasWaiting = phase == .waitingForSettings
         if let maximumConcurrentStreams {
