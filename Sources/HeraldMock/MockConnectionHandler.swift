@@ -61,7 +61,7 @@ final class MockConnectionHandler: ChannelInboundHandler {
     private var closing = false
     var output = ByteBuffer()
     private var events: [HTTP2Connection.Event] = []
-    private let connectionEvents: (goAway: (count: Int, reason: String)?, drop: Int?, limits: [(afterStreams: Int, limit: Int)])
+    private let connectionScript: MockConnectionScript
     var context: ChannelHandlerContext?
     private var started = false
     private let acceptedAt = NIODeadline.now()
@@ -71,7 +71,7 @@ final class MockConnectionHandler: ChannelInboundHandler {
     init(shared: Shared) {
         self.shared = shared
         self.connection = shared.state.nextConnectionNumber()
-        self.connectionEvents = shared.state.connectionScript(connection: connection)
+        self.connectionScript = shared.state.connectionScript(connection: connection)
         var settings = HTTP2Connection.Settings()
         settings.maxConcurrentStreams = shared.maximumConcurrentStreams
         settings.initialWindowSize = 1 << 20
@@ -202,16 +202,17 @@ final class MockConnectionHandler: ChannelInboundHandler {
         let index = streamsSeen
         streamsSeen += 1
 
-        if let goAway = connectionEvents.goAway, index == goAway.count {
-            sendGoAway(reason: goAway.reason, context: context)
+        switch connectionScript.event(at: index) {
+        case .goAway(let reason):
+            sendGoAway(reason: reason, context: context)
             return
-        }
-        if let drop = connectionEvents.drop, index == drop {
+        case .dropConnection:
             context.close(promise: nil)
             return
-        }
-        for change in connectionEvents.limits where change.afterStreams == index {
-            setStreamLimit(change.limit)
+        case .changeLimits(let limits):
+            for limit in limits { setStreamLimit(limit) }
+        case .none:
+            break
         }
 
         // A client that does not read its answers, or gives no window for them, gets no more:
@@ -230,7 +231,8 @@ final class MockConnectionHandler: ChannelInboundHandler {
         if let token = head.token {
             stream.fault = shared.state.fault(for: token)
         }
-        switch stream.fault {
+        let answerBeforeBody: Bool
+        switch MockRequestPlan(fault: stream.fault) {
         case .dropConnection:
             shared.state.releaseRequestBytes(stream.reserved)
             context.close(promise: nil)
@@ -239,14 +241,13 @@ final class MockConnectionHandler: ChannelInboundHandler {
             shared.state.releaseRequestBytes(stream.reserved)
             sendGoAway(reason: reason, context: context)
             return
-        case .setMaximumConcurrentStreams(let limit):
-            setStreamLimit(limit)
-        case .refuseStream:
+        case .refuse:
             shared.state.releaseRequestBytes(stream.reserved)
             refuse(streamID)
             return
-        default:
-            break
+        case .accept(let newStreamLimit, let early):
+            if let newStreamLimit { setStreamLimit(newStreamLimit) }
+            answerBeforeBody = early
         }
         lastProcessedStreamID = streamID
         streams[streamID] = stream
@@ -255,7 +256,7 @@ final class MockConnectionHandler: ChannelInboundHandler {
                 shared.state.openStreams(peak, underLimit: limit)
             }
         }
-        if case .answerBeforeBody = stream.fault {
+        if answerBeforeBody {
             // Answer now, then reset the stream with NO_ERROR: the client must take the answer.
             answer(streamID, context: context)
             http2.resetStream(streamID, code: .noError, into: &output)

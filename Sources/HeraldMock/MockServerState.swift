@@ -197,11 +197,11 @@ final class MockServerState: Sendable {
     var unregistered: [String: Date] { records.withLock { $0.script.unregistered } }
 
     /// The connection-level part of the script, read once per connection.
-    func connectionScript(connection: Int) -> (goAway: (count: Int, reason: String)?, drop: Int?, limits: [(afterStreams: Int, limit: Int)]) {
+    func connectionScript(connection: Int) -> MockConnectionScript {
         records.withLock { records in
             let script = records.script
-            if let first = script.connectionEventsForFirstConnections, connection > first { return (nil, nil, []) }
-            return (script.goAwayAfterStreams, script.dropConnectionAfterStreams, script.streamLimitChanges)
+            if let first = script.connectionEventsForFirstConnections, connection > first { return .none }
+            return MockConnectionScript(goAway: script.goAwayAfterStreams, drop: script.dropConnectionAfterStreams, limits: script.streamLimitChanges)
         }
     }
 }
