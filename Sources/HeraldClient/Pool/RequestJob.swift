@@ -29,6 +29,9 @@ final class RequestJob: @unchecked Sendable {
     }
 
     let request: Request
+    /// The bulk send this job belongs to, if any: kept apart from ``request`` so that grouping
+    /// outcomes by send does not copy the whole request.
+    let sink: BulkSink<APNSOutcome>?
     let logger: Logger
     /// From apns-expiration: no retry outlives it.
     let expiration: Date?
@@ -56,10 +59,6 @@ final class RequestJob: @unchecked Sendable {
         self.logger = logger
         self.expiration = other.expiration
     }
-
-    /// The bulk send this job belongs to, if any: kept apart from ``request`` so that grouping
-    /// outcomes by send does not copy the whole request.
-    let sink: BulkSink<APNSOutcome>?
 
     /// Whether `status` is a success for this request: 200 for a notification (apns-spec §1.6);
     /// 200, 201 or 204 for channel management and broadcasts (§1.9).
