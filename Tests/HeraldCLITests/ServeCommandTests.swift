@@ -97,14 +97,12 @@ struct ServeCommandTests {
 
     /// Polls (at most `timeout`) until the notification is done; returns it.
     static func waitUntilDone(_ base: String, _ id: String, timeout: Duration = .seconds(120)) async throws -> JSONValue? {
-        let deadline = ContinuousClock.now + timeout
         var last: JSONValue?
-        while ContinuousClock.now < deadline {
+        let done = try await eventually(within: timeout, every: .milliseconds(100)) {
             last = try await call("GET", "\(base)/v1/notifications/\(id)").1
-            if last?["status"]?.stringValue == "done" { return last }
-            try await Task.sleep(for: .milliseconds(100))
+            return last?["status"]?.stringValue == "done"
         }
-        Issue.record("notification \(id) not done within \(timeout): \(last?.jsonString ?? "nil")")
+        if !done { Issue.record("notification \(id) not done within \(timeout): \(last?.jsonString ?? "nil")") }
         return last
     }
 
@@ -117,7 +115,7 @@ struct ServeCommandTests {
         let (first, base) = try setup.serve()
         let id = try await Self.importAndBroadcast(base, count: devices, alert: "crash")
         // Bounded wait for the broadcast to be under way, then kill -9: no chance to record anything.
-        for _ in 0..<3000 where setup.mock.acceptedCount < 500 { try await Task.sleep(for: .milliseconds(10)) }
+        try await setup.mock.accepted(atLeast: 500)
         first.kill()
         let sentBeforeKill = setup.mock.acceptedCount
         #expect(sentBeforeKill >= 500 && sentBeforeKill < devices, "killed mid-broadcast (\(sentBeforeKill) sent)")

@@ -156,7 +156,7 @@ struct GatewayDeliveryTests {
                 try await harness.against(port: port) { full in
                     let done = try await full.waitUntilDone(cancelledID)
                     #expect(done["status"]?.stringValue == "cancelled")
-                    try await waitUntil { full.received(alert: "kept").count == 10 }
+                    #expect(await eventually(every: .milliseconds(20)) { full.received(alert: "kept").count == 10 })
                     #expect(full.received(alert: "cancelled").isEmpty)
                     let after = try await full.call(.get, "/v1/notifications/\(cancelledID)")
                     #expect(after.json?.count("pending") == 0 && after.json?.count("failed") == 10, "\(after.json?.jsonString ?? "")")
@@ -242,16 +242,6 @@ struct DatabaseRestartTests {
             #expect(try await harness.raw(.get, "/readyz", nil, key: nil).status == 200)
         }
     }
-}
-
-/// Polls `condition` every 20 ms for at most `timeout`.
-func waitUntil(timeout: Duration = .seconds(30), _ condition: () async throws -> Bool) async throws {
-    let deadline = ContinuousClock.now + timeout
-    while ContinuousClock.now < deadline {
-        if try await condition() { return }
-        try await Task.sleep(for: .milliseconds(20))
-    }
-    Issue.record("condition not met within \(timeout)")
 }
 
 extension JSONValue {

@@ -120,14 +120,12 @@ struct GatewayHarness {
     /// Waits (at most `timeout`) until the notification is done; returns it as the API shows it.
     @discardableResult
     func waitUntilDone(_ id: String, timeout: Duration = .seconds(60)) async throws -> JSONValue {
-        let deadline = ContinuousClock.now + timeout
         var last: JSONValue?
-        while ContinuousClock.now < deadline {
+        let finished = try await eventually(within: timeout, every: .milliseconds(50)) {
             last = try await call(.get, "/v1/notifications/\(id)").json
-            if let status = last?["status"]?.stringValue, status == "done" || status == "cancelled" { return last! }
-            try await Task.sleep(for: .milliseconds(50))
+            return last?["status"]?.stringValue == "done" || last?["status"]?.stringValue == "cancelled"
         }
-        Issue.record("notification \(id) not done within \(timeout): \(last?.jsonString ?? "nil")")
+        if !finished { Issue.record("notification \(id) not done within \(timeout): \(last?.jsonString ?? "nil")") }
         return last ?? .null
     }
 
