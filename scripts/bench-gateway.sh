@@ -19,23 +19,12 @@ MOCK_PORT=18544
 API_PORT=18580
 API_PORT2=18581
 
-echo "building herald (release)..."
-swift build -c release --product herald >/dev/null
-HERALD=$(swift build -c release --show-bin-path)/herald
-
-WORK=$(mktemp -d)
-PIDS=()
-cleanup() {
-    for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
-    wait 2>/dev/null || true
-    rm -rf "$WORK"
-}
-trap cleanup EXIT
+. scripts/bench-common.sh  # $HERALD, $WORK, PIDS and their cleanup, wait_for_port
 
 openssl ecparam -name prime256v1 -genkey -noout 2>/dev/null | openssl pkcs8 -topk8 -nocrypt -out "$WORK/AuthKey_BENCHKEY01.p8"
 "$HERALD" mock --port "$MOCK_PORT" --write-ca "$WORK/ca.pem" >"$WORK/mock.log" 2>&1 &
 PIDS+=($!)
-for _ in $(seq 100); do (exec 3<>/dev/tcp/127.0.0.1/$MOCK_PORT) 2>/dev/null && break; sleep 0.1; done
+wait_for_port "$MOCK_PORT"
 
 KEY="hk_bench-$(openssl rand -hex 16)"
 DIGEST=$(printf '%s' "$KEY" | openssl dgst -sha256 -r | cut -d' ' -f1)
@@ -55,7 +44,7 @@ serve() {  # DATABASE PORT [ARGS...]; sets SERVE_PID
     "$HERALD" serve --config "$WORK/herald-$port.json" --log-level warning "$@" >"$WORK/serve-$port.log" 2>&1 &
     SERVE_PID=$!
     PIDS+=($SERVE_PID)
-    for _ in $(seq 300); do (exec 3<>/dev/tcp/127.0.0.1/$port) 2>/dev/null && return; sleep 0.1; done
+    wait_for_port "$port" 300 && return
     if [ "${*:-}" != "--workers-only" ]; then echo "herald serve did not start:"; cat "$WORK/serve-$port.log"; exit 1; fi
 }
 

@@ -20,18 +20,7 @@ if ! command -v nginx >/dev/null || ! command -v h2load >/dev/null; then
 fi
 command -v openssl >/dev/null || { apt-get update -q; apt-get install -y -q openssl; }
 
-echo "building herald (release)..."
-swift build -c release --product herald >/dev/null
-HERALD=$(swift build -c release --show-bin-path)/herald
-
-WORK=$(mktemp -d)
-PIDS=()
-cleanup() {
-    for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
-    wait 2>/dev/null || true
-    rm -rf "$WORK"
-}
-trap cleanup EXIT
+. scripts/bench-common.sh  # $HERALD, $WORK, PIDS and their cleanup, wait_for_port
 
 # The sink: nginx on 127.0.0.1, TLS with a throwaway certificate, HTTP/2, answering 200 to
 # POST /3/device/*. One worker: the client under test gets the other core, as h2load does.
@@ -62,10 +51,8 @@ PIDS+=($!)
 # token with a dummy signature serves h2load.
 "$HERALD" mock --port "$MOCK_PORT" --write-ca "$WORK/mock-ca.pem" >"$WORK/mock.log" 2>&1 &
 PIDS+=($!)
-for _ in $(seq 100); do
-    (exec 3<>/dev/tcp/127.0.0.1/$NGINX_PORT) 2>/dev/null && (exec 3<>/dev/tcp/127.0.0.1/$MOCK_PORT) 2>/dev/null && break
-    sleep 0.1
-done
+wait_for_port "$NGINX_PORT"
+wait_for_port "$MOCK_PORT"
 JWT=$(python3 - <<'EOF'
 import base64, json, time
 b64 = lambda d: base64.urlsafe_b64encode(json.dumps(d, separators=(",", ":")).encode()).rstrip(b"=").decode()

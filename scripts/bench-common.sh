@@ -1,0 +1,22 @@
+# Sourced by the bench scripts: a release build of `herald` in $HERALD, a scratch directory in
+# $WORK, and the processes the script starts (add their PIDs to PIDS) ended, and $WORK removed,
+# however the script exits.
+
+echo "building herald (release)..."
+swift build -c release --product herald >/dev/null
+HERALD=$(swift build -c release --show-bin-path)/herald
+
+WORK=$(mktemp -d)
+PIDS=()
+cleanup() {
+    for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
+    wait 2>/dev/null || true
+    rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+# Waits (at most TENTHS tenths of a second, default 100) until 127.0.0.1:PORT accepts connections.
+wait_for_port() {  # PORT [TENTHS]
+    for _ in $(seq "${2:-100}"); do (exec 3<>/dev/tcp/127.0.0.1/"$1") 2>/dev/null && return 0; sleep 0.1; done
+    return 1
+}
