@@ -62,9 +62,21 @@ package struct HTTP2Connection {
     var streams: [HTTP2StreamNumber: HTTP2Stream] = [:]
     /// Streams the peer opened that are still open here.
     package internal(set) var peerStreamCount = 0
+    /// The most streams open at once while the stream limit now in force applied, counted when
+    /// each was accepted: one comparison per stream on the hot path.
+    private var peakPeerStreamsUnderCurrentLimit = 0
+    /// The same for each earlier limit this side set, filled in only when a limit changes.
+    private var peakPeerStreamsUnderEarlierLimits: [Int: Int] = [:]
+    /// Whether this side's stream limit has changed since the connection began.
+    package private(set) var streamLimitChanged = false
+
     /// The most streams open at once, counted when each was accepted, by the stream limit then
     /// in force. Keyed by this side's own settings, so it holds as many entries as it has set limits.
-    package internal(set) var peakPeerStreamsByLimit: [Int: Int] = [:]
+    package var peakPeerStreamsByLimit: [Int: Int] {
+        var peaks = peakPeerStreamsUnderEarlierLimits
+        peaks[localInForce.maxConcurrentStreams] = max(peaks[localInForce.maxConcurrentStreams] ?? 0, peakPeerStreamsUnderCurrentLimit)
+        return peaks
+    }
     /// The highest stream ID each side has opened: every lower one that is not open is closed.
     package internal(set) var highestPeerStreamID: HTTP2StreamNumber = 0
     package internal(set) var highestLocalStreamID: HTTP2StreamNumber = 0
@@ -445,9 +457,7 @@ package struct HTTP2Connection {
         peerStreamCount += 1
         // Counted here, not when the event is handled: a later frame of the same read (a SETTINGS
         // ACK) may change the limit in force before then.
-        if peakPeerStreamsByLimit[localInForce.maxConcurrentStreams, default: 0] < peerStreamCount {
-            peakPeerStreamsByLimit[localInForce.maxConcurrentStreams] = peerStreamCount
-        }
+        peakPeerStreamsUnderCurrentLimit = max(peakPeerStreamsUnderCurrentLimit, peerStreamCount)
         events.append(.headers(streamID: id, headers: headers, endStream: endStream))
     }
 
@@ -581,6 +591,12 @@ package struct HTTP2Connection {
     /// window applies to every open stream.
     private mutating func localAcknowledged(_ settings: Settings) {
         let delta = settings.initialWindowSize - localInForce.initialWindowSize
+        if settings.maxConcurrentStreams != localInForce.maxConcurrentStreams {
+            peakPeerStreamsUnderEarlierLimits = peakPeerStreamsByLimit
+            peakPeerStreamsUnderCurrentLimit = peakPeerStreamsUnderEarlierLimits[settings.maxConcurrentStreams] ?? 0
+            peakPeerStreamsUnderEarlierLimits[settings.maxConcurrentStreams] = nil
+            streamLimitChanged = true
+        }
         localInForce = settings
         if delta != 0 {
             for id in streams.keys { streams[id]!.receiveWindow += delta }

@@ -251,7 +251,7 @@ final class MockConnectionHandler: ChannelInboundHandler {
         }
         lastProcessedStreamID = streamID
         streams[streamID] = stream
-        if http2.peakPeerStreamsByLimit.count > 1 || http2.localInForce.maxConcurrentStreams != shared.maximumConcurrentStreams {
+        if http2.streamLimitChanged {
             for (limit, peak) in http2.peakPeerStreamsByLimit where limit != shared.maximumConcurrentStreams {
                 shared.state.openStreams(peak, underLimit: limit)
             }
