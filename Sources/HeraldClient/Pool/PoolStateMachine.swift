@@ -80,7 +80,7 @@ struct PoolStateMachine<Job: Sendable, Handle: Sendable>: Sendable {
     /// Jobs waiting for a stream.
     var queuedCount: Int { queue.count }
     /// Ready connections that take new work.
-    var readyConnections: Int { entries.values.filter { $0.handle != nil && $0.accepting }.count }
+    var readyConnections: Int { entries.values.reduce(0) { $0 + ($1.handle != nil && $1.accepting ? 1 : 0) } }
 
     // MARK: Work
 
@@ -224,7 +224,12 @@ struct PoolStateMachine<Job: Sendable, Handle: Sendable>: Sendable {
         var actions: [Action] = []
         if queue.isEmpty { return actions }
         // Connections already woken will take what they had spare; wake idle ones for the rest.
-        var capacity = entries.values.reduce(0) { $0 + ($1.waking && $1.accepting ? $1.spare : 0) }
+        var capacity = 0
+        var accepting = 0
+        for entry in entries.values where entry.accepting {
+            accepting += 1
+            if entry.waking { capacity += entry.spare }
+        }
         while capacity < queue.count, let id = idle.popLast() {
             guard var entry = entries[id], let handle = entry.handle else { continue }
             entry.idle = false
@@ -233,7 +238,6 @@ struct PoolStateMachine<Job: Sendable, Handle: Sendable>: Sendable {
             capacity += entry.spare
             actions.append(.wake(handle))
         }
-        let accepting = entries.values.filter(\.accepting).count
         if queue.count > capacity, opening == 0, !reconnectScheduled, accepting < configuration.maximumConnections,
             !isShuttingDown || activeJobs > 0
         {
