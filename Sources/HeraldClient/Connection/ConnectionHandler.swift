@@ -344,18 +344,13 @@ final class ConnectionHandler: ChannelInboundHandler, RemovableChannelHandler {
         case .response(let answered, let response):
             job = answered
             shared.metrics.latency.recordNanoseconds(response.latency.nanoseconds)
-            if job.succeeds(with: response.status) {
-                let final = RetryDecision.FinalResult.succeeded(
-                    RawResponse(
-                        status: response.status, apnsID: response.apnsID, uniqueID: response.uniqueID, channelID: response.channelID,
-                        requestID: response.requestID, body: response.body
-                    )
-                )
+            if job.succeeds(with: response.answer.status) {
+                let final = RetryDecision.FinalResult.succeeded(response.answer)
                 record(final, job: job)
                 completed.append((job, final))
                 return
             }
-            result = .rejected(APNSError(status: response.status, responseBody: response.body, apnsID: response.apnsID))
+            result = .rejected(APNSError(status: response.answer.status, responseBody: response.answer.body, apnsID: response.answer.apnsID))
         case .unprocessed(let refused):
             job = refused
             result = .unprocessed

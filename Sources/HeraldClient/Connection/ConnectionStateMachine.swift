@@ -51,15 +51,13 @@ struct ConnectionStateMachine<Job> {
         case timedOut(Job)
     }
 
+    /// The server's answer as it came, and how long it took.
+    @dynamicMemberLookup
     struct Response {
-        var status: Int
-        var apnsID: String?
-        var uniqueID: String?
-        /// `apns-channel-id` and `apns-request-id`, for channel management and broadcasts.
-        var channelID: String? = nil
-        var requestID: String? = nil
-        var body: [UInt8]
+        var answer: RawResponse
         var latency: TimeAmount
+
+        subscript<Value>(dynamicMember field: KeyPath<RawResponse, Value>) -> Value { answer[keyPath: field] }
     }
 
     /// What the connection's driver does next.
@@ -377,10 +375,11 @@ struct ConnectionStateMachine<Job> {
     private mutating func finish(_ streamID: HTTP2StreamNumber, now: NIODeadline, into actions: inout [Action]) {
         guard let stream = streams.remove(streamID) else { return }
         if let status = stream.status {
-            let response = Response(
+            let answer = RawResponse(
                 status: status, apnsID: stream.apnsID, uniqueID: stream.uniqueID, channelID: stream.channelID,
-                requestID: stream.requestID, body: stream.body, latency: now - stream.sentAt
+                requestID: stream.requestID, body: stream.body
             )
+            let response = Response(answer: answer, latency: now - stream.sentAt)
             actions.append(.streamEnded(.response(stream.job, response)))
         } else {
             actions.append(.streamEnded(.lost(stream.job, "stream ended without a :status")))
