@@ -1,3 +1,4 @@
+import HeraldCore
 import Logging
 import ServiceLifecycle
 
@@ -163,6 +164,11 @@ public final class HeraldStore: Service, Sendable {
     /// key (per app) returns the notification stored the first time (`created` false).
     public func enqueue(_ request: NotificationRequest, now: Date = Date()) async throws -> (notification: StoredNotification, created: Bool) {
         let deadline = request.expiration?.deadline ?? now.addingTimeInterval(configuration.maximumAge.seconds)
+        // Times are stored as milliseconds in a 64-bit column: a deadline past year 9999 (or a
+        // `Date` made by hand) would overflow on the way in, so it is refused here, whatever the caller.
+        guard deadline.timeIntervalSince1970.isFinite, deadline.timeIntervalSince1970 <= Double(PushExpiration.maximumUnixSeconds) else {
+            throw StoreError(.invalidInput, "expiration must be at most \(PushExpiration.maximumUnixSeconds) UNIX seconds (9999-12-31)")
+        }
         return try await backend.enqueue(request, id: NotificationID.make(now: now), deadline: deadline, now: now)
     }
 

@@ -85,6 +85,15 @@ struct HeaderTests {
         #expect(PushExpiration.at(Date(timeIntervalSince1970: 1_800_000_000.7)).description == "1800000000")
         let error = #expect(throws: APNSError.self) { try PushExpiration(unixSeconds: -1) }
         #expect(error?.reason == .badExpirationDate)
+        // Past year 9999 is refused, naming the range: such a value overflowed a store's
+        // milliseconds and crashed the gateway.
+        #expect(try PushExpiration(unixSeconds: PushExpiration.maximumUnixSeconds).unixSeconds == 253_402_300_799)
+        for value in [PushExpiration.maximumUnixSeconds + 1, 9_300_000_000_000_000, Int.max, Int.min] {
+            let error = #expect(throws: APNSError.self) { try PushExpiration(unixSeconds: value) }
+            #expect(error?.reason == .badExpirationDate)
+            #expect(error?.detail?.contains("0 to 253402300799") == true)
+        }
+        #expect(PushExpiration.at(Date(timeIntervalSince1970: 1e300)).unixSeconds == PushExpiration.maximumUnixSeconds)
         let fields = PushHeaders(topic: "t").fields.map(\.name)
         #expect(!fields.contains("apns-expiration"))
         #expect(PushHeaders(topic: "t", expiration: .immediately).fields.contains { $0 == ("apns-expiration", "0") })

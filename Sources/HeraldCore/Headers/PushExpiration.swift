@@ -11,10 +11,21 @@ public enum PushExpiration: Sendable, Hashable, CustomStringConvertible {
     /// Store and retry until this time (best effort, up to about 30 days).
     case at(Date)
 
+    /// The latest expiration accepted: 9999-12-31T23:59:59Z. APNs keeps a notification for about
+    /// 30 days at most, so anything later means the same as this; past it, a time is a caller's
+    /// mistake, and arithmetic on it (milliseconds in a store, a `Date`) would overflow.
+    public static let maximumUnixSeconds = 253_402_300_799
+
     /// An expiration from UNIX seconds; `0` means ``immediately``.
+    ///
+    /// - Throws: ``APNSError`` with reason ``APNSReason/badExpirationDate`` for a value outside
+    ///   `0...maximumUnixSeconds`, naming the range.
     public init(unixSeconds: Int) throws(APNSError) {
-        guard unixSeconds >= 0 else {
-            throw APNSError(local: .badExpirationDate, "apns-expiration must be UNIX seconds (0 or more), got \(unixSeconds)")
+        guard (0...Self.maximumUnixSeconds).contains(unixSeconds) else {
+            throw APNSError(
+                local: .badExpirationDate,
+                "apns-expiration must be UNIX seconds from 0 to \(Self.maximumUnixSeconds) (9999-12-31), got \(unixSeconds)"
+            )
         }
         self = unixSeconds == 0 ? .immediately : .at(Date(timeIntervalSince1970: TimeInterval(unixSeconds)))
     }
@@ -23,7 +34,8 @@ public enum PushExpiration: Sendable, Hashable, CustomStringConvertible {
     public var unixSeconds: Int {
         switch self {
         case .immediately: 0
-        case .at(let date): Int(date.timeIntervalSince1970.rounded(.down))
+        // Clamped: a `Date` made by hand may lie outside what an `Int` of seconds can hold.
+        case .at(let date): Int(min(max(date.timeIntervalSince1970.rounded(.down), 0), Double(Self.maximumUnixSeconds)))
         }
     }
 
