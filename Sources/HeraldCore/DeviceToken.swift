@@ -1,9 +1,15 @@
 /// A device token: the address of one app on one device, as hex.
 ///
 /// Tokens are case-insensitive and kept in lower case. Their length varies (64 hex characters
-/// is usual, Live Activity tokens are longer; apns-spec §1.4), so only an even, non-zero length is
-/// required. The legacy binary interface needs exactly 32 bytes and checks that itself.
+/// is usual, Live Activity tokens are longer; apns-spec §1.4), so an even, non-zero length up to
+/// ``maximumByteCount`` is required. The legacy binary interface needs exactly 32 bytes and checks
+/// that itself.
 public struct DeviceToken: Sendable, Hashable, Comparable, CustomStringConvertible {
+    /// The longest token accepted, in bytes (twice as many hex digits). Apple's tokens are 32
+    /// bytes today and longer ones have been seen for Live Activities; 100 leaves room for growth
+    /// while keeping a token from becoming a 10 KB `:path` or database key.
+    public static let maximumByteCount = 100
+
     /// The token as lower-case hex, as it goes into `:path`.
     public let hex: String
 
@@ -14,6 +20,12 @@ public struct DeviceToken: Sendable, Hashable, Comparable, CustomStringConvertib
     public init(_ text: String) throws(APNSError) {
         guard !text.isEmpty else {
             throw APNSError(local: .badDeviceToken, "device token is empty")
+        }
+        guard text.utf8.count <= 2 * Self.maximumByteCount else {
+            throw APNSError(
+                local: .badDeviceToken,
+                "device token is \(text.utf8.count) characters; at most \(2 * Self.maximumByteCount) hex digits (\(Self.maximumByteCount) bytes) are accepted"
+            )
         }
         var normalised = [UInt8]()
         normalised.reserveCapacity(text.utf8.count)
@@ -40,6 +52,9 @@ public struct DeviceToken: Sendable, Hashable, Comparable, CustomStringConvertib
             hex.append(hexDigit(byte & 0x0F))
         }
         guard !hex.isEmpty else { throw APNSError(local: .badDeviceToken, "device token is empty") }
+        guard hex.count <= 2 * Self.maximumByteCount else {
+            throw APNSError(local: .badDeviceToken, "device token is \(hex.count / 2) bytes; at most \(Self.maximumByteCount) are accepted")
+        }
         self.hex = String(decoding: hex, as: UTF8.self)
     }
 

@@ -52,10 +52,13 @@ package struct FeedbackTupleDecoder: ByteToMessageDecoder {
         guard buffer.readableBytes >= 6 else { return nil }
         let length = Int(buffer.getInteger(at: buffer.readerIndex + 4, as: UInt16.self)!)
         guard length > 0 else { throw LegacyError(.protocolError, "a feedback tuple with an empty token") }
+        guard length <= DeviceToken.maximumByteCount else {
+            throw LegacyError(.protocolError, "a feedback tuple with a \(length)-byte token; at most \(DeviceToken.maximumByteCount) are accepted")
+        }
         guard buffer.readableBytes >= 6 + length else { return nil }
         let seconds = buffer.readInteger(as: UInt32.self)!
         buffer.moveReaderIndex(forwardBy: 2)
         let token = buffer.readBytes(length: length)!
-        return FeedbackTuple(timestamp: Date(timeIntervalSince1970: TimeInterval(seconds)), token: try! DeviceToken(bytes: token))
+        return FeedbackTuple(timestamp: Date(timeIntervalSince1970: TimeInterval(seconds)), token: try! DeviceToken(bytes: token))  // 1...maximumByteCount bytes: checked above
     }
 }

@@ -22,11 +22,23 @@ struct DeviceTokenTests {
 
     @Test("bytes round-trip")
     func bytesRoundTrip() throws {
-        let bytes: [UInt8] = (0...255).map { UInt8($0) }
+        let bytes: [UInt8] = (0..<100).map { UInt8($0) }
         let token = try DeviceToken(bytes: bytes)
         #expect(token.bytes == bytes)
         #expect(token.hex.hasPrefix("000102"))
         #expect(throws: APNSError.self) { try DeviceToken(bytes: []) }
+    }
+
+    @Test("a token longer than maximumByteCount (100 bytes) is BadDeviceToken, whatever its form")
+    func tooLong() throws {
+        #expect(try DeviceToken(String(repeating: "ab", count: DeviceToken.maximumByteCount)).byteCount == 100)
+        for text in [String(repeating: "ab", count: 101), String(repeating: "0", count: 10_000), String(repeating: "x", count: 1 << 20)] {
+            let error = #expect(throws: APNSError.self) { try DeviceToken(text) }
+            #expect(error?.reason == .badDeviceToken)
+            #expect(error?.detail?.contains("at most 200 hex digits (100 bytes)") == true)
+        }
+        let error = #expect(throws: APNSError.self) { try DeviceToken(bytes: Array(repeating: 0xAB, count: 101)) }
+        #expect(error?.reason == .badDeviceToken)
     }
 
     @Test("an empty token is BadDeviceToken")

@@ -78,6 +78,15 @@ struct HeaderTests {
         #expect(throws: APNSError.self) { try PushHeaders(topic: "com.x", collapseID: "").validate() }
     }
 
+    @Test("collapse-id: a control character (CR LF, NUL, tab, DEL) is BadCollapseId, never a header APNs drops the connection for",
+          arguments: ["a\r\nb", "a\u{0}", "\t", "x\u{7F}", "\n"])
+    func collapseIDControl(_ value: String) throws {
+        let error = #expect(throws: APNSError.self) { try PushHeaders(topic: "com.x", collapseID: value).validate() }
+        #expect(error?.reason == .badCollapseId)
+        #expect(error?.detail?.contains("control character") == true)
+        try PushHeaders(topic: "com.x", collapseID: "order-42 📦").validate()
+    }
+
     @Test("expiration: a date, 0 to store nothing, or absent")
     func expiration() throws {
         #expect(try PushExpiration(unixSeconds: 0) == .immediately)

@@ -24,6 +24,15 @@ struct JSONTests {
         #expect(throws: JSONParseError.self) { try JSONValue(parsing: text) }
     }
 
+    @Test("a key twice in one object is refused (I-JSON), naming the key; the same key in two objects is fine")
+    func duplicateKeys() throws {
+        let error = #expect(throws: JSONParseError.self) { try JSONValue(parsing: #"{"badge": 1, "aps": {}, "badge": 2}"#) }
+        #expect(error?.message == #"duplicate key "badge""#)
+        #expect(error?.offset == 24)
+        #expect(throws: JSONParseError.self) { try JSONValue(parsing: #"{"a": 1, "\u0061": 2}"#) }
+        #expect(try JSONValue(parsing: #"[{"a": 1}, {"a": 2}]"#) == [["a": 1], ["a": 2]])
+    }
+
     @Test("escapes and surrogate pairs decode")
     func escapes() throws {
         #expect(try JSONValue(parsing: #""\"\\\/\b\f\n\r\t\u00e9\ud83d\ude00""#) == .string("\"\\/\u{8}\u{C}\n\r\té😀"))

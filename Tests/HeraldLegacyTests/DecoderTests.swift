@@ -37,6 +37,14 @@ struct DecoderTests {
         try ByteToMessageDecoderVerifier.verifyDecoder(inputOutputPairs: [(all, tuples)], decoderFactory: { FeedbackTupleDecoder() })
     }
 
+    @Test("a feedback tuple whose token is longer than DeviceToken.maximumByteCount is a protocol error, not a crash")
+    func feedbackTokenTooLong() throws {
+        var bytes = buffer([0, 0, 0, 1, 0, 101] + Array(repeating: 0xAB, count: 101))
+        #expect {
+            try FeedbackTupleDecoder.next(&bytes)
+        } throws: { ($0 as? LegacyError)?.code == .protocolError }
+    }
+
     @Test("notification frames of all three commands decode the same whatever the split")
     func framesSplit() throws {
         var all = ByteBuffer()

@@ -55,6 +55,12 @@ public struct PushHeaders: Sendable, Hashable {
         if let collapseID {
             let size = collapseID.utf8.count
             if size == 0 { throw APNSError(local: .badCollapseId, "apns-collapse-id is empty") }
+            // A header value may not hold CR, LF or NUL (RFC 9113 §8.2.1): APNs answers such a
+            // request by closing the connection every other notification shares. Other controls
+            // are refused too; none has a place in an identifier.
+            if collapseID.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) {
+                throw APNSError(local: .badCollapseId, "apns-collapse-id holds a control character (CR, LF, NUL, tab…); use printable text")
+            }
             if size > Self.maximumCollapseIDSize {
                 throw APNSError(
                     local: .badCollapseId,

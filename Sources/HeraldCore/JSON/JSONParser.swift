@@ -73,11 +73,15 @@ struct JSONParser {
         while true {
             skipWhitespace()
             guard peek(UInt8(ascii: "\"")) else { throw error("expected a string key") }
+            let keyStart = position
             let key = try parseString()
             skipWhitespace()
-            guard peek(UInt8(ascii: ":")) else { throw error("expected ':' after key \"\(key)\"") }
+            guard peek(UInt8(ascii: ":")) else { throw error("expected ':' after key \"\(PeerText(key, limit: 64))\"") }
             position += 1
             skipWhitespace()
+            // I-JSON (RFC 7493 §2.3): a name twice is an error, not "the last one wins": two
+            // readers of the same document must not see different values.
+            guard members[key] == nil else { throw JSONParseError(offset: keyStart, message: "duplicate key \"\(PeerText(key, limit: 64))\"") }
             members[key] = try parseValue()
             skipWhitespace()
             if peek(UInt8(ascii: ",")) {
