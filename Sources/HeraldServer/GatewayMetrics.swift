@@ -18,6 +18,7 @@ final class GatewayMetrics: Sendable {
     private let activeNotifications: Metrics.Gauge
     private let batchDuration: Metrics.Timer
     private let enqueued: Metrics.Counter
+    private let purged: Metrics.Counter
 
     /// Routes a request can be counted under; anything else is `other`.
     private static let knownReasons = Set(APNSReason.allKnown.map(\.rawValue))
@@ -45,6 +46,7 @@ final class GatewayMetrics: Sendable {
         activeNotifications = Metrics.Gauge(label: "herald_queue_active_notifications", factory: factory)
         batchDuration = Metrics.Timer(label: "herald_send_batch_duration_seconds", factory: factory)
         enqueued = Metrics.Counter(label: "herald_notifications_enqueued_total", factory: factory)
+        purged = Metrics.Counter(label: "herald_purged_rows_total", factory: factory)
     }
 
     /// One API request answered.
@@ -91,6 +93,11 @@ final class GatewayMetrics: Sendable {
 
     func recordEnqueued() {
         enqueued.increment()
+    }
+
+    /// Rows deleted by retention.
+    func recordPurged(_ rows: Int) {
+        if rows > 0 { purged.increment(by: rows) }
     }
 
     func recordQueue(_ statistics: QueueStatistics) {

@@ -3,6 +3,7 @@ import HeraldCore
 import HeraldStore
 import Hummingbird
 import HummingbirdCore
+import HummingbirdTLS
 import Logging
 import NIOCore
 import Prometheus
@@ -83,6 +84,15 @@ public final class HeraldGateway: Service, Sendable {
         self.clients = clients
     }
 
+    /// Reads the API's TLS certificate and key again (`herald serve` does on SIGHUP); handshakes
+    /// from now on use them. Does nothing without TLS.
+    ///
+    /// - Throws: ``APITLSIdentity/LoadError`` when the files cannot be used; the previous
+    ///   certificate stays in use.
+    public func reloadTLS() throws {
+        try configuration.tls?.reload()
+    }
+
     /// Runs until graceful shutdown or cancellation: migrates the database, then serves.
     public func run() async throws {
         let core = GatewayCore(gateway: self)
@@ -105,6 +115,11 @@ public final class HeraldGateway: Service, Sendable {
                     )
                     group.addTask { try await workers.run() }
                 }
+                let housekeeping = Housekeeping(
+                    store: gateway.store, settings: gateway.configuration.housekeeping, retention: gateway.configuration.queue.retention,
+                    metrics: gateway.metrics, logger: gateway.logger
+                )
+                group.addTask { await housekeeping.run() }
                 group.addTask { try await gateway.serveHTTP() }
                 try await group.waitForAll()
             }
@@ -131,9 +146,14 @@ public final class HeraldGateway: Service, Sendable {
         let listen = configuration.listen
         let onListening = self.onListening
         let logger = self.logger
+        let limits = configuration.limits
+        let addresses = ConnectionsPerAddress()
+        let http1 = HTTPServerBuilder.http1(configuration: .init(
+            additionalChannelHandlers: [ConnectionGuard(limits: limits, addresses: addresses)], idleTimeout: .seconds(75)
+        ))
         let application = Application(
             router: api.router(includesV1: roles.contains(.api)),
-            server: .http1(configuration: .init(idleTimeout: .seconds(75))),
+            server: try configuration.tls.map { try HTTPServerBuilder.tls(http1, tlsConfiguration: $0.serverConfiguration) } ?? http1,
             configuration: ApplicationConfiguration(
                 address: .hostname(listen.host, port: listen.port), serverName: "herald",
                 availableConnectionsDelegate: MaximumAvailableConnections(configuration.limits.maximumConnections)

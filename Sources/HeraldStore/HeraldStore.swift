@@ -248,6 +248,12 @@ public final class HeraldStore: Service, Sendable {
         try await backend.statistics(now: now)
     }
 
+    /// Deletes at most `limit` rows of outcomes and notifications finished before `cutoff`, in
+    /// one short transaction; returns how many went (fewer than `limit`: nothing more is due).
+    public func purgeOnce(finishedBefore cutoff: Date, limit: Int = 1000) async throws -> Int {
+        try await backend.purge(finishedBefore: cutoff, limit: max(1, limit))
+    }
+
     /// Deletes outcomes and notifications finished before `cutoff`, at most `limit` rows at a
     /// time until none are left; returns how many rows went.
     @discardableResult

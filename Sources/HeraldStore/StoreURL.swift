@@ -5,9 +5,14 @@ import Foundation
 #endif
 
 /// Where the store lives: `sqlite:PATH` (one file, nothing to install; `sqlite::memory:` for a
-/// throwaway one) or `postgres://USER:PASSWORD@HOST:PORT/DATABASE` (`postgresql://` too; add
-/// `?sslmode=require` for TLS, `disable` for none, `prefer` by default). Its description never
-/// shows the password.
+/// throwaway one) or `postgres://USER:PASSWORD@HOST:PORT/DATABASE` (`postgresql://` too). Its
+/// description never shows the password.
+///
+/// TLS to PostgreSQL follows libpq's `sslmode`: `disable`, `prefer`, `require` (encrypted, the
+/// server's certificate not checked) or `verify-full` (encrypted, the certificate checked against
+/// the CAs in `sslrootcert=FILE`, or the system's, and the host name). Without `sslmode`, a
+/// loopback host or a Unix socket gets `prefer` and any other host `require`: a password never
+/// crosses a network in the clear by default.
 public enum StoreURL: Sendable, Hashable, CustomStringConvertible {
     case sqlite(path: String)
     case postgres(Postgres)
@@ -20,17 +25,28 @@ public enum StoreURL: Sendable, Hashable, CustomStringConvertible {
         public var database: String
         public var tls: TLSMode
 
+        /// CA certificates (PEM) that `verify-full` trusts instead of the system's.
+        public var rootCertificateFile: String?
+
         public enum TLSMode: String, Sendable, Hashable {
             case disable, prefer, require
+            case verifyFull = "verify-full"
         }
 
-        public init(host: String, port: Int = 5432, user: String, password: String?, database: String, tls: TLSMode = .prefer) {
+        public init(host: String, port: Int = 5432, user: String, password: String?, database: String, tls: TLSMode? = nil) {
             self.host = host
             self.port = port
             self.user = user
             self.password = password
             self.database = database
-            self.tls = tls
+            self.tls = tls ?? Self.defaultTLS(host: host)
+        }
+
+        /// `prefer` for a loopback host or a Unix socket (a path), `require` for any other.
+        public static func defaultTLS(host: String) -> TLSMode {
+            let bare = host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host
+            let isLoopback = bare == "localhost" || bare == "::1" || bare.hasPrefix("127.") || bare.hasPrefix("/")
+            return isLoopback ? .prefer : .require
         }
     }
 
@@ -57,19 +73,30 @@ public enum StoreURL: Sendable, Hashable, CustomStringConvertible {
         guard !database.isEmpty, !database.contains("/") else {
             throw StoreError(.invalidURL, "\(Self.redacted(text)) names no database: postgres://USER:PASSWORD@HOST:PORT/DATABASE")
         }
-        var tls = Postgres.TLSMode.prefer
+        var tls: Postgres.TLSMode?
+        var rootCertificateFile: String?
         for item in components.queryItems ?? [] {
-            guard item.name == "sslmode" else {
-                throw StoreError(.invalidURL, "\(Self.redacted(text)): unknown option \(item.name) (only sslmode)")
+            switch item.name {
+            case "sslmode":
+                guard let mode = item.value.flatMap(Postgres.TLSMode.init(rawValue:)) else {
+                    throw StoreError(.invalidURL, "\(Self.redacted(text)): sslmode is disable, prefer, require or verify-full")
+                }
+                tls = mode
+            case "sslrootcert":
+                guard let file = item.value, !file.isEmpty else {
+                    throw StoreError(.invalidURL, "\(Self.redacted(text)): sslrootcert needs a file of CA certificates (PEM)")
+                }
+                rootCertificateFile = file
+            default:
+                throw StoreError(.invalidURL, "\(Self.redacted(text)): unknown option \(item.name) (only sslmode and sslrootcert)")
             }
-            guard let mode = item.value.flatMap(Postgres.TLSMode.init(rawValue:)) else {
-                throw StoreError(.invalidURL, "\(Self.redacted(text)): sslmode is disable, prefer or require")
-            }
-            tls = mode
         }
-        self = .postgres(
-            Postgres(host: host, port: components.port ?? 5432, user: user, password: components.password, database: database, tls: tls)
-        )
+        if rootCertificateFile != nil, tls != .verifyFull {
+            throw StoreError(.invalidURL, "\(Self.redacted(text)): sslrootcert is used only with sslmode=verify-full")
+        }
+        var postgres = Postgres(host: host, port: components.port ?? 5432, user: user, password: components.password, database: database, tls: tls)
+        postgres.rootCertificateFile = rootCertificateFile
+        self = .postgres(postgres)
     }
 
     public var description: String {

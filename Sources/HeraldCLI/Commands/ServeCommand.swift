@@ -6,6 +6,7 @@ import Logging
 import Metrics
 import Prometheus
 import ServiceLifecycle
+import UnixSignals
 
 #if canImport(Glibc)
 import Glibc
@@ -28,8 +29,17 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("The gateway's configuration file.", valueName: "FILE.json"))
     var config: String
 
-    @Option(help: ArgumentHelp("The database, instead of the file's: sqlite:PATH or postgres://USER@HOST:PORT/DB (password from PGPASSWORD).", valueName: "URL"))
+    @Option(help: ArgumentHelp(
+        "The database, instead of the file's: sqlite:PATH or postgres://USER@HOST:PORT/DB. A password here is visible in ps: give it in PGPASSWORD, or the whole URL in HERALD_DATABASE_URL or --database-file.",
+        valueName: "URL"
+    ))
     var database: String?
+
+    @Option(name: .customLong("database-file"), help: ArgumentHelp(
+        "A file holding the database URL (one line), instead of the file's: for a URL with a password, readable only by this user.",
+        valueName: "FILE"
+    ))
+    var databaseFile: String?
 
     @Option(help: ArgumentHelp("Where the API listens, instead of the file's.", valueName: "HOST:PORT"))
     var listen: String?
@@ -54,11 +64,31 @@ struct ServeCommand: AsyncParsableCommand {
         } catch {
             throw CommandFailure.usage(error.description)
         }
+        // The URL, in order: --database, --database-file, HERALD_DATABASE_URL, the file's.
+        guard database == nil || databaseFile == nil else { throw CommandFailure.usage("--database and --database-file exclude each other") }
+        var databaseURL: (text: String, source: String)?
         if let database {
+            databaseURL = (database, "--database")
+        } else if let databaseFile {
+            let bytes: [UInt8]
             do {
-                configuration.database = try StoreURL(database).withPassword(from: Self.environment)
+                bytes = try FileContents.read(databaseFile, limit: 64 << 10)
             } catch {
-                throw CommandFailure.usage("--database: \(error.message)")
+                throw CommandFailure.usage("--database-file: \(error)")
+            }
+            let isSpace: (UInt8) -> Bool = { $0 == 0x20 || $0 == 0x0A || $0 == 0x0D || $0 == 0x09 }
+            guard let text = String(validating: bytes.drop(while: isSpace).reversed().drop(while: isSpace).reversed(), as: UTF8.self) else {
+                throw CommandFailure.usage("--database-file: \(databaseFile) is not UTF-8 text")
+            }
+            databaseURL = (text, "--database-file \(databaseFile)")
+        } else if let text = getenv("HERALD_DATABASE_URL").map({ String(cString: $0) }), !text.isEmpty {
+            databaseURL = (text, "HERALD_DATABASE_URL")
+        }
+        if let (text, source) = databaseURL {
+            do {
+                configuration.database = try StoreURL(text).withPassword(from: Self.environment)
+            } catch {
+                throw CommandFailure.usage("\(source): \(error.message)")
             }
         }
         if let listen {
@@ -79,10 +109,11 @@ struct ServeCommand: AsyncParsableCommand {
         MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: registry))
         let roles: HeraldGateway.Roles = workersOnly ? .workers : apiOnly ? .api : .all
         let database = configuration.database
+        let scheme = configuration.tls == nil ? "http" : "https"
         let gateway: HeraldGateway
         do {
             gateway = try HeraldGateway(configuration: configuration, roles: roles, registry: registry, logger: logger) { address in
-                Terminal.line("herald serve listening on http://\(address) (\(database))")
+                Terminal.line("herald serve listening on \(scheme)://\(address) (\(database))")
                 Terminal.flush()
             }
         } catch {
@@ -96,6 +127,18 @@ struct ServeCommand: AsyncParsableCommand {
                 return group
             }()
         )
+        // SIGHUP reads the API's TLS certificate and key again (a renewed certificate, no restart).
+        let reloader = configuration.tls == nil ? nil : Task {
+            for await _ in await UnixSignalsSequence(trapping: .sighup) {
+                do {
+                    try gateway.reloadTLS()
+                    logger.info("reloaded the TLS certificate and key")
+                } catch {
+                    logger.error("cannot reload the TLS certificate; the previous one stays in use", metadata: ["error": "\(error)"])
+                }
+            }
+        }
+        defer { reloader?.cancel() }
         do {
             try await group.run()
         } catch {

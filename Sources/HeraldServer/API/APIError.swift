@@ -6,12 +6,14 @@ import NIOCore
 /// An API error answer: `{"error": {"code": "…", "message": "…"}}` with its HTTP status.
 ///
 /// Codes are stable (`unauthorized`, `forbidden`, `notFound`, `invalidRequest`, `tooLarge`,
-/// `unavailable`, `internal`, and APNs reasons such as `PayloadTooLarge` for payloads APNs would
+/// `tooManyRequests`, `unavailable`, `internal`, and APNs reasons such as `PayloadTooLarge` for payloads APNs would
 /// refuse); messages say what was wrong and what to do.
 public struct APIError: Error, Sendable, HTTPResponseError, CustomStringConvertible {
     public var status: HTTPResponse.Status
     public var code: String
     public var message: String
+    /// Seconds for `Retry-After` (a 429 or 503 says when to come back).
+    public var retryAfter: Int?
 
     public init(_ status: HTTPResponse.Status, _ code: String, _ message: String) {
         self.status = status
@@ -41,7 +43,11 @@ public struct APIError: Error, Sendable, HTTPResponseError, CustomStringConverti
         writer.endObject()
         var headers = HTTPFields()
         if status == .unauthorized { headers[.wwwAuthenticate] = "Bearer" }
-        if status == .serviceUnavailable { headers[.retryAfter] = "1" }
+        if let retryAfter {
+            headers[.retryAfter] = String(retryAfter)
+        } else if status == .serviceUnavailable {
+            headers[.retryAfter] = "1"
+        }
         return JSONBody.response(status, writer, headers: headers)
     }
 

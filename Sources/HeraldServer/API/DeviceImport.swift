@@ -33,15 +33,28 @@ struct DeviceImport: AsyncSequence {
         }
 
         var errors: (kept: [Failure], count: Int) { state.withLockedValue { $0 } }
+
+        private let overLimit = NIOLockedValueBox(false)
+
+        /// Whether reading stopped at ``DeviceImport/maximumSize``.
+        var stoppedAtLimit: Bool {
+            get { overLimit.withLockedValue { $0 } }
+            set { overLimit.withLockedValue { $0 = newValue } }
+        }
     }
 
     let body: RequestBody
     let format: Format
     let maximumElementSize: Int
+    /// The most bytes of body read; the devices before it are registered, the rest is not read.
+    let maximumSize: Int
     let report: Report
 
     func makeAsyncIterator() -> AsyncIterator {
-        AsyncIterator(body: body.makeAsyncIterator(), splitter: ElementSplitter(format: format, maximumSize: maximumElementSize), report: report)
+        AsyncIterator(
+            body: body.makeAsyncIterator(), splitter: ElementSplitter(format: format, maximumSize: maximumElementSize), report: report,
+            remaining: maximumSize
+        )
     }
 
     struct AsyncIterator: AsyncIteratorProtocol {
@@ -51,6 +64,14 @@ struct DeviceImport: AsyncSequence {
         var items: [ElementSplitter.Item] = []
         var next = 0
         var finished = false
+        var remaining: Int
+
+        init(body: RequestBody.AsyncIterator, splitter: ElementSplitter, report: Report, remaining: Int) {
+            self.body = body
+            self.splitter = splitter
+            self.report = report
+            self.remaining = remaining
+        }
 
         mutating func next() async throws -> DeviceRegistration? {
             while true {
@@ -72,6 +93,16 @@ struct DeviceImport: AsyncSequence {
                 next = 0
                 if finished { return nil }
                 if let buffer = try await body.next() {
+                    if buffer.readableBytes > remaining {
+                        // Past the limit: what was read whole up to it is registered; the
+                        // element cut off there and the rest of the body are not.
+                        splitter.feed(buffer.readableBytesView.prefix(remaining), into: &items)
+                        remaining = 0
+                        report.stoppedAtLimit = true
+                        finished = true
+                        continue
+                    }
+                    remaining -= buffer.readableBytes
                     splitter.feed(buffer.readableBytesView, into: &items)
                 } else {
                     splitter.finish(into: &items)
@@ -88,6 +119,7 @@ struct DeviceImport: AsyncSequence {
             } catch {
                 throw APIError.invalid("not valid JSON: \(error)")
             }
+            try InputScreen.refuseNUL(in: value)
             do {
                 let fields = try JSONFields(value, path: "")
                 let token = try fields.requiredString("token")

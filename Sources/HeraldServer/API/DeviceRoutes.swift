@@ -57,7 +57,13 @@ struct DeviceRoutes {
             }
             filter.status = parsed
         }
-        filter.user = query["user"].map(String.init)
+        if let user = query["user"] {
+            // The same rule as registering one: it is a SQL parameter.
+            guard !user.isEmpty, user.utf8.count <= DeviceRegistration.maximumUserLength, PeerText.isSafe(user) else {
+                throw APIError.invalid("user must be 1 to \(DeviceRegistration.maximumUserLength) bytes without control characters")
+            }
+            filter.user = String(user)
+        }
         if let tag = query["tag"] {
             guard DeviceRegistration.isValidTag(String(tag)) else { throw APIError.invalid("tag: 1 to 64 of A-Z a-z 0-9 . _ : -") }
             filter.tag = String(tag)
@@ -89,8 +95,16 @@ struct DeviceRoutes {
         }
         let limits = api.configuration.limits
         let report = DeviceImport.Report(maximumErrors: limits.maximumImportErrors)
-        let devices = DeviceImport(body: request.body, format: format, maximumElementSize: limits.maximumImportLineSize, report: report)
+        let devices = DeviceImport(
+            body: request.body, format: format, maximumElementSize: limits.maximumImportLineSize, maximumSize: limits.maximumImportSize, report: report
+        )
         let upserted = try await api.store.register(contentsOf: devices, app: app, batchSize: 10_000)
+        if report.stoppedAtLimit {
+            throw APIError(
+                .contentTooLarge, "tooLarge",
+                "the import is over \(limits.maximumImportSize) bytes (limits.maximumImportSize): the \(upserted) devices before that point were registered, the rest was not read; send it in another request"
+            )
+        }
         let (errors, errorCount) = report.errors
         return JSONBody.object { writer in
             writer.member("upserted", upserted)

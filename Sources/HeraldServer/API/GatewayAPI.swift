@@ -13,12 +13,14 @@ public struct GatewayAPI: Sendable {
     let store: HeraldStore
     let metrics: GatewayMetrics
     let keyring: APIKeyring
+    let limiter: RateLimiter
 
     init(configuration: GatewayConfiguration, store: HeraldStore, metrics: GatewayMetrics) {
         self.configuration = configuration
         self.store = store
         self.metrics = metrics
         keyring = APIKeyring(configuration.apiKeys)
+        limiter = RateLimiter(requestsPerSecond: configuration.limits.requestsPerSecondPerKey, burst: configuration.limits.requestBurstPerKey)
     }
 
     /// The router: the whole API, or (`includesV1` false, for a workers-only process) only the
@@ -26,9 +28,10 @@ public struct GatewayAPI: Sendable {
     public func router(includesV1: Bool = true) -> Router<GatewayContext> {
         let router = Router(context: GatewayContext.self)
         router.add(middleware: ResponseMiddleware(metrics: metrics))
+        router.add(middleware: InputScreenMiddleware())
         ProbeRoutes(api: self).add(to: router)
         if includesV1 {
-            let v1 = router.group("v1").add(middleware: AuthenticationMiddleware(keyring: keyring))
+            let v1 = router.group("v1").add(middleware: AuthenticationMiddleware(keyring: keyring, limiter: limiter))
             DeviceRoutes(api: self).add(to: v1)
             NotificationRoutes(api: self).add(to: v1)
         }
@@ -50,7 +53,9 @@ public struct GatewayAPI: Sendable {
     /// `limit=`: 1 to 1000, default 100.
     static func limit(_ text: Substring?) throws(APIError) -> Int {
         guard let text else { return 100 }
-        guard let limit = Int(text), (1...1000).contains(limit) else { throw APIError.invalid("limit must be 1 to 1000") }
+        guard text.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }), let limit = Int(text), (1...1000).contains(limit) else {
+            throw APIError.invalid("limit must be a whole number from 1 to 1000")
+        }
         return limit
     }
 

@@ -52,6 +52,7 @@ enum JSONBody {
         } catch {
             throw APIError.invalid("the body is not valid JSON: \(error)")
         }
+        try InputScreen.refuseNUL(in: value)
         do {
             return try JSONFields(value, path: "")
         } catch {

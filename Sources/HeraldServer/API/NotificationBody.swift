@@ -78,7 +78,16 @@ struct NotificationBody {
         } catch let error as FieldError {
             throw error.apiError
         } catch let error as APNSError {
-            throw APIError(.badRequest, error.reason.rawValue, error.detail ?? error.description)
+            // The header a field becomes is named by the field, as the caller wrote it.
+            let field: String? = switch error.reason {
+            case .badCollapseId: "collapseID"
+            case .badExpirationDate: "expiration"
+            case .badPriority: "priority"
+            case .badDeviceToken: nil
+            default: nil
+            }
+            let message = error.detail ?? error.description
+            throw APIError(.badRequest, error.reason.rawValue, field.map { "\($0): \(message)" } ?? message)
         } catch let error as PayloadError {
             throw APIError.invalid("payload: \(error.message)")
         } catch {

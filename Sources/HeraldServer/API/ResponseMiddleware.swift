@@ -33,9 +33,11 @@ struct ResponseMiddleware: RouterMiddleware {
 }
 
 /// Lets a request through only with `Authorization: Bearer KEY` for a configured key.
+/// Then counts the request against the key's rate (429 with `Retry-After` past it).
 struct AuthenticationMiddleware: RouterMiddleware {
     typealias Context = GatewayContext
     let keyring: APIKeyring
+    let limiter: RateLimiter
 
     func handle(_ request: Request, context: GatewayContext, next: (Request, GatewayContext) async throws -> Response) async throws -> Response {
         guard let header = request.headers[.authorization] else {
@@ -44,6 +46,15 @@ struct AuthenticationMiddleware: RouterMiddleware {
         let parts = header.split(separator: " ", maxSplits: 1)
         guard parts.count == 2, parts[0].lowercased() == "bearer", let key = keyring.key(for: String(parts[1])) else {
             throw APIError(.unauthorized, "unauthorized", "the API key is not one this gateway knows")
+        }
+        if let wait = limiter.take(key.name) {
+            let seconds = max(1, Int(wait.components.seconds) + (wait.components.attoseconds > 0 ? 1 : 0))
+            var error = APIError(
+                .tooManyRequests, "tooManyRequests",
+                "this API key made more than \(Int(limiter.rate)) requests a second (\(Int(limiter.burst)) at once); retry after \(seconds) s"
+            )
+            error.retryAfter = seconds
+            throw error
         }
         var context = context
         context.apiKey = key

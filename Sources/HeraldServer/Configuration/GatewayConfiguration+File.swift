@@ -60,7 +60,7 @@ extension GatewayConfiguration {
             throw FieldError("", "not valid JSON: \(error)")
         }
         let root = try JSONFields(document, path: "")
-        try root.only(["listen", "database", "apps", "apiKeys", "queue", "workers", "limits"])
+        try root.only(["listen", "database", "apps", "apiKeys", "queue", "workers", "limits", "housekeeping", "tls"])
         let databaseText = try root.requiredString("database")
         let database: StoreURL
         do {
@@ -93,6 +93,19 @@ extension GatewayConfiguration {
         if let queue = try root.object("queue") { self.queue = try QueueSettings(queue) }
         if let workers = try root.object("workers") { self.workers = try WorkerSettings(workers) }
         if let limits = try root.object("limits") { self.limits = try APILimits(limits) }
+        if let housekeeping = try root.object("housekeeping") { self.housekeeping = try HousekeepingSettings(housekeeping) }
+        if let tls = try root.object("tls") {
+            try tls.only(["certificateFile", "keyFile"])
+            let files = APITLSIdentity.Files(
+                certificateFile: App.resolve(try tls.requiredString("certificateFile"), in: directory),
+                keyFile: App.resolve(try tls.requiredString("keyFile"), in: directory)
+            )
+            do {
+                self.tls = try APITLSIdentity(files: files)
+            } catch {
+                throw FieldError("tls", error.description)
+            }
+        }
     }
 
     private static func processEnvironment() -> [String: String] {
@@ -198,7 +211,7 @@ extension GatewayConfiguration.App {
         }
     }
 
-    private static func resolve(_ file: String, in directory: String) -> String {
+    static func resolve(_ file: String, in directory: String) -> String {
         file.hasPrefix("/") ? file : directory + file
     }
 }
@@ -274,7 +287,10 @@ extension WorkerSettings {
 extension APILimits {
     init(_ fields: JSONFields) throws(FieldError) {
         self.init()
-        try fields.only(["maximumBodySize", "maximumImportLineSize", "maximumAudienceSize", "maximumConnections"])
+        try fields.only([
+            "maximumBodySize", "maximumImportLineSize", "maximumAudienceSize", "maximumConnections", "maximumConnectionsPerAddress",
+            "requestHeadTimeoutSeconds", "minimumBodyRate", "maximumImportSize", "requestsPerSecondPerKey", "requestBurstPerKey",
+        ])
         func bounded(_ name: String, _ range: ClosedRange<Int>) throws(FieldError) -> Int? {
             guard let value = try fields.int(name) else { return nil }
             guard range.contains(value) else { throw FieldError(fields.at(name), "must be \(range.lowerBound) to \(range.upperBound)") }
@@ -284,5 +300,26 @@ extension APILimits {
         if let value = try bounded("maximumImportLineSize", 1024...(1 << 20)) { maximumImportLineSize = value }
         if let value = try bounded("maximumAudienceSize", 1...1_000_000) { maximumAudienceSize = value }
         if let value = try bounded("maximumConnections", 1...100_000) { maximumConnections = value }
+        if let value = try bounded("maximumConnectionsPerAddress", 1...100_000) { maximumConnectionsPerAddress = value }
+        if let value = try bounded("requestHeadTimeoutSeconds", 1...30) { requestHeadTimeout = .seconds(value) }
+        if let value = try bounded("minimumBodyRate", 1...(1 << 30)) { minimumBodyRate = value }
+        if let value = try bounded("maximumImportSize", 4096...(1 << 40)) { maximumImportSize = value }
+        if let value = try bounded("requestsPerSecondPerKey", 1...1_000_000) { requestsPerSecondPerKey = value }
+        if let value = try bounded("requestBurstPerKey", 1...10_000_000) { requestBurstPerKey = value }
+    }
+}
+
+extension HousekeepingSettings {
+    init(_ fields: JSONFields) throws(FieldError) {
+        self.init()
+        try fields.only(["statisticsIntervalSeconds", "purgeIntervalSeconds", "purgeBatchSize"])
+        func bounded(_ name: String, _ range: ClosedRange<Int>) throws(FieldError) -> Int? {
+            guard let value = try fields.int(name) else { return nil }
+            guard range.contains(value) else { throw FieldError(fields.at(name), "must be \(range.lowerBound) to \(range.upperBound)") }
+            return value
+        }
+        if let value = try bounded("statisticsIntervalSeconds", 1...3600) { statisticsInterval = .seconds(value) }
+        if let value = try bounded("purgeIntervalSeconds", 1...3600) { purgeInterval = .seconds(value) }
+        if let value = try bounded("purgeBatchSize", 1...100_000) { purgeBatchSize = value }
     }
 }

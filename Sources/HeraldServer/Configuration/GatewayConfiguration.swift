@@ -42,6 +42,11 @@ public struct GatewayConfiguration: Sendable {
     public var workers: WorkerSettings = WorkerSettings()
     /// Bounds on what API clients can send.
     public var limits: APILimits = APILimits()
+    /// How often the queue's gauges are refreshed and retention runs.
+    public var housekeeping: HousekeepingSettings = HousekeepingSettings()
+    /// When set, the API listener speaks HTTPS with this certificate (reloaded by
+    /// ``HeraldGateway/reloadTLS()``). Default: plain HTTP, for a reverse proxy or loopback.
+    public var tls: APITLSIdentity?
 
     public init(database: StoreURL, apps: [App], apiKeys: [APIKey]) {
         self.database = database
@@ -129,6 +134,24 @@ public struct APILimits: Sendable, Hashable {
     public var maximumAudienceSize = 10_000
     /// Connections the API keeps open at once. Default 512.
     public var maximumConnections = 512
+    /// Connections one client address may hold open at once, so that one client cannot take
+    /// all of ``maximumConnections``. Default 64.
+    public var maximumConnectionsPerAddress = 64
+    /// How long a request's head may take to arrive whole, counted from the connection's
+    /// opening or the previous answer (an idle keep-alive connection is closed then too).
+    /// Default 30 s, at most 30 s.
+    public var requestHeadTimeout: Duration = .seconds(30)
+    /// The slowest a request body may arrive, in bytes a second (measured over 5 s windows,
+    /// after the first). Default 1,024.
+    public var minimumBodyRate = 1024
+    /// The largest body of one bulk import (`POST …/devices`), in bytes. Default 2 GiB (about
+    /// 15 million devices of ~130 bytes); past it the devices read so far are registered and the
+    /// answer is 413, saying how many.
+    public var maximumImportSize = 2 << 30
+    /// Requests one API key may make per second, on average, in each process. Default 1,000.
+    public var requestsPerSecondPerKey = 1000
+    /// Requests one API key may make at once above that rate. Default 2,000.
+    public var requestBurstPerKey = 2000
 
     public init() {}
 }

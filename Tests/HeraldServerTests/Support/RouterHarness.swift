@@ -8,7 +8,7 @@ import Hummingbird
 import HummingbirdTesting
 import Testing
 
-/// The API in HummingbirdTesting's router mode (no socket) on a fresh SQLite store, with two
+/// The API in HummingbirdTesting's router mode (no socket) on a fresh store (SQLite unless told), with two
 /// apps and a key for the first only: for the API's contract, status by status.
 struct RouterHarness: Sendable {
     let client: any TestClientProtocol
@@ -16,7 +16,9 @@ struct RouterHarness: Sendable {
     let otherKey: String
     let document: OpenAPIContract
 
-    static func run(_ body: @escaping @Sendable (RouterHarness) async throws -> Void) async throws {
+    static func run(
+        backend: Backend = .sqlite, configure: (inout GatewayConfiguration) -> Void = { _ in }, _ body: @escaping @Sendable (RouterHarness) async throws -> Void
+    ) async throws {
         let scratch = try ScratchDirectory()
         let key = APIKey.generate(name: "shop-only", apps: [appID])
         let otherKey = APIKey.generate(name: "other-only", apps: ["other"])
@@ -25,10 +27,15 @@ struct RouterHarness: Sendable {
             GatewayConfiguration.App(id: appID, topic: bundleID, environment: .sandbox, credentials: credentials),
             GatewayConfiguration.App(id: "other", topic: "com.example.other", environment: .sandbox, credentials: credentials),
         ]
-        var configuration = GatewayConfiguration(database: try StoreURL("sqlite:" + scratch.file("api.db")), apps: apps, apiKeys: [key.entry, otherKey.entry])
+        var configuration = GatewayConfiguration(database: try StoreURL(backend.storeURL(scratch: scratch, name: "api.db")), apps: apps, apiKeys: [key.entry, otherKey.entry])
         configuration.limits.maximumBodySize = 64 << 10
         configuration.limits.maximumImportLineSize = 4096
+        configure(&configuration)
         let gateway = try HeraldGateway(configuration: configuration, roles: .api)
+        // PostgreSQL's connection pool lives while the store's service runs (SQLite needs none,
+        // and its shared file stays open for the other tests).
+        let store = backend == .postgres ? Task { try await gateway.store.run() } : nil
+        defer { store?.cancel() }
         try await gateway.store.migrate()
         let application = Application(router: gateway.api.router())
         let document = try OpenAPIContract(bytes: OpenAPIDocument.bytes)

@@ -20,11 +20,20 @@ final class PostgresStore: StoreBackend {
     private let work = WorkSignal()
 
     init(configuration: StoreURL.Postgres, maximumConnections: Int, logger: Logger) {
+        // libpq's meanings: `prefer` and `require` encrypt without checking the certificate,
+        // `verify-full` checks it (against `sslrootcert`, else the system's CAs) and the host name.
+        var unverified = TLSConfiguration.makeClientConfiguration()
+        unverified.certificateVerification = .none
         let tls: PostgresClient.Configuration.TLS
         switch configuration.tls {
         case .disable: tls = .disable
-        case .prefer: tls = .prefer(.makeClientConfiguration())
-        case .require: tls = .require(.makeClientConfiguration())
+        case .prefer: tls = .prefer(unverified)
+        case .require: tls = .require(unverified)
+        case .verifyFull:
+            var verified = TLSConfiguration.makeClientConfiguration()
+            verified.certificateVerification = .fullVerification
+            if let file = configuration.rootCertificateFile { verified.trustRoots = .file(file) }
+            tls = .require(verified)
         }
         var client = PostgresClient.Configuration(
             host: configuration.host, port: configuration.port, username: configuration.user, password: configuration.password,

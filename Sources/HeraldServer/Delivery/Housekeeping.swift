@@ -1,0 +1,102 @@
+import HeraldStore
+import Logging
+import ServiceLifecycle
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
+/// The gateway's background chores, one task per process:
+///
+/// - The queue's gauges (pending deliveries and ranges, active notifications) are read from the
+///   database every ``HousekeepingSettings/statisticsInterval``, never per scrape: a scrape of
+///   `/metrics` costs no query, however often it comes.
+/// - Retention runs every ``HousekeepingSettings/purgeInterval``: finished notifications, their
+///   outcomes and retired devices older than `queue.retention` are deleted in transactions of
+///   ``HousekeepingSettings/purgeBatchSize`` rows, with a pause between them, so no long
+///   transaction or lock stalls sending. Rows purged are counted in `herald_purged_rows_total`.
+///
+/// Every process runs it; on PostgreSQL two processes purging at once only share the rows.
+struct Housekeeping: Sendable {
+    let store: HeraldStore
+    let settings: HousekeepingSettings
+    let retention: Duration
+    let metrics: GatewayMetrics
+    let logger: Logger
+
+    func run() async {
+        let clock = ContinuousClock()
+        var nextStatistics = clock.now
+        var nextPurge = clock.now + settings.purgeInterval
+        while !Task.isShuttingDownGracefully, !Task.isCancelled {
+            let now = clock.now
+            if now >= nextStatistics {
+                await refreshStatistics()
+                nextStatistics = clock.now + settings.statisticsInterval
+            }
+            if now >= nextPurge {
+                await purge()
+                nextPurge = clock.now + settings.purgeInterval
+            }
+            let wake = min(nextStatistics, nextPurge)
+            _ = try? await cancelWhenGracefulShutdown { try await Task.sleep(until: wake, clock: clock) }
+        }
+    }
+
+    /// Reads the queue's depth once; a database that does not answer leaves the last values.
+    func refreshStatistics() async {
+        do {
+            metrics.recordQueue(try await store.statistics())
+        } catch {
+            logger.debug("cannot read the queue's statistics", metadata: ["error": "\(error)"])
+        }
+    }
+
+    /// Purges everything that fell due, batch by batch; returns how many rows went.
+    @discardableResult
+    func purge(now: Date = Date()) async -> Int {
+        let (whole, fraction) = retention.components
+        let cutoff = now.addingTimeInterval(-(Double(whole) + Double(fraction) / 1e18))
+        var total = 0
+        let started = ContinuousClock.now
+        // Bounded in count as well as by what is due: a purge that cannot keep up resumes at
+        // the next interval rather than holding the task.
+        for _ in 0..<settings.maximumBatchesPerRun {
+            if Task.isShuttingDownGracefully || Task.isCancelled { break }
+            let purged: Int
+            do {
+                purged = try await store.purgeOnce(finishedBefore: cutoff, limit: settings.purgeBatchSize)
+            } catch {
+                logger.warning("cannot purge; retrying at the next interval", metadata: ["error": "\(error)"])
+                break
+            }
+            total += purged
+            metrics.recordPurged(purged)
+            if purged < settings.purgeBatchSize { break }
+            // Let workers' writes in between batches (SQLite has one writer).
+            try? await Task.sleep(for: settings.purgePause)
+        }
+        if total > 0 {
+            logger.info("purged", metadata: ["rows": "\(total)", "seconds": "\(ContinuousClock.now - started)"])
+        }
+        return total
+    }
+}
+
+/// How often the gateway's background chores run; see ``Housekeeping``.
+public struct HousekeepingSettings: Sendable, Hashable {
+    /// How often the queue's gauges are read from the database. Default 10 s.
+    public var statisticsInterval: Duration = .seconds(10)
+    /// How often retention runs. Default 60 s, so a row is purged at most a minute after it falls due.
+    public var purgeInterval: Duration = .seconds(60)
+    /// Rows deleted per transaction. Default 1,000.
+    public var purgeBatchSize = 1000
+    /// The pause between two purge transactions. Default 50 ms.
+    public var purgePause: Duration = .milliseconds(50)
+    /// Transactions per run at most (a backlog is taken over several runs). Default 1,000.
+    public var maximumBatchesPerRun = 1000
+
+    public init() {}
+}
