@@ -92,7 +92,8 @@ public final class HeraldStore: Service, Sendable {
     /// the device is active again whatever it was. Returns the device, and whether it is new.
     @discardableResult
     public func register(_ registration: DeviceRegistration, app: String, now: Date = Date()) async throws -> (device: Device, created: Bool) {
-        try await backend.register(registration, app: app, now: now)
+        try registration.checkBadge()
+        return try await backend.register(registration, app: app, now: now)
     }
 
     /// Registers every device of `registrations` (a million is fine: they are read and written in
@@ -115,6 +116,7 @@ public final class HeraldStore: Service, Sendable {
             positions.removeAll(keepingCapacity: true)
         }
         for try await registration in registrations {
+            try registration.checkBadge()
             // A token twice in one batch is one registration: the later one's fields win.
             if let position = positions[registration.token] {
                 batch[position].merge(registration)

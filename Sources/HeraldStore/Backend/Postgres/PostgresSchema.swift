@@ -216,16 +216,23 @@ enum PostgresSchema {
         """
 
     /// Raises each device's badge once per notification (IDs sort by time, so a re-send of an
-    /// older notification does not raise it again), and returns every device's badge.
+    /// older notification does not raise it again), and returns every device's badge. A badge
+    /// stops at the largest APNs accepts (one more would overflow the column and fail the claim).
     static let raiseBadges = """
         WITH raised AS (
-            UPDATE devices SET badge = COALESCE(badge, 0) + 1, badge_notification = $1
+            UPDATE devices SET badge = \(badgeInRange(maximum: DeviceRegistration.maximumBadge - 1)) + 1, badge_notification = $1
             WHERE app = $2 AND token = ANY($3::TEXT[]) AND (badge_notification IS NULL OR badge_notification < $1)
             RETURNING token, badge)
         SELECT token, badge FROM raised
         UNION ALL
-        SELECT token, COALESCE(badge, 0) FROM devices WHERE app = $2 AND token = ANY($3::TEXT[]) AND token NOT IN (SELECT token FROM raised)
+        SELECT token, \(badgeInRange(maximum: DeviceRegistration.maximumBadge)) FROM devices
+        WHERE app = $2 AND token = ANY($3::TEXT[]) AND token NOT IN (SELECT token FROM raised)
         """
+
+    /// A device's stored badge (none: 0) brought into 0...`maximum`.
+    static func badgeInRange(maximum: Int) -> String {
+        "LEAST(GREATEST(COALESCE(badge, 0), 0), \(maximum))"
+    }
 
     /// A batch of delivery outcomes, each only while this worker still leases the row.
     static let finishDeliveries = """

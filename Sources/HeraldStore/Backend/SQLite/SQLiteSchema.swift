@@ -255,16 +255,23 @@ extension SQLiteSchema {
 
     /// Raises each device's badge once per notification: a notification newer than the last one
     /// that raised it (IDs sort by time), so a re-send after a crash does not raise it again.
+    /// A badge stops at the largest APNs accepts.
     static func raiseBadges(tokens: Int) -> String {
         """
-        UPDATE devices SET badge = COALESCE(badge, 0) + 1, badge_notification = ?1
+        UPDATE devices SET badge = \(badgeInRange(maximum: DeviceRegistration.maximumBadge - 1)) + 1, badge_notification = ?1
         WHERE app = ?2 AND (badge_notification IS NULL OR badge_notification < ?1)
             AND token IN (\((0..<tokens).map { "?\($0 + 3)" }.joined(separator: ", ")))
         """
     }
 
     static func badges(tokens: Int) -> String {
-        "SELECT token, COALESCE(badge, 0) AS badge FROM devices WHERE app = ? AND token IN (\(placeholders(tokens)))"
+        "SELECT token, \(badgeInRange(maximum: DeviceRegistration.maximumBadge)) AS badge FROM devices WHERE app = ? AND token IN (\(placeholders(tokens)))"
+    }
+
+    /// A device's stored badge (none: 0) brought into 0...`maximum`, as an integer whatever was
+    /// written into the column.
+    static func badgeInRange(maximum: Int) -> String {
+        "CAST(MIN(MAX(COALESCE(badge, 0), 0), \(maximum)) AS INTEGER)"
     }
 
     static let setDeliveryBadge = "UPDATE deliveries SET badge = ? WHERE id = ?"

@@ -1,0 +1,59 @@
+import Foundation
+import HeraldCore
+import HeraldStore
+import HeraldTestSupport
+import Testing
+
+/// The queue under what a quiet test never does: badges at their limit, rows the store never
+/// writes, callers racing on one key, cancels racing claims, leases lost, notifications claimed
+/// out of order. On both backends.
+@Suite("Delivery queue under hostile conditions", .timeLimit(.minutes(3)))
+struct HostileQueueTests {
+    @Test("a badge at the largest APNs accepts stays there on increment, and the claim goes on for every other device", arguments: Backend.allCases)
+    func badgeSaturates(backend: Backend) async throws {
+        try await withStore(backend) { store in
+            let maximum = DeviceRegistration.maximumBadge
+            #expect(maximum == 2_147_483_647)
+            try await store.register(try registration(1, badge: maximum), app: app)
+            try await store.register(try registration(2, badge: 0), app: app)
+            let (raised, _) = try await store.enqueue(NotificationRequest(app: app, audience: .tokens([token(1), token(2)]), payload: payload, badge: .increment))
+            let (other, _) = try await store.enqueue(NotificationRequest(app: app, audience: .tokens([token(3)]), payload: payload))
+
+            let batches = try await store.claim(owner: "w")
+            let badges = Dictionary(uniqueKeysWithValues: batches.flatMap { $0.items.map { ($0.token, $0.badge) } })
+            #expect(badges == [token(1): maximum, token(2): 1, token(3): nil])
+            for batch in batches { try await acceptAll(store, batch) }
+            #expect(try await store.notification(id: raised.id)?.status == .done)
+            #expect(try await store.notification(id: other.id)?.status == .done)
+            #expect(try await store.device(app: app, token: token(1))?.badge == maximum)
+
+            // A broadcast raising it again: still the largest.
+            try await store.enqueue(NotificationRequest(app: app, audience: .all, payload: payload, badge: .increment))
+            let range = try await claimAll(store)
+            #expect(range.flatMap(\.items).first { $0.token == token(1) }?.badge == maximum)
+            #expect(range.flatMap(\.items).first { $0.token == token(2) }?.badge == 2)
+        }
+    }
+
+    @Test("a badge outside 0...maximumBadge is refused, naming the field and the range, however the registration was made", arguments: Backend.allCases)
+    func badgeOutOfRange(backend: Backend) async throws {
+        for bad in [-1, DeviceRegistration.maximumBadge + 1] {
+            let error = #expect(throws: StoreError.self) { try registration(1, badge: bad) }
+            #expect(error?.code == .invalidInput)
+            #expect(error?.message.hasPrefix("badge: must be 0 to 2147483647") == true, "\(String(describing: error))")
+        }
+        try await withStore(backend) { store in
+            // `badge` is a var: set after the checked initialiser, the store checks it again.
+            var changed = try registration(1)
+            changed.badge = DeviceRegistration.maximumBadge + 1
+            let error = await #expect(throws: StoreError.self) { try await store.register(changed, app: app) }
+            #expect(error?.code == .invalidInput && error?.message.hasPrefix("badge:") == true)
+            let stream = AsyncStream<DeviceRegistration> { continuation in
+                continuation.yield(changed)
+                continuation.finish()
+            }
+            await #expect(throws: StoreError.self) { try await store.register(contentsOf: stream, app: app) }
+            #expect(try await store.device(app: app, token: token(1)) == nil)
+        }
+    }
+}
