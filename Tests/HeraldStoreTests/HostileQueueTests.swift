@@ -56,4 +56,25 @@ struct HostileQueueTests {
             #expect(try await store.device(app: app, token: token(1)) == nil)
         }
     }
+
+    @Test("twenty callers enqueueing one idempotency key at once: one notification, twenty answers naming it, one of them created", arguments: Backend.allCases)
+    func concurrentIdempotency(backend: Backend) async throws {
+        try await withStore(backend, { $0.maximumConnections = 20 }) { store in
+            let answers = try await withThrowingTaskGroup(of: (id: String, created: Bool).self) { group in
+                for _ in 0..<20 {
+                    group.addTask {
+                        let (notification, created) = try await store.enqueue(
+                            NotificationRequest(app: app, audience: .tokens([token(1)]), payload: payload, idempotencyKey: "order-7")
+                        )
+                        return (notification.id, created)
+                    }
+                }
+                return try await group.reduce(into: []) { $0.append($1) }
+            }
+            #expect(answers.count == 20)
+            #expect(Set(answers.map(\.id)).count == 1)
+            #expect(answers.filter(\.created).count == 1)
+            #expect(try await deliverAll(store) == [token(1)], "one notification, sent once")
+        }
+    }
 }

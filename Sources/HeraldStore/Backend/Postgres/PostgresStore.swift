@@ -409,16 +409,28 @@ final class PostgresStore: StoreBackend {
             }
             if !request.audience.isRange { targeted = deliveries.count }
             let audience = StoreCodes.encode(request.audience)
-            try await run("""
+            // Callers enqueueing with one key at once wait here for the first to commit, then
+            // find nothing inserted and answer with its notification.
+            let inserted = try await run("""
                 INSERT INTO notifications (id, app, audience_kind, audience, payload, push_type, priority, expiration, collapse_id,
                     badge_mode, idempotency_key, status, targeted, deadline, created_at)
-                VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, 0, $12, $13, $14)
+                VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, \(StoreCodes.queued), $12, $13, $14)
+                ON CONFLICT (app, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
+                RETURNING id
                 """, [
                 .text(id), .text(request.app), .int(Int64(audience.kind)), .text(audience.values), .bytes(request.payload),
                 .text(request.pushType.rawValue), .int(request.priority.map { Int64($0.rawValue) }), .int(request.expiration.map { Int64($0.unixSeconds) }),
                 .text(request.collapseID), .int(Int64(StoreCodes.code(request.badge))), .text(request.idempotencyKey),
                 .int(Int64(targeted)), .int(deadline.milliseconds), .int(time),
             ], on: connection)
+            if inserted.isEmpty, let key = request.idempotencyKey,
+                let existing = try await run(
+                    "SELECT \(PostgresSchema.notificationColumns) FROM notifications WHERE app = $1 AND idempotency_key = $2",
+                    [.text(request.app), .text(key)], on: connection
+                ).first
+            {
+                return (try await notification(existing, on: connection), false)
+            }
             if !deliveries.isEmpty {
                 try await run(PostgresSchema.insertDeliveries, [
                     .text(id), .int(time), .texts(deliveries.map(\.token)), .smallints(deliveries.map { Int16($0.state) }),
