@@ -212,6 +212,10 @@ public final class HeraldStore: Service, Sendable {
     }
 
     /// Extends the lease on a batch still being sent.
+    ///
+    /// - Throws: ``StoreError`` with code `leaseLost` when the batch (or some of its devices) is
+    ///   no longer this worker's: its lease ran out and another worker took it over, or it was
+    ///   completed. What is still held is renewed.
     public func renew(_ batch: WorkBatch, now: Date = Date()) async throws {
         try await backend.renew(batch, leaseUntil: now.addingTimeInterval(configuration.leaseDuration.seconds))
     }

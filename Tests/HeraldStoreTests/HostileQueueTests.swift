@@ -77,4 +77,34 @@ struct HostileQueueTests {
             #expect(try await deliverAll(store) == [token(1)], "one notification, sent once")
         }
     }
+
+    @Test("renewing a lease that ran out and was taken over fails with leaseLost; renewing a lease still held extends it", arguments: Backend.allCases)
+    func renewFencing(backend: Backend) async throws {
+        try await withStore(backend, { $0.leaseDuration = .seconds(30) }) { store in
+            let t0 = Date()
+            for number in 0..<20 { try await store.register(try registration(number), app: app, now: t0) }
+            let (explicit, _) = try await store.enqueue(NotificationRequest(app: app, audience: .tokens([token(1), token(2)]), payload: payload), now: t0)
+            let (broadcast, _) = try await store.enqueue(NotificationRequest(app: app, audience: .all, payload: payload), now: t0)
+            let single = try #require(try await store.claim(owner: "lost", now: t0).first)
+            let range = try #require(try await store.claim(owner: "lost", limit: 5, now: t0).first)
+            #expect(single.notification.id == explicit.id && range.notification.id == broadcast.id)
+
+            // Renewed at 20 s, the leases last until 50 s: nobody takes that work at 31 s.
+            try await store.renew(single, now: t0.addingTimeInterval(20))
+            try await store.renew(range, now: t0.addingTimeInterval(20))
+            let held = Set((single.items + range.items).map(\.token))
+            let meanwhile = try await store.claim(owner: "other", limit: 5, now: t0.addingTimeInterval(31))
+            #expect(Set(meanwhile.flatMap(\.items).map(\.token)).isDisjoint(with: held))
+            for batch in meanwhile { try await store.release(batch) }
+
+            // At 51 s they ran out, and another worker takes the work over.
+            let taken = try await claimAll(store, owner: "new", limit: 5, now: t0.addingTimeInterval(51))
+            #expect(held.isSubset(of: Set(taken.flatMap(\.items).map(\.token))))
+            for batch in [single, range] {
+                let error = await #expect(throws: StoreError.self) { try await store.renew(batch, now: t0.addingTimeInterval(52)) }
+                #expect(error?.code == .leaseLost)
+            }
+            for batch in taken { try await store.renew(batch, now: t0.addingTimeInterval(52)) }
+        }
+    }
 }

@@ -652,20 +652,24 @@ final class PostgresStore: StoreBackend {
     }
 
     func renew(_ batch: WorkBatch, leaseUntil: Date) async throws {
-        _ = try await transaction(durable: false) { [self] connection in
+        let (renewed, held) = try await transaction(durable: false) { [self] connection -> (Int, Int) in
             switch batch.source {
             case .deliveries(let ids):
-                try await run(
-                    "UPDATE deliveries SET lease_expires_at = $1 WHERE lease_owner = $2 AND state = 1 AND id = ANY($3::BIGINT[])",
+                let renewed = try await run(
+                    "UPDATE deliveries SET lease_expires_at = $1 WHERE lease_owner = $2 AND state = \(StoreCodes.claimed) AND id = ANY($3::BIGINT[]) RETURNING id",
                     [.int(leaseUntil.milliseconds), .text(batch.owner), .ints(ids)], on: connection
                 )
+                return (renewed.count, Set(ids).count)
             case .segment(let number, _, _):
-                try await run(
-                    "UPDATE segments SET lease_expires_at = $1 WHERE notification_id = $2 AND number = $3 AND lease_owner = $4 AND state = 1",
-                    [.int(leaseUntil.milliseconds), .text(batch.notification.id), .int(Int64(number)), .text(batch.owner)], on: connection
+                let renewed = try await run("""
+                    UPDATE segments SET lease_expires_at = $1 WHERE notification_id = $2 AND number = $3 AND lease_owner = $4
+                        AND state = \(StoreCodes.claimed) RETURNING number
+                    """, [.int(leaseUntil.milliseconds), .text(batch.notification.id), .int(Int64(number)), .text(batch.owner)], on: connection
                 )
+                return (renewed.count, 1)
             }
         }
+        if renewed < held { throw StoreError.leaseLost(batch, renewed: renewed, of: held) }
     }
 
     func complete(_ batch: WorkBatch, outcomes: [DeliveryOutcome], retryAt: @escaping @Sendable (Int) -> Date, now: Date) async throws {

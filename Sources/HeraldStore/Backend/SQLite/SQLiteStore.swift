@@ -566,20 +566,27 @@ final class SQLiteStore: StoreBackend {
     }
 
     func renew(_ batch: WorkBatch, leaseUntil: Date) async throws {
-        try await transaction { connection in
+        let (renewed, held) = try await transaction { connection -> (Int, Int) in
             let lease = SQLiteData.integer(Int(leaseUntil.milliseconds))
+            var renewed = 0
             switch batch.source {
             case .deliveries(let ids):
-                for part in Self.chunks(ids, of: Self.rowsPerStatement) {
+                let unique = Array(Set(ids))
+                for part in Self.chunks(unique, of: Self.rowsPerStatement) {
                     _ = try await connection.query(
                         SQLiteSchema.renewDeliveries + "(\(SQLiteSchema.placeholders(part.count)))",
                         [lease, .text(batch.owner)] + part.map { .integer(Int($0)) }
                     )
+                    renewed += try await connection.query("SELECT changes() AS changed").first?.column("changed")?.integer ?? 0
                 }
+                return (renewed, unique.count)
             case .segment(let number, _, _):
                 _ = try await connection.query(SQLiteSchema.renewSegment, [lease, .text(batch.notification.id), .integer(number), .text(batch.owner)])
+                renewed = try await connection.query("SELECT changes() AS changed").first?.column("changed")?.integer ?? 0
+                return (renewed, 1)
             }
         }
+        if renewed < held { throw StoreError.leaseLost(batch, renewed: renewed, of: held) }
     }
 
     func complete(_ batch: WorkBatch, outcomes: [DeliveryOutcome], retryAt: @escaping @Sendable (Int) -> Date, now: Date) async throws {
