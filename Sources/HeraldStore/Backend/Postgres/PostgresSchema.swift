@@ -229,6 +229,12 @@ enum PostgresSchema {
         WHERE app = $2 AND token = ANY($3::TEXT[]) AND token NOT IN (SELECT token FROM raised)
         """
 
+    /// Locks the devices (app, token) of a claim in one order, before their badges are raised a
+    /// notification at a time: two claims raising the same devices never wait for each other.
+    static let lockDevices = """
+        SELECT 1 FROM devices WHERE (app, token) IN (SELECT * FROM UNNEST($1::TEXT[], $2::TEXT[])) ORDER BY app, token FOR UPDATE
+        """
+
     /// A device's stored badge (none: 0) brought into 0...`maximum`.
     static func badgeInRange(maximum: Int) -> String {
         "LEAST(GREATEST(COALESCE(badge, 0), 0), \(maximum))"
@@ -258,6 +264,24 @@ enum PostgresSchema {
         INSERT INTO notification_reasons (notification_id, reason, count)
         SELECT $1, reason, count FROM UNNEST($2::TEXT[], $3::BIGINT[]) AS r(reason, count)
         ON CONFLICT (notification_id, reason) DO UPDATE SET count = notification_reasons.count + EXCLUDED.count
+        """
+
+    /// Stops a notification's unsent deliveries ($2) with reason $3 at $1, and its unread
+    /// ranges. Rows a claim holds at that moment are skipped, not waited for: they are in flight
+    /// (and what is in flight finishes), and a cancel that waited for a claim while holding the
+    /// notification's row, which the claim then waits for, would deadlock.
+    static let cancelDeliveries = """
+        UPDATE deliveries SET state = \(StoreCodes.failed), reason = $3, finished_at = $1, lease_owner = NULL
+        WHERE id IN (
+            SELECT id FROM deliveries WHERE notification_id = $2 AND state = \(StoreCodes.pending)
+            FOR UPDATE SKIP LOCKED)
+        RETURNING id
+        """
+    static let cancelSegments = """
+        UPDATE segments SET state = \(StoreCodes.segmentDone)
+        WHERE notification_id = $1 AND number IN (
+            SELECT number FROM segments WHERE notification_id = $1 AND state = \(StoreCodes.pending)
+            FOR UPDATE SKIP LOCKED)
         """
 
     // MARK: Retention

@@ -534,12 +534,11 @@ final class PostgresStore: StoreBackend {
                 "UPDATE notifications SET status = 3, finished_at = $1 WHERE id = $2 AND status < 2 RETURNING id", [.int(time), .text(id)], on: connection
             )
             if !cancelled.isEmpty {
-                let unsent = try await run("""
-                    UPDATE deliveries SET state = 4, reason = 'Cancelled', finished_at = $1, lease_owner = NULL
-                    WHERE notification_id = $2 AND state = 0 RETURNING id
-                    """, [.int(time), .text(id)], on: connection).count
+                // The notification's row is locked first, then its rows, as a completion locks
+                // them; rows a claim holds are skipped (PostgresSchema.cancelDeliveries).
+                let unsent = try await run(PostgresSchema.cancelDeliveries, [.int(time), .text(id), .text("Cancelled")], on: connection).count
                 try await run("UPDATE notifications SET failed = failed + $1 WHERE id = $2", [.int(Int64(unsent)), .text(id)], on: connection)
-                try await run("UPDATE segments SET state = 2 WHERE notification_id = $1 AND state = 0", [.text(id)], on: connection)
+                try await run(PostgresSchema.cancelSegments, [.text(id)], on: connection)
             }
             guard let row = try await run("SELECT \(PostgresSchema.notificationColumns) FROM notifications WHERE id = $1", [.text(id)], on: connection).first else {
                 return nil
@@ -560,6 +559,13 @@ final class PostgresStore: StoreBackend {
             if !due.isEmpty {
                 let byNotification = Dictionary(grouping: due) { $0.1 }
                 let notifications = try await queued(Array(byNotification.keys), on: connection)
+                let raising = byNotification.flatMap { notificationID, rows -> [(String, String)] in
+                    guard let notification = notifications[notificationID], notification.badge == .increment else { return [] }
+                    return rows.filter { $0.4 == nil }.map { (notification.app, $0.2) }
+                }
+                if !raising.isEmpty {
+                    try await run(PostgresSchema.lockDevices, [.texts(raising.map(\.0)), .texts(raising.map(\.1))], on: connection)
+                }
                 for (notificationID, rows) in byNotification {
                     guard let notification = notifications[notificationID] else { continue }
                     var badges: [String: Int] = [:]
