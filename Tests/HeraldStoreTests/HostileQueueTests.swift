@@ -107,4 +107,53 @@ struct HostileQueueTests {
             for batch in taken { try await store.renew(batch, now: t0.addingTimeInterval(52)) }
         }
     }
+
+    @Test("two increments to one device raise it twice whichever is claimed first; a lost lease or a retry raises nothing more", arguments: Backend.allCases)
+    func badgeInterleaving(backend: Backend) async throws {
+        try await withStore(backend, { $0.leaseDuration = .seconds(30) }) { store in
+            let t0 = Date()
+            try await store.register(try registration(1, badge: 0), app: app, now: t0)
+            func increment(_ audience: Audience, at time: TimeInterval) async throws -> StoredNotification {
+                try await store.enqueue(NotificationRequest(app: app, audience: audience, payload: payload, badge: .increment), now: t0.addingTimeInterval(time)).notification
+            }
+            func badge() async throws -> Int? { try await store.device(app: app, token: token(1))?.badge }
+
+            // A is stored first but due later; B, stored after it (a later ID), is claimed first.
+            let a = try await increment(.tokens([token(1)]), at: 10)
+            let b = try await increment(.tokens([token(1)]), at: 0)
+            #expect(b.id > a.id)
+            let first = try #require(try await store.claim(owner: "w", limit: 1, now: t0.addingTimeInterval(20)).first)
+            #expect(first.notification.id == b.id && first.items.first?.badge == 1)
+            let second = try #require(try await store.claim(owner: "w", limit: 1, now: t0.addingTimeInterval(20)).first)
+            #expect(second.notification.id == a.id && second.items.first?.badge == 2)
+            for batch in [first, second] { try await acceptAll(store, batch, now: t0.addingTimeInterval(20)) }
+            #expect(try await badge() == 2)
+
+            // A broadcast stored before a notification to one device is claimed after it
+            // (single deliveries go first); then its claim's lease runs out and it is taken over.
+            let broadcast = try await increment(.all, at: 30)
+            let single = try await increment(.tokens([token(1)]), at: 30)
+            let singleBatch = try #require(try await store.claim(owner: "w", now: t0.addingTimeInterval(40)).first)
+            #expect(singleBatch.notification.id == single.id && singleBatch.items.first?.badge == 3)
+            try await acceptAll(store, singleBatch, now: t0.addingTimeInterval(40))
+            let lost = try #require(try await store.claim(owner: "lost", now: t0.addingTimeInterval(40)).first)
+            #expect(lost.notification.id == broadcast.id && lost.items.first?.badge == 4)
+            let again = try #require(try await store.claim(owner: "new", now: t0.addingTimeInterval(71)).first)
+            #expect(again.notification.id == broadcast.id && again.isResend && again.items.first?.badge == 4, "not raised twice")
+            try await acceptAll(store, again, now: t0.addingTimeInterval(71))
+            try await deliverAll(store, now: t0.addingTimeInterval(71))
+            #expect(try await store.notification(id: broadcast.id)?.status == .done)
+            #expect(try await badge() == 4)
+
+            // A device of a broadcast retried later is sent the badge it was raised to, once.
+            let retried = try await increment(.all, at: 80)
+            let attempt = try #require(try await store.claim(owner: "w", now: t0.addingTimeInterval(80)).first)
+            #expect(attempt.notification.id == retried.id && attempt.items.first?.badge == 5)
+            try await store.complete(attempt, outcomes: [DeliveryOutcome(token: token(1), result: .retry(reason: "ServiceUnavailable"))], now: t0.addingTimeInterval(80))
+            let retry = try #require(try await store.claim(owner: "w", includeRanges: false, now: t0.addingTimeInterval(90)).first)
+            #expect(retry.items.first?.badge == 5)
+            try await acceptAll(store, retry, now: t0.addingTimeInterval(90))
+            #expect(try await badge() == 5)
+        }
+    }
 }

@@ -100,6 +100,9 @@ enum PostgresSchema {
             """,
             "CREATE INDEX segments_ready ON segments (state, created_at)",
         ],
+        // 2: how far into its range a broadcast has raised badges (devices.badge_notification is
+        // no longer written: a notification claimed after a later one must still raise).
+        ["ALTER TABLE segments ADD COLUMN raised_through TEXT"],
     ]
 
     static let createVersions = "CREATE TABLE IF NOT EXISTS herald_schema (version INTEGER PRIMARY KEY, applied_at BIGINT NOT NULL)"
@@ -198,7 +201,7 @@ enum PostgresSchema {
             FOR UPDATE OF s SKIP LOCKED)
         UPDATE segments s SET state = 1, lease_owner = $1, lease_expires_at = $2, attempts = s.attempts + 1
         FROM picked WHERE s.notification_id = picked.notification_id AND s.number = picked.number
-        RETURNING s.notification_id, s.number, s.upper, s.cursor, picked.previous
+        RETURNING s.notification_id, s.number, s.upper, s.cursor, picked.previous, s.raised_through
         """
 
     /// The next active devices of a range, as one comma-separated row (a batch costs one row to
@@ -215,20 +218,25 @@ enum PostgresSchema {
             ORDER BY t.token LIMIT $4) AS range
         """
 
-    /// Raises each device's badge once per notification (IDs sort by time, so a re-send of an
-    /// older notification does not raise it again), and returns every device's badge. A badge
-    /// stops at the largest APNs accepts (one more would overflow the column and fail the claim).
+    /// Raises the badges of the devices `$2` of app `$1` by one (only those above `$3` unless it
+    /// is NULL), and returns the badge of every device of `$2`. A badge stops at the largest APNs
+    /// accepts (one more would overflow the column and fail the claim). Each claim raises a
+    /// device once per delivery row (which keeps the raised badge) or range (which keeps how far
+    /// it raised), so a notification claimed after a later one still raises, and a re-claim
+    /// after a lease ran out does not.
     static let raiseBadges = """
         WITH raised AS (
-            UPDATE devices SET badge = \(badgeInRange(maximum: DeviceRegistration.maximumBadge - 1)) + 1, badge_notification = $1
-            WHERE app = $2 AND token = ANY($3::TEXT[]) AND (badge_notification IS NULL OR badge_notification < $1)
+            UPDATE devices SET badge = \(badgeInRange(maximum: DeviceRegistration.maximumBadge - 1)) + 1
+            WHERE app = $1 AND token = ANY($2::TEXT[]) AND ($3::TEXT IS NULL OR token > $3)
             RETURNING token, badge)
         SELECT token, badge FROM raised
         UNION ALL
         SELECT token, \(badgeInRange(maximum: DeviceRegistration.maximumBadge)) FROM devices
-        WHERE app = $2 AND token = ANY($3::TEXT[]) AND token NOT IN (SELECT token FROM raised)
+        WHERE app = $1 AND token = ANY($2::TEXT[]) AND token NOT IN (SELECT token FROM raised)
         """
-
+    static let raisedThrough = """
+        UPDATE segments SET raised_through = $3 WHERE notification_id = $1 AND number = $2 AND (raised_through IS NULL OR raised_through < $3)
+        """
     /// Locks the devices (app, token) of a claim in one order, before their badges are raised a
     /// notification at a time: two claims raising the same devices never wait for each other.
     static let lockDevices = """
@@ -249,16 +257,17 @@ enum PostgresSchema {
         WHERE d.id = o.id AND d.lease_owner = $1 AND d.state = 1
         RETURNING d.state, d.reason
         """
-    /// A range's devices that did not end as plain acceptances, kept for listing and retries.
+    /// A range's devices that did not end as plain acceptances, kept for listing and retries,
+    /// with the badge they were sent (-1: none), which a retry sends again.
     static let insertRangeDeliveries = """
-        INSERT INTO deliveries (notification_id, token, state, attempts, next_attempt_at, reason, apns_id, finished_at)
+        INSERT INTO deliveries (notification_id, token, state, attempts, next_attempt_at, reason, apns_id, finished_at, badge)
         SELECT $1, token, state, CASE WHEN state = 0 THEN 1 ELSE 0 END, COALESCE(NULLIF(next_attempt_at, -1), $2),
             NULLIF(reason, ''), NULLIF(apns_id, ''),
-            CASE WHEN state = 0 THEN NULL ELSE $2 END
-        FROM UNNEST($3::TEXT[], $4::SMALLINT[], $5::TEXT[], $6::TEXT[], $7::BIGINT[]) AS o(token, state, reason, apns_id, next_attempt_at)
+            CASE WHEN state = 0 THEN NULL ELSE $2 END, NULLIF(badge, -1)
+        FROM UNNEST($3::TEXT[], $4::SMALLINT[], $5::TEXT[], $6::TEXT[], $7::BIGINT[], $8::INTEGER[]) AS o(token, state, reason, apns_id, next_attempt_at, badge)
         ON CONFLICT (notification_id, token) DO UPDATE SET state = EXCLUDED.state, attempts = EXCLUDED.attempts,
             next_attempt_at = EXCLUDED.next_attempt_at, reason = EXCLUDED.reason, apns_id = EXCLUDED.apns_id,
-            finished_at = EXCLUDED.finished_at
+            finished_at = EXCLUDED.finished_at, badge = EXCLUDED.badge
         """
     static let addReasons = """
         INSERT INTO notification_reasons (notification_id, reason, count)

@@ -571,7 +571,7 @@ final class PostgresStore: StoreBackend {
                     var badges: [String: Int] = [:]
                     let unraised = rows.filter { $0.4 == nil }.map(\.2)
                     if notification.badge == .increment, !unraised.isEmpty {
-                        badges = try await raiseBadges(unraised, notification: notification, on: connection)
+                        badges = try await raiseBadges(unraised, above: nil, notification: notification, on: connection)
                         try await run(
                             "UPDATE deliveries SET badge = b.badge FROM UNNEST($1::TEXT[], $2::INTEGER[]) AS b(token, badge) WHERE notification_id = $3 AND deliveries.token = b.token",
                             [.texts(unraised), .int32s(unraised.map { Int32(badges[$0] ?? 1) }), .text(notificationID)], on: connection
@@ -593,7 +593,7 @@ final class PostgresStore: StoreBackend {
             if includeRanges, batches.isEmpty,
                 let segment = try await run(PostgresSchema.claimSegment, [.text(owner), .int(lease), .int(now.milliseconds)], on: connection).first
             {
-                let (notificationID, number, upper, cursor, previous) = try segment.decode((String, Int32, String?, String, Int16).self)
+                let (notificationID, number, upper, cursor, previous, raisedThrough) = try segment.decode((String, Int32, String?, String, Int16, String?).self)
                 if let notification = try await queued([notificationID], on: connection)[notificationID],
                     let audienceRow = try await run("SELECT audience_kind, audience FROM notifications WHERE id = $1", [.text(notificationID)], on: connection).first
                 {
@@ -609,7 +609,11 @@ final class PostgresStore: StoreBackend {
                     let tokens = StoreCodes.tokens(list)
                     var badges: [String: Int] = [:]
                     if notification.badge == .increment, !tokens.isEmpty {
-                        badges = try await raiseBadges(tokens, notification: notification, on: connection)
+                        // Devices up to raised_through were raised by a claim whose lease ran out.
+                        badges = try await raiseBadges(tokens, above: raisedThrough, notification: notification, on: connection)
+                        if let last {
+                            try await run(PostgresSchema.raisedThrough, [.text(notificationID), .int(Int64(number)), .text(last)], on: connection)
+                        }
                     }
                     let items = tokens.map { WorkItem(token: $0, badge: notification.badge == .increment ? badges[$0] ?? 1 : nil, attempt: 1) }
                     batches.append(
@@ -648,9 +652,13 @@ final class PostgresStore: StoreBackend {
         return result
     }
 
-    private func raiseBadges(_ tokens: [String], notification: QueuedNotification, on connection: PostgresConnection) async throws -> [String: Int] {
+    /// Raises the badges of `tokens` above `raisedThrough` (all when `nil`) and returns each
+    /// device's badge now.
+    private func raiseBadges(
+        _ tokens: [String], above raisedThrough: String?, notification: QueuedNotification, on connection: PostgresConnection
+    ) async throws -> [String: Int] {
         var badges: [String: Int] = [:]
-        for row in try await run(PostgresSchema.raiseBadges, [.text(notification.id), .text(notification.app), .texts(tokens)], on: connection) {
+        for row in try await run(PostgresSchema.raiseBadges, [.text(notification.app), .texts(tokens), .text(raisedThrough)], on: connection) {
             let (token, badge) = try row.decode((String, Int32?).self)
             badges[token] = Int(badge ?? 0)
         }
@@ -723,9 +731,11 @@ final class PostgresStore: StoreBackend {
                 }
                 let kept = plan.rows.filter { $0.state != StoreCodes.accepted }
                 if !kept.isEmpty {
+                    let badges = Dictionary(batch.items.map { ($0.token, $0.badge) }, uniquingKeysWith: { first, _ in first })
                     try await run(PostgresSchema.insertRangeDeliveries, [
                         .text(id), .int(time), .texts(kept.map(\.token)), .smallints(kept.map { Int16($0.state) }),
                         .texts(kept.map { $0.reason ?? "" }), .texts(kept.map { $0.apnsID ?? "" }), .ints(kept.map { $0.nextAttemptAt ?? -1 }),
+                        .int32s(kept.map { Int32((badges[$0.token] ?? nil) ?? -1) }),
                     ], on: connection)
                 }
                 accepted = plan.accepted

@@ -464,7 +464,7 @@ final class SQLiteStore: StoreBackend {
                         var badge = row.column("badge")?.integer
                         let token = row.column("token")?.string ?? ""
                         if notification.badge == .increment, badge == nil {
-                            badge = try await raiseBadges([token], notification: notification, on: connection)[token] ?? 1
+                            badge = try await raiseBadges([token], above: nil, notification: notification, on: connection)[token] ?? 1
                             _ = try await connection.query(SQLiteSchema.setDeliveryBadge, [.integer(badge!), .integer(row.column("id")?.integer ?? 0)])
                         }
                         let attempt = (row.column("attempts")?.integer ?? 0) + 1
@@ -490,9 +490,12 @@ final class SQLiteStore: StoreBackend {
                     )
                     var badges: [String: Int] = [:]
                     if notification.badge == .increment, !tokens.isEmpty {
-                        badges = try await raiseBadges(tokens, notification: notification, on: connection)
+                        // Devices up to raised_through were raised by a claim whose lease ran out.
+                        badges = try await raiseBadges(tokens, above: segment.column("raised_through")?.string, notification: notification, on: connection)
+                        if let last {
+                            _ = try await connection.query(SQLiteSchema.raisedThrough, [.text(notificationID), .integer(number), .text(last)])
+                        }
                     }
-                    let attempt = (segment.column("attempts")?.integer ?? 0) + 1
                     let items = tokens.map { WorkItem(token: $0, badge: notification.badge == .increment ? badges[$0] ?? 1 : nil, attempt: 1) }
                     batches.append(
                         WorkBatch(
@@ -550,13 +553,15 @@ final class SQLiteStore: StoreBackend {
     }
 
 
-    /// Raises the badges of `tokens` for `notification` (once per notification) and returns each
+    /// Raises the badges of `tokens` above `raisedThrough` (all when `nil`) and returns each
     /// device's badge now.
-    private func raiseBadges(_ tokens: [String], notification: QueuedNotification, on connection: SQLiteConnection) async throws -> [String: Int] {
+    private func raiseBadges(
+        _ tokens: [String], above raisedThrough: String?, notification: QueuedNotification, on connection: SQLiteConnection
+    ) async throws -> [String: Int] {
         var badges: [String: Int] = [:]
         for part in Self.chunks(tokens, of: Self.rowsPerStatement) {
             _ = try await connection.query(
-                SQLiteSchema.raiseBadges(tokens: part.count), [.text(notification.id), .text(notification.app)] + part.map { .text($0) }
+                SQLiteSchema.raiseBadges(tokens: part.count), [.text(notification.app), raisedThrough.map { .text($0) } ?? .null] + part.map { .text($0) }
             )
             for row in try await connection.query(SQLiteSchema.badges(tokens: part.count), [.text(notification.app)] + part.map { .text($0) }) {
                 badges[row.column("token")?.string ?? ""] = row.column("badge")?.integer ?? 0
@@ -627,6 +632,7 @@ final class SQLiteStore: StoreBackend {
                     throw StoreError(.leaseLost, "the lease on a range of notification \(id) ran out and another worker took it")
                 }
                 let kept = plan.rows.filter { $0.state != StoreCodes.accepted }
+                let badges = Dictionary(batch.items.map { ($0.token, $0.badge) }, uniquingKeysWith: { first, _ in first })
                 for part in Self.chunks(kept, of: Self.rowsPerStatement / 2) {
                     var binds: [SQLiteData] = []
                     for row in part {
@@ -634,6 +640,7 @@ final class SQLiteStore: StoreBackend {
                             .text(id), .text(row.token), .integer(row.state), .integer(row.state == StoreCodes.pending ? 1 : 0),
                             .integer(Int(row.nextAttemptAt ?? Int64(time))), row.reason.map { .text($0) } ?? .null,
                             row.apnsID.map { .text($0) } ?? .null, row.state == StoreCodes.pending ? .null : .integer(time),
+                            (badges[row.token] ?? nil).map { .integer($0) } ?? .null,
                         ]
                     }
                     _ = try await connection.query(SQLiteSchema.insertRangeDeliveries(rows: part.count), binds)
