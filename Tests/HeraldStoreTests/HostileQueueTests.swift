@@ -108,6 +108,72 @@ struct HostileQueueTests {
         }
     }
 
+    @Test("a cancelled notification's deliveries in flight are never leased again once their lease runs out; they count as failed", arguments: Backend.allCases)
+    func cancelledNotLeasedAgain(backend: Backend) async throws {
+        try await withStore(backend, { $0.leaseDuration = .seconds(30) }) { store in
+            let t0 = Date()
+            let (queued, _) = try await store.enqueue(NotificationRequest(app: app, audience: .tokens((0..<4).map(token)), payload: payload), now: t0)
+            let inFlight = try #require(try await store.claim(owner: "killed", now: t0).first)
+            #expect(inFlight.items.count == 4)
+            _ = try await store.cancel(id: queued.id, now: t0.addingTimeInterval(1))
+
+            // The worker was killed: its lease runs out; nobody is given that work again.
+            #expect(try await store.claim(owner: "other", now: t0.addingTimeInterval(31)).isEmpty)
+            #expect(try await store.statistics(now: t0.addingTimeInterval(31)).pendingDeliveries == 0)
+            let after = try #require(try await store.notification(id: queued.id))
+            #expect(after.status == .cancelled && after.counts.failed == 4 && after.counts.pending == 0, "\(after.counts)")
+            #expect(try await store.deliveries(notificationID: queued.id, outcome: .failed).items.map(\.reason) == Array(repeating: "Cancelled", count: 4))
+
+            // The killed worker's late completion changes nothing.
+            try await acceptAll(store, inFlight, now: t0.addingTimeInterval(32))
+            let final = try #require(try await store.notification(id: queued.id))
+            #expect(final.counts.accepted == 0 && final.counts.failed == 4)
+        }
+    }
+
+    @Test("cancels during a broadcast while workers claim and complete: no deadlock, no error, everything ends", arguments: Backend.allCases)
+    func cancelsDuringBroadcast(backend: Backend) async throws {
+        try await withStore(backend, { $0.maximumConnections = 24 }) { store in
+            let devices = 3000
+            let stream = AsyncStream<DeviceRegistration> { continuation in
+                for number in 0..<devices { continuation.yield(try! registration(number)) }
+                continuation.finish()
+            }
+            try await store.register(contentsOf: stream, app: app)
+            let (broadcast, _) = try await store.enqueue(NotificationRequest(app: app, audience: .all, payload: payload, badge: .increment))
+            var small: [String] = []
+            for index in 0..<150 {
+                let tokens = (0..<8).map { token((index * 7 + $0 * 13) % devices) }
+                small.append(try await store.enqueue(NotificationRequest(app: app, audience: .tokens(tokens), payload: payload, badge: .increment)).notification.id)
+            }
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for worker in 0..<4 {
+                    group.addTask {
+                        for _ in 0..<2000 {
+                            let batches = try await store.claim(owner: "worker-\(worker)", limit: 40)
+                            if batches.isEmpty { return }
+                            for batch in batches { try await acceptAll(store, batch) }
+                        }
+                    }
+                }
+                for (index, id) in small.enumerated() {
+                    group.addTask { _ = try await store.cancel(id: id) }
+                    if index == small.count / 2 { group.addTask { _ = try await store.cancel(id: broadcast.id) } }
+                }
+                try await group.waitForAll()
+            }
+            // A worker that found every row locked by the others stopped early: what is left drains.
+            try await deliverAll(store)
+            for id in small + [broadcast.id] {
+                let notification = try #require(try await store.notification(id: id))
+                #expect(notification.status == .done || notification.status == .cancelled)
+                #expect(notification.counts.pending == 0, "\(id): \(notification.counts)")
+            }
+            let statistics = try await store.statistics()
+            #expect(statistics.pendingDeliveries == 0 && statistics.activeNotifications == 0, "\(statistics)")
+        }
+    }
+
     @Test("two increments to one device raise it twice whichever is claimed first; a lost lease or a retry raises nothing more", arguments: Backend.allCases)
     func badgeInterleaving(backend: Backend) async throws {
         try await withStore(backend, { $0.leaseDuration = .seconds(30) }) { store in
@@ -154,6 +220,72 @@ struct HostileQueueTests {
             #expect(retry.items.first?.badge == 5)
             try await acceptAll(store, retry, now: t0.addingTimeInterval(90))
             #expect(try await badge() == 5)
+        }
+    }
+
+    @Test("rows the store never writes (unknown codes, bad badges, a missing notification) are quarantined; the queue drains the rest", arguments: Backend.allCases)
+    func poisonRows(backend: Backend) async throws {
+        try await withStore(backend) { store, database in
+            for number in 0..<10 { try await store.register(try registration(number), app: app) }
+            let deadline = Int64(Date().addingTimeInterval(86_400).timeIntervalSince1970 * 1000)
+            let blob = backend == .sqlite ? "X'7B7D'" : "'\\x7b7d'::bytea"
+            func notification(_ id: String, pushType: String = "alert", badgeMode: Int = 0, kind: Int = 0, status: Int = 0) -> String {
+                """
+                INSERT INTO notifications (id, app, audience_kind, audience, payload, push_type, badge_mode, status, targeted, deadline, created_at)
+                VALUES ('\(id)', '\(app)', \(kind), '', \(blob), '\(pushType)', \(badgeMode), \(status), 1, \(deadline), 0);
+                """
+            }
+            func delivery(_ id: String, _ number: Int, badge: String = "NULL") -> String {
+                "INSERT INTO deliveries (notification_id, token, state, next_attempt_at, badge) VALUES ('\(id)', '\(token(number))', 0, 0, \(badge));"
+            }
+            let unknownType = "00000000-0000-7000-8000-000000000001"
+            let unknownMode = "00000000-0000-7000-8000-000000000002"
+            let unknownKind = "00000000-0000-7000-8000-000000000003"
+            let badBadge = "00000000-0000-7000-8000-000000000004"
+            let missing = "00000000-0000-7000-8000-000000000005"
+            let unknownStatus = "00000000-0000-7000-8000-000000000006"
+            var sql = [
+                notification(unknownType, pushType: "bogus"), delivery(unknownType, 30),
+                notification(unknownMode, badgeMode: 7), delivery(unknownMode, 31),
+                notification(unknownKind, kind: 9),
+                "INSERT INTO segments (notification_id, number, upper, cursor, state, created_at) VALUES ('\(unknownKind)', 0, NULL, '0', 0, 0);",
+                notification(badBadge), delivery(badBadge, 32, badge: "-5"), delivery(badBadge, 33),
+                delivery(missing, 34),
+                notification(unknownStatus, status: 7), delivery(unknownStatus, 35),
+            ]
+            // SQLite keeps what it is given: a real number no integer holds, in an integer column.
+            if backend == .sqlite { sql.append(delivery(badBadge, 36, badge: "1e300")) }
+            try database.execute(sql.joined(separator: "\n"))
+            let (good, _) = try await store.enqueue(NotificationRequest(app: app, audience: .tokens((0..<10).map(token)), payload: payload))
+
+            var sent: [String] = []
+            for _ in 0..<50 {
+                let batches = try await store.claim(owner: "w", limit: 3)
+                if batches.isEmpty { break }
+                for batch in batches {
+                    sent += batch.items.map(\.token)
+                    try await acceptAll(store, batch)
+                }
+            }
+            #expect(Set(sent) == Set((0..<10).map(token) + [token(33)]) && sent.count == 11, "\(sent)")
+            #expect(try await store.notification(id: good.id)?.status == .done)
+
+            func reasons(_ id: String) async throws -> [String] {
+                try await store.deliveries(notificationID: id, outcome: .failed).items.compactMap(\.reason)
+            }
+            for (id, what) in [(unknownType, "push type"), (unknownMode, "badge mode"), (missing, "does not exist"), (unknownStatus, "status 7")] {
+                let failed = try await reasons(id)
+                #expect(failed.count == 1 && failed.allSatisfy { $0.hasPrefix("Quarantined: ") && $0.contains(what) }, "\(id): \(failed)")
+            }
+            for id in [unknownType, unknownMode, unknownKind] {
+                let stopped = try #require(try await store.notification(id: id))
+                #expect(stopped.status == .cancelled && stopped.counts.pending == 0, "\(id): \(stopped.status) \(stopped.counts)")
+            }
+            let mixed = try #require(try await store.notification(id: badBadge))
+            #expect(mixed.status == .done && mixed.counts.accepted == 1 && mixed.counts.failed == (backend == .sqlite ? 2 : 1), "\(mixed.counts)")
+            #expect(try await reasons(badBadge).allSatisfy { $0.hasPrefix("Quarantined: badge") })
+            let statistics = try await store.statistics()
+            #expect(statistics.pendingDeliveries == 0 && statistics.pendingRanges == 0 && statistics.activeNotifications == 0, "\(statistics)")
         }
     }
 }

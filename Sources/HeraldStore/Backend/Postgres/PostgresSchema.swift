@@ -293,6 +293,18 @@ enum PostgresSchema {
             FOR UPDATE SKIP LOCKED)
         """
 
+    /// Claimed deliveries (by ID, with a reason each) that cannot be sent, while $1 holds them.
+    static let failClaimed = """
+        UPDATE deliveries d SET state = \(StoreCodes.failed), reason = o.reason, finished_at = $2, lease_owner = NULL, lease_expires_at = NULL
+        FROM UNNEST($3::BIGINT[], $4::TEXT[]) AS o(id, reason)
+        WHERE d.id = o.id AND d.lease_owner = $1 AND d.state = \(StoreCodes.claimed)
+        RETURNING d.id
+        """
+    static let endClaimedSegment = """
+        UPDATE segments SET state = \(StoreCodes.segmentDone), lease_owner = NULL, lease_expires_at = NULL
+        WHERE notification_id = $1 AND number = $2 AND lease_owner = $3 AND state = \(StoreCodes.claimed)
+        """
+
     // MARK: Retention
 
     static let purgeDeliveries = """

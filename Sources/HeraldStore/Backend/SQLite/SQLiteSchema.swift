@@ -196,11 +196,22 @@ extension SQLiteSchema {
     }
 
     static let cancelNotification = "UPDATE notifications SET status = 3, finished_at = ? WHERE id = ? AND status < 2"
+    /// A notification's unsent deliveries fail, with a reason.
     static let cancelDeliveries = """
-        UPDATE deliveries SET state = 4, reason = 'Cancelled', finished_at = ?, lease_owner = NULL
-        WHERE notification_id = ? AND state = 0
+        UPDATE deliveries SET state = \(StoreCodes.failed), reason = ?, finished_at = ?, lease_owner = NULL
+        WHERE notification_id = ? AND state = \(StoreCodes.pending)
         """
     static let cancelSegments = "UPDATE segments SET state = 2 WHERE notification_id = ? AND state = 0"
+
+    /// A claimed delivery that cannot be sent, while this worker holds it.
+    static let failClaimed = """
+        UPDATE deliveries SET state = \(StoreCodes.failed), reason = ?, finished_at = ?, lease_owner = NULL, lease_expires_at = NULL
+        WHERE id = ? AND lease_owner = ? AND state = \(StoreCodes.claimed)
+        """
+    static let endClaimedSegment = """
+        UPDATE segments SET state = \(StoreCodes.segmentDone), lease_owner = NULL, lease_expires_at = NULL
+        WHERE notification_id = ? AND number = ? AND lease_owner = ? AND state = \(StoreCodes.claimed)
+        """
 
     // MARK: Queue
 
