@@ -93,7 +93,8 @@ public final class HeraldStore: Service, Sendable {
     /// the device is active again whatever it was. Returns the device, and whether it is new.
     @discardableResult
     public func register(_ registration: DeviceRegistration, app: String, now: Date = Date()) async throws -> (device: Device, created: Bool) {
-        try await backend.register(registration, app: app, now: now)
+        try registration.checkBadge()
+        return try await backend.register(registration, app: app, now: now)
     }
 
     /// Registers every device of `registrations` (a million is fine: they are read and written in
@@ -116,6 +117,7 @@ public final class HeraldStore: Service, Sendable {
             positions.removeAll(keepingCapacity: true)
         }
         for try await registration in registrations {
+            try registration.checkBadge()
             // A token twice in one batch is one registration: the later one's fields win.
             if let position = positions[registration.token] {
                 batch[position].merge(registration)
@@ -216,6 +218,10 @@ public final class HeraldStore: Service, Sendable {
     }
 
     /// Extends the lease on a batch still being sent.
+    ///
+    /// - Throws: ``StoreError`` with code `leaseLost` when the batch (or some of its devices) is
+    ///   no longer this worker's: its lease ran out and another worker took it over, or it was
+    ///   completed. What is still held is renewed.
     public func renew(_ batch: WorkBatch, now: Date = Date()) async throws {
         try await backend.renew(batch, leaseUntil: now.addingTimeInterval(configuration.leaseDuration.seconds))
     }

@@ -41,7 +41,8 @@ struct SchemaTests {
             }
             try await group.waitForAll()
         }
-        #expect(try PostgresCluster.shared().psql("SELECT COUNT(*) FROM herald_schema", database: url).trimmingCharacters(in: .whitespacesAndNewlines) == "1")
+        // One row per migration: each applied once.
+        #expect(try PostgresCluster.shared().psql("SELECT COUNT(*) FROM herald_schema", database: url).trimmingCharacters(in: .whitespacesAndNewlines) == "2")
     }
 
     @Test("workers claiming one broadcast at once: every device exactly once, no batch claimed twice while its lease lives", arguments: Backend.allCases)

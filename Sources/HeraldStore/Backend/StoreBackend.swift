@@ -46,6 +46,19 @@ protocol StoreBackend: Sendable {
     func waitForWork(timeout: Duration) async
 }
 
+extension StoreError {
+    /// A renewal that found `renewed` of the batch's `held` rows (or its range) still leased to
+    /// its owner: the others' lease ran out and another worker took them (or they were completed).
+    static func leaseLost(_ batch: WorkBatch, renewed: Int, of held: Int) -> StoreError {
+        switch batch.source {
+        case .deliveries:
+            StoreError(.leaseLost, "the lease on \(held - renewed) of \(held) devices of notification \(batch.notification.id) ran out and another worker took them")
+        case .segment:
+            StoreError(.leaseLost, "the lease on a range of notification \(batch.notification.id) ran out and another worker took it")
+        }
+    }
+}
+
 /// What APNs said about a device that makes it unreachable.
 struct Invalidation: Sendable, Hashable {
     var token: String

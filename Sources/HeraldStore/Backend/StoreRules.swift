@@ -1,3 +1,5 @@
+import HeraldCore
+
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
@@ -62,6 +64,14 @@ enum StoreCodes {
     // Badge mode.
     static func code(_ mode: BadgeMode) -> Int { mode == .increment ? 1 : 0 }
     static func badgeMode(_ code: Int) -> BadgeMode { code == 1 ? .increment : .none }
+    /// The badge mode of `code`, or `nil` for a code this Herald never writes.
+    static func badgeMode(exactly code: Int) -> BadgeMode? {
+        switch code {
+        case self.code(.increment): .increment
+        case self.code(.none): BadgeMode.none
+        default: nil
+        }
+    }
 
     /// An audience as (kind, newline-separated values).
     static func encode(_ audience: Audience) -> (kind: Int, values: String) {
@@ -71,6 +81,11 @@ enum StoreCodes {
         case .tags(let tags): (2, tags.joined(separator: "\n"))
         case .all: (3, "")
         }
+    }
+
+    /// Whether `kind` is one ``encode(_:)`` writes.
+    static func isAudienceKind(_ kind: Int) -> Bool {
+        kind >= encode(.tokens([])).kind && kind <= encode(.all).kind
     }
 
     static func decode(kind: Int, values: String) -> Audience {
@@ -113,6 +128,69 @@ enum StoreCodes {
         let digits = Array("0123456789abcdef").map(String.init)
         return digits.indices.map { (digits[$0], $0 + 1 < digits.count ? digits[$0 + 1] : nil) }
     }()
+}
+
+/// Why claimed work cannot be sent: its notification is cancelled or gone, or a row holds what
+/// this Herald never writes (edited by hand, or damaged). Such work is failed with ``reason`` as
+/// the claim finds it, instead of being leased again and again, or failing every claim behind it.
+struct Unsendable: Error, Hashable {
+    var reason: String
+
+    static let cancelled = Unsendable(reason: "Cancelled")
+    static func quarantined(_ what: String) -> Unsendable { Unsendable(reason: "Quarantined: \(what)") }
+}
+
+/// Claimed work that cannot be sent, for the backend to fail (``Unsendable``).
+struct UnsendableWork: Sendable {
+    var notificationID: String
+    /// Why nothing of the notification can be sent, if so: a notification still queued or sending
+    /// is then stopped as a cancel would stop it, its unsent devices failing with this reason.
+    var notification: Unsendable?
+    /// Claimed deliveries, and why each cannot be sent.
+    var deliveries: [(id: Int64, reason: String)] = []
+    /// A claimed range, which ends.
+    var segment: Int?
+}
+
+extension QueuedNotification {
+    /// A stored notification's fields as a worker needs them, or why its work cannot be sent.
+    /// Values this Herald never writes are refused rather than guessed at: an unknown push type
+    /// sent as an alert, or an unknown badge mode as none, would send the wrong notification.
+    static func stored(
+        id: String, status: Int?, app: String?, payload: [UInt8]?, pushType: String?, priority: Int?, expiration: Int?,
+        collapseID: String?, badgeMode: Int?, deadline: Int64?
+    ) -> Result<QueuedNotification, Unsendable> {
+        switch status {
+        case StoreCodes.queued, StoreCodes.sending: break
+        case StoreCodes.cancelled: return .failure(.cancelled)
+        case StoreCodes.done: return .failure(.quarantined("notification \(id) is done"))
+        default: return .failure(.quarantined("notification \(id) has status \(status.map(String.init) ?? "none")"))
+        }
+        guard let app, let payload else { return .failure(.quarantined("notification \(id) has no app or payload")) }
+        guard let type = pushType.flatMap(PushType.init(rawValue:)) else {
+            return .failure(.quarantined("notification \(id) has push type \(String(reflecting: pushType ?? "none"))"))
+        }
+        guard let mode = badgeMode.flatMap(StoreCodes.badgeMode(exactly:)) else {
+            return .failure(.quarantined("notification \(id) has badge mode \(badgeMode.map(String.init) ?? "none")"))
+        }
+        let pushPriority = priority.flatMap(PushPriority.init(rawValue:))
+        guard pushPriority != nil || priority == nil else { return .failure(.quarantined("notification \(id) has priority \(priority!)")) }
+        let pushExpiration = expiration.flatMap { try? PushExpiration(unixSeconds: $0) }
+        guard pushExpiration != nil || expiration == nil else { return .failure(.quarantined("notification \(id) has expiration \(expiration!)")) }
+        guard let deadline else { return .failure(.quarantined("notification \(id) has no deadline")) }
+        return .success(
+            QueuedNotification(
+                id: id, app: app, payload: payload, pushType: type, priority: pushPriority, expiration: pushExpiration, collapseID: collapseID,
+                badge: mode, deadline: Date(milliseconds: deadline)
+            )
+        )
+    }
+
+    /// Why a claimed delivery's stored badge cannot be sent, if it cannot (`nil`: not raised yet).
+    static func badgeProblem(_ badge: Int?) -> Unsendable? {
+        guard let badge, badge < 0 || badge > DeviceRegistration.maximumBadge else { return nil }
+        return .quarantined("badge \(badge) is outside 0...\(DeviceRegistration.maximumBadge)")
+    }
 }
 
 /// What a batch's outcomes do to the store, worked out once for both backends.

@@ -68,6 +68,8 @@ public struct DeviceRegistration: Sendable, Hashable {
     public static let maximumTagLength = 64
     /// The longest user ID.
     public static let maximumUserLength = 256
+    /// The largest badge APNs accepts (`aps.badge` is a 32-bit signed number); increments stop here.
+    public static let maximumBadge = Int(Int32.max)
 
     /// - Parameters:
     ///   - user: `nil` keeps the stored user; `.some(nil)` clears it.
@@ -89,12 +91,18 @@ public struct DeviceRegistration: Sendable, Hashable {
                 throw StoreError(.invalidInput, "tags: \(String(reflecting: PeerText(tag, limit: 80).description)) must be 1 to \(Self.maximumTagLength) of A-Z a-z 0-9 . _ : -")
             }
         }
-        if let badge, badge < 0 || badge > Int(Int32.max) {
-            throw StoreError(.invalidInput, "badge: must be 0 to \(Int32.max)")
-        }
         self.user = user
         self.tags = tags
         self.badge = badge
+        try checkBadge()
+    }
+
+    /// Throws unless the badge is `nil` or one APNs accepts: ``badge`` is a `var`, so the store
+    /// checks it again when it registers the device.
+    func checkBadge() throws(StoreError) {
+        if let badge, badge < 0 || badge > Self.maximumBadge {
+            throw StoreError(.invalidInput, "badge: must be 0 to \(Self.maximumBadge), got \(badge)")
+        }
     }
 
     /// Takes the fields `later` sets (a later registration of the same token).

@@ -63,3 +63,32 @@ func deliverAll(_ store: HeraldStore, limit: Int = 1000, now: Date = Date()) asy
     Issue.record("deliveries did not run out")
     return sent
 }
+
+/// The database under a test's store, for writing rows the store's API never writes (a database
+/// edited by hand, or damaged): SQL as both SQLite and PostgreSQL read it.
+struct RawDatabase: Sendable {
+    let backend: Backend
+    let url: String
+
+    func execute(_ sql: String) throws {
+        switch backend {
+        case .sqlite:
+            let script = "import sqlite3, sys; c = sqlite3.connect(sys.argv[1], timeout=10); c.executescript(sys.argv[2]); c.commit()"
+            try runCommand("python3", ["-c", script, String(url.dropFirst("sqlite:".count)), sql])
+        case .postgres:
+            try PostgresCluster.shared().psql(sql, database: url)
+        }
+    }
+}
+
+/// A fresh, migrated store as ``withStore(_:_:_:)`` gives, with its database.
+func withStore(
+    _ backend: Backend, _ configure: (inout HeraldStore.Configuration) -> Void = { _ in }, _ body: (HeraldStore, RawDatabase) async throws -> Void
+) async throws {
+    let scratch = try ScratchDirectory()
+    let url = try backend.storeURL(scratch: scratch)
+    var configuration = try HeraldStore.Configuration(url: url)
+    configuration.initialRetryDelay = .seconds(5)
+    configure(&configuration)
+    try await withHeraldStore(configuration: configuration) { store in try await body(store, RawDatabase(backend: backend, url: url)) }
+}

@@ -100,6 +100,9 @@ enum PostgresSchema {
             """,
             "CREATE INDEX segments_ready ON segments (state, created_at)",
         ],
+        // 2: how far into its range a broadcast has raised badges (devices.badge_notification is
+        // no longer written: a notification claimed after a later one must still raise).
+        ["ALTER TABLE segments ADD COLUMN raised_through TEXT"],
     ]
 
     static let createVersions = "CREATE TABLE IF NOT EXISTS herald_schema (version INTEGER PRIMARY KEY, applied_at BIGINT NOT NULL)"
@@ -198,7 +201,7 @@ enum PostgresSchema {
             FOR UPDATE OF s SKIP LOCKED)
         UPDATE segments s SET state = 1, lease_owner = $1, lease_expires_at = $2, attempts = s.attempts + 1
         FROM picked WHERE s.notification_id = picked.notification_id AND s.number = picked.number
-        RETURNING s.notification_id, s.number, s.upper, s.cursor, picked.previous
+        RETURNING s.notification_id, s.number, s.upper, s.cursor, picked.previous, s.raised_through
         """
 
     /// The next active devices of a range, as one comma-separated row (a batch costs one row to
@@ -215,17 +218,35 @@ enum PostgresSchema {
             ORDER BY t.token LIMIT $4) AS range
         """
 
-    /// Raises each device's badge once per notification (IDs sort by time, so a re-send of an
-    /// older notification does not raise it again), and returns every device's badge.
+    /// Raises the badges of the devices `$2` of app `$1` by one (only those above `$3` unless it
+    /// is NULL), and returns the badge of every device of `$2`. A badge stops at the largest APNs
+    /// accepts (one more would overflow the column and fail the claim). Each claim raises a
+    /// device once per delivery row (which keeps the raised badge) or range (which keeps how far
+    /// it raised), so a notification claimed after a later one still raises, and a re-claim
+    /// after a lease ran out does not.
     static let raiseBadges = """
         WITH raised AS (
-            UPDATE devices SET badge = COALESCE(badge, 0) + 1, badge_notification = $1
-            WHERE app = $2 AND token = ANY($3::TEXT[]) AND (badge_notification IS NULL OR badge_notification < $1)
+            UPDATE devices SET badge = \(badgeInRange(maximum: DeviceRegistration.maximumBadge - 1)) + 1
+            WHERE app = $1 AND token = ANY($2::TEXT[]) AND ($3::TEXT IS NULL OR token > $3)
             RETURNING token, badge)
         SELECT token, badge FROM raised
         UNION ALL
-        SELECT token, COALESCE(badge, 0) FROM devices WHERE app = $2 AND token = ANY($3::TEXT[]) AND token NOT IN (SELECT token FROM raised)
+        SELECT token, \(badgeInRange(maximum: DeviceRegistration.maximumBadge)) FROM devices
+        WHERE app = $1 AND token = ANY($2::TEXT[]) AND token NOT IN (SELECT token FROM raised)
         """
+    static let raisedThrough = """
+        UPDATE segments SET raised_through = $3 WHERE notification_id = $1 AND number = $2 AND (raised_through IS NULL OR raised_through < $3)
+        """
+    /// Locks the devices (app, token) of a claim in one order, before their badges are raised a
+    /// notification at a time: two claims raising the same devices never wait for each other.
+    static let lockDevices = """
+        SELECT 1 FROM devices WHERE (app, token) IN (SELECT * FROM UNNEST($1::TEXT[], $2::TEXT[])) ORDER BY app, token FOR UPDATE
+        """
+
+    /// A device's stored badge (none: 0) brought into 0...`maximum`.
+    static func badgeInRange(maximum: Int) -> String {
+        "LEAST(GREATEST(COALESCE(badge, 0), 0), \(maximum))"
+    }
 
     /// A batch of delivery outcomes, each only while this worker still leases the row.
     static let finishDeliveries = """
@@ -236,21 +257,52 @@ enum PostgresSchema {
         WHERE d.id = o.id AND d.lease_owner = $1 AND d.state = 1
         RETURNING d.state, d.reason
         """
-    /// A range's devices that did not end as plain acceptances, kept for listing and retries.
+    /// A range's devices that did not end as plain acceptances, kept for listing and retries,
+    /// with the badge they were sent (-1: none), which a retry sends again.
     static let insertRangeDeliveries = """
-        INSERT INTO deliveries (notification_id, token, state, attempts, next_attempt_at, reason, apns_id, finished_at)
+        INSERT INTO deliveries (notification_id, token, state, attempts, next_attempt_at, reason, apns_id, finished_at, badge)
         SELECT $1, token, state, CASE WHEN state = 0 THEN 1 ELSE 0 END, COALESCE(NULLIF(next_attempt_at, -1), $2),
             NULLIF(reason, ''), NULLIF(apns_id, ''),
-            CASE WHEN state = 0 THEN NULL ELSE $2 END
-        FROM UNNEST($3::TEXT[], $4::SMALLINT[], $5::TEXT[], $6::TEXT[], $7::BIGINT[]) AS o(token, state, reason, apns_id, next_attempt_at)
+            CASE WHEN state = 0 THEN NULL ELSE $2 END, NULLIF(badge, -1)
+        FROM UNNEST($3::TEXT[], $4::SMALLINT[], $5::TEXT[], $6::TEXT[], $7::BIGINT[], $8::INTEGER[]) AS o(token, state, reason, apns_id, next_attempt_at, badge)
         ON CONFLICT (notification_id, token) DO UPDATE SET state = EXCLUDED.state, attempts = EXCLUDED.attempts,
             next_attempt_at = EXCLUDED.next_attempt_at, reason = EXCLUDED.reason, apns_id = EXCLUDED.apns_id,
-            finished_at = EXCLUDED.finished_at
+            finished_at = EXCLUDED.finished_at, badge = EXCLUDED.badge
         """
     static let addReasons = """
         INSERT INTO notification_reasons (notification_id, reason, count)
         SELECT $1, reason, count FROM UNNEST($2::TEXT[], $3::BIGINT[]) AS r(reason, count)
         ON CONFLICT (notification_id, reason) DO UPDATE SET count = notification_reasons.count + EXCLUDED.count
+        """
+
+    /// Stops a notification's unsent deliveries ($2) with reason $3 at $1, and its unread
+    /// ranges. Rows a claim holds at that moment are skipped, not waited for: they are in flight
+    /// (and what is in flight finishes), and a cancel that waited for a claim while holding the
+    /// notification's row, which the claim then waits for, would deadlock.
+    static let cancelDeliveries = """
+        UPDATE deliveries SET state = \(StoreCodes.failed), reason = $3, finished_at = $1, lease_owner = NULL
+        WHERE id IN (
+            SELECT id FROM deliveries WHERE notification_id = $2 AND state = \(StoreCodes.pending)
+            FOR UPDATE SKIP LOCKED)
+        RETURNING id
+        """
+    static let cancelSegments = """
+        UPDATE segments SET state = \(StoreCodes.segmentDone)
+        WHERE notification_id = $1 AND number IN (
+            SELECT number FROM segments WHERE notification_id = $1 AND state = \(StoreCodes.pending)
+            FOR UPDATE SKIP LOCKED)
+        """
+
+    /// Claimed deliveries (by ID, with a reason each) that cannot be sent, while $1 holds them.
+    static let failClaimed = """
+        UPDATE deliveries d SET state = \(StoreCodes.failed), reason = o.reason, finished_at = $2, lease_owner = NULL, lease_expires_at = NULL
+        FROM UNNEST($3::BIGINT[], $4::TEXT[]) AS o(id, reason)
+        WHERE d.id = o.id AND d.lease_owner = $1 AND d.state = \(StoreCodes.claimed)
+        RETURNING d.id
+        """
+    static let endClaimedSegment = """
+        UPDATE segments SET state = \(StoreCodes.segmentDone), lease_owner = NULL, lease_expires_at = NULL
+        WHERE notification_id = $1 AND number = $2 AND lease_owner = $3 AND state = \(StoreCodes.claimed)
         """
 
     // MARK: Retention

@@ -418,16 +418,28 @@ final class PostgresStore: StoreBackend {
             }
             if !request.audience.isRange { targeted = deliveries.count }
             let audience = StoreCodes.encode(request.audience)
-            try await run("""
+            // Callers enqueueing with one key at once wait here for the first to commit, then
+            // find nothing inserted and answer with its notification.
+            let inserted = try await run("""
                 INSERT INTO notifications (id, app, audience_kind, audience, payload, push_type, priority, expiration, collapse_id,
                     badge_mode, idempotency_key, status, targeted, deadline, created_at)
-                VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, 0, $12, $13, $14)
+                VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, \(StoreCodes.queued), $12, $13, $14)
+                ON CONFLICT (app, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
+                RETURNING id
                 """, [
                 .text(id), .text(request.app), .int(Int64(audience.kind)), .text(audience.values), .bytes(request.payload),
                 .text(request.pushType.rawValue), .int(request.priority.map { Int64($0.rawValue) }), .int(request.expiration.map { Int64($0.unixSeconds) }),
                 .text(request.collapseID), .int(Int64(StoreCodes.code(request.badge))), .text(request.idempotencyKey),
                 .int(Int64(targeted)), .int(deadline.milliseconds), .int(time),
             ], on: connection)
+            if inserted.isEmpty, let key = request.idempotencyKey,
+                let existing = try await run(
+                    "SELECT \(PostgresSchema.notificationColumns) FROM notifications WHERE app = $1 AND idempotency_key = $2",
+                    [.text(request.app), .text(key)], on: connection
+                ).first
+            {
+                return (try await notification(existing, on: connection), false)
+            }
             if !deliveries.isEmpty {
                 try await run(PostgresSchema.insertDeliveries, [
                     .text(id), .int(time), .texts(deliveries.map(\.token)), .smallints(deliveries.map { Int16($0.state) }),
@@ -526,18 +538,7 @@ final class PostgresStore: StoreBackend {
 
     func cancel(id: String, now: Date) async throws -> StoredNotification? {
         try await transaction { [self] connection in
-            let time = now.milliseconds
-            let cancelled = try await run(
-                "UPDATE notifications SET status = 3, finished_at = $1 WHERE id = $2 AND status < 2 RETURNING id", [.int(time), .text(id)], on: connection
-            )
-            if !cancelled.isEmpty {
-                let unsent = try await run("""
-                    UPDATE deliveries SET state = 4, reason = 'Cancelled', finished_at = $1, lease_owner = NULL
-                    WHERE notification_id = $2 AND state = 0 RETURNING id
-                    """, [.int(time), .text(id)], on: connection).count
-                try await run("UPDATE notifications SET failed = failed + $1 WHERE id = $2", [.int(Int64(unsent)), .text(id)], on: connection)
-                try await run("UPDATE segments SET state = 2 WHERE notification_id = $1 AND state = 0", [.text(id)], on: connection)
-            }
+            try await stop(id, reason: Unsendable.cancelled.reason, now: now, on: connection)
             guard let row = try await run("SELECT \(PostgresSchema.notificationColumns) FROM notifications WHERE id = $1", [.text(id)], on: connection).first else {
                 return nil
             }
@@ -545,27 +546,85 @@ final class PostgresStore: StoreBackend {
         }
     }
 
+    /// Cancels a notification still queued or sending: its unsent deliveries fail with `reason`
+    /// and its unread ranges end. Its row is locked first, then its deliveries and ranges, as a
+    /// completion locks them; a claim's rows are skipped (``PostgresSchema/cancelDeliveries``).
+    private func stop(_ id: String, reason: String, now: Date, on connection: PostgresConnection) async throws {
+        let time = now.milliseconds
+        let cancelled = try await run(
+            "UPDATE notifications SET status = \(StoreCodes.cancelled), finished_at = $1 WHERE id = $2 AND status < \(StoreCodes.done) RETURNING id",
+            [.int(time), .text(id)], on: connection
+        )
+        guard !cancelled.isEmpty else { return }
+        let unsent = try await run(PostgresSchema.cancelDeliveries, [.int(time), .text(id), .text(reason)], on: connection).count
+        try await run("UPDATE notifications SET failed = failed + $1 WHERE id = $2", [.int(Int64(unsent)), .text(id)], on: connection)
+        try await run(PostgresSchema.cancelSegments, [.text(id)], on: connection)
+    }
+
     // MARK: Queue
 
+    /// How many claims in a row may find only work that cannot be sent before one returns empty.
+    static let claimAttempts = 8
+
     func claim(owner: String, limit: Int, includeRanges: Bool, leaseUntil: Date, now: Date) async throws -> [WorkBatch] {
+        for _ in 0..<Self.claimAttempts {
+            let (batches, unsendable) = try await claimOnce(owner: owner, limit: limit, includeRanges: includeRanges, leaseUntil: leaseUntil, now: now)
+            // Failed in a transaction of its own, once the claim has committed: the notification's
+            // row is locked before its deliveries there, as cancels and completions lock them.
+            // If that fails, the work stays leased until its lease runs out and is found again;
+            // the batches claimed are this worker's all the same.
+            if !unsendable.isEmpty {
+                do {
+                    try await fail(unsendable, owner: owner, now: now)
+                } catch {
+                    logger.warning("cannot fail work that cannot be sent; it is claimed again later", metadata: ["error": "\(error)"])
+                    return batches
+                }
+            }
+            if !batches.isEmpty || unsendable.isEmpty { return batches }
+        }
+        return []
+    }
+
+    private func claimOnce(
+        owner: String, limit: Int, includeRanges: Bool, leaseUntil: Date, now: Date
+    ) async throws -> ([WorkBatch], [UnsendableWork]) {
         try await transaction(durable: false) { [self] connection in
             let lease = leaseUntil.milliseconds
             var batches: [WorkBatch] = []
+            var unsendable: [UnsendableWork] = []
             // Single deliveries first: a notification to one device does not wait behind a broadcast.
             let due = try await run(PostgresSchema.claimDeliveries, [.text(owner), .int(lease), .int(now.milliseconds), .int(Int64(limit))], on: connection)
                 .map { try $0.decode((Int64, String, String, Int32, Int32?).self) }
             if !due.isEmpty {
                 let byNotification = Dictionary(grouping: due) { $0.1 }
                 let notifications = try await queued(Array(byNotification.keys), on: connection)
+                var sendable: [(QueuedNotification, [(Int64, String, String, Int32, Int32?)])] = []
                 for (notificationID, rows) in byNotification {
-                    guard let notification = notifications[notificationID] else { continue }
+                    switch notifications[notificationID] ?? .failure(.quarantined("notification \(notificationID) does not exist")) {
+                    case .failure(let problem):
+                        unsendable.append(UnsendableWork(notificationID: notificationID, notification: problem, deliveries: rows.map { ($0.0, problem.reason) }))
+                    case .success(let notification):
+                        let bad = rows.compactMap { row in QueuedNotification.badgeProblem(row.4.map(Int.init)).map { (row.0, $0.reason) } }
+                        if !bad.isEmpty { unsendable.append(UnsendableWork(notificationID: notificationID, deliveries: bad)) }
+                        let good = rows.filter { row in !bad.contains { $0.0 == row.0 } }
+                        if !good.isEmpty { sendable.append((notification, good)) }
+                    }
+                }
+                let raising = sendable.filter { $0.0.badge == .increment }.flatMap { notification, rows in
+                    rows.filter { $0.4 == nil }.map { (notification.app, $0.2) }
+                }
+                if !raising.isEmpty {
+                    try await run(PostgresSchema.lockDevices, [.texts(raising.map(\.0)), .texts(raising.map(\.1))], on: connection)
+                }
+                for (notification, rows) in sendable {
                     var badges: [String: Int] = [:]
                     let unraised = rows.filter { $0.4 == nil }.map(\.2)
                     if notification.badge == .increment, !unraised.isEmpty {
-                        badges = try await raiseBadges(unraised, notification: notification, on: connection)
+                        badges = try await raiseBadges(unraised, above: nil, notification: notification, on: connection)
                         try await run(
                             "UPDATE deliveries SET badge = b.badge FROM UNNEST($1::TEXT[], $2::INTEGER[]) AS b(token, badge) WHERE notification_id = $3 AND deliveries.token = b.token",
-                            [.texts(unraised), .int32s(unraised.map { Int32(badges[$0] ?? 1) }), .text(notificationID)], on: connection
+                            [.texts(unraised), .int32s(unraised.map { Int32(badges[$0] ?? 1) }), .text(notification.id)], on: connection
                         )
                     }
                     let items = rows.map { row in
@@ -581,14 +640,20 @@ final class PostgresStore: StoreBackend {
                     )
                 }
             }
-            if includeRanges, batches.isEmpty,
+            if includeRanges, batches.isEmpty, unsendable.isEmpty,
                 let segment = try await run(PostgresSchema.claimSegment, [.text(owner), .int(lease), .int(now.milliseconds)], on: connection).first
             {
-                let (notificationID, number, upper, cursor, previous) = try segment.decode((String, Int32, String?, String, Int16).self)
-                if let notification = try await queued([notificationID], on: connection)[notificationID],
-                    let audienceRow = try await run("SELECT audience_kind, audience FROM notifications WHERE id = $1", [.text(notificationID)], on: connection).first
-                {
-                    let (kind, values) = try audienceRow.decode((Int16, String).self)
+                let (notificationID, number, upper, cursor, previous, raisedThrough) = try segment.decode((String, Int32, String?, String, Int16, String?).self)
+                let audienceRow = try await run("SELECT audience_kind, audience FROM notifications WHERE id = $1", [.text(notificationID)], on: connection).first
+                let (kind, values) = try audienceRow?.decode((Int16, String).self) ?? (Int16(-1), "")
+                var stored = try await queued([notificationID], on: connection)[notificationID] ?? .failure(.quarantined("notification \(notificationID) does not exist"))
+                if case .success = stored, !StoreCodes.isAudienceKind(Int(kind)) {
+                    stored = .failure(.quarantined("notification \(notificationID) has audience kind \(kind)"))
+                }
+                switch stored {
+                case .failure(let problem):
+                    unsendable.append(UnsendableWork(notificationID: notificationID, notification: problem, segment: Int(number)))
+                case .success(let notification):
                     let range: [PostgresRow]
                     switch StoreCodes.decode(kind: Int(kind), values: values) {
                     case .tags(let tags):
@@ -600,7 +665,11 @@ final class PostgresStore: StoreBackend {
                     let tokens = StoreCodes.tokens(list)
                     var badges: [String: Int] = [:]
                     if notification.badge == .increment, !tokens.isEmpty {
-                        badges = try await raiseBadges(tokens, notification: notification, on: connection)
+                        // Devices up to raised_through were raised by a claim whose lease ran out.
+                        badges = try await raiseBadges(tokens, above: raisedThrough, notification: notification, on: connection)
+                        if let last {
+                            try await run(PostgresSchema.raisedThrough, [.text(notificationID), .int(Int64(number)), .text(last)], on: connection)
+                        }
                     }
                     let items = tokens.map { WorkItem(token: $0, badge: notification.badge == .increment ? badges[$0] ?? 1 : nil, attempt: 1) }
                     batches.append(
@@ -613,56 +682,99 @@ final class PostgresStore: StoreBackend {
             }
             let started = Array(Set(batches.map(\.notification.id)))
             if !started.isEmpty {
-                try await run("UPDATE notifications SET status = 1 WHERE status = 0 AND id = ANY($1::TEXT[])", [.texts(started)], on: connection)
+                try await run(
+                    "UPDATE notifications SET status = \(StoreCodes.sending) WHERE status = \(StoreCodes.queued) AND id = ANY($1::TEXT[])",
+                    [.texts(started)], on: connection
+                )
             }
-            return batches
+            return (batches, unsendable)
         }
     }
 
-    private func queued(_ ids: [String], on connection: PostgresConnection) async throws -> [String: QueuedNotification] {
-        var result: [String: QueuedNotification] = [:]
+    /// What workers need of these notifications, by ID, or why their work cannot be sent.
+    private func queued(_ ids: [String], on connection: PostgresConnection) async throws -> [String: Result<QueuedNotification, Unsendable>] {
+        var result: [String: Result<QueuedNotification, Unsendable>] = [:]
         let rows = try await run("""
-            SELECT id, app, payload, push_type, priority, expiration, collapse_id, badge_mode, deadline
-            FROM notifications WHERE id = ANY($1::TEXT[]) AND status < 2
+            SELECT id, status, app, payload, push_type, priority, expiration, collapse_id, badge_mode, deadline
+            FROM notifications WHERE id = ANY($1::TEXT[])
             """, [.texts(ids)], on: connection)
         for row in rows {
-            let (id, app, payload, pushType, priority, expiration, collapseID, badge, deadline) = try row.decode(
-                (String, String, ByteBuffer, String, Int16?, Int64?, String?, Int16, Int64).self
-            )
-            result[id] = QueuedNotification(
-                id: id, app: app, payload: Array(payload.readableBytesView), pushType: PushType(rawValue: pushType) ?? .alert,
-                priority: priority.flatMap { PushPriority(rawValue: Int($0)) },
-                expiration: expiration.flatMap { try? PushExpiration(unixSeconds: Int($0)) }, collapseID: collapseID,
-                badge: StoreCodes.badgeMode(Int(badge)), deadline: Date(milliseconds: deadline)
-            )
+            let id = try row.makeRandomAccess()[0].decode(String.self)
+            do {
+                let (_, status, app, payload, pushType, priority, expiration, collapseID, badge, deadline) = try row.decode(
+                    (String, Int16?, String?, ByteBuffer?, String?, Int16?, Int64?, String?, Int16?, Int64?).self
+                )
+                result[id] = QueuedNotification.stored(
+                    id: id, status: status.map(Int.init), app: app, payload: payload.map { Array($0.readableBytesView) }, pushType: pushType,
+                    priority: priority.map(Int.init), expiration: expiration.map(Int.init), collapseID: collapseID, badgeMode: badge.map(Int.init),
+                    deadline: deadline
+                )
+            } catch {
+                result[id] = .failure(.quarantined("notification \(id) cannot be read: \(Self.describe(error))"))
+            }
         }
         return result
     }
 
-    private func raiseBadges(_ tokens: [String], notification: QueuedNotification, on connection: PostgresConnection) async throws -> [String: Int] {
+    /// Raises the badges of `tokens` above `raisedThrough` (all when `nil`) and returns each
+    /// device's badge now.
+    private func raiseBadges(
+        _ tokens: [String], above raisedThrough: String?, notification: QueuedNotification, on connection: PostgresConnection
+    ) async throws -> [String: Int] {
         var badges: [String: Int] = [:]
-        for row in try await run(PostgresSchema.raiseBadges, [.text(notification.id), .text(notification.app), .texts(tokens)], on: connection) {
+        for row in try await run(PostgresSchema.raiseBadges, [.text(notification.app), .texts(tokens), .text(raisedThrough)], on: connection) {
             let (token, badge) = try row.decode((String, Int32?).self)
             badges[token] = Int(badge ?? 0)
         }
         return badges
     }
 
-    func renew(_ batch: WorkBatch, leaseUntil: Date) async throws {
-        _ = try await transaction(durable: false) { [self] connection in
-            switch batch.source {
-            case .deliveries(let ids):
-                try await run(
-                    "UPDATE deliveries SET lease_expires_at = $1 WHERE lease_owner = $2 AND state = 1 AND id = ANY($3::BIGINT[])",
-                    [.int(leaseUntil.milliseconds), .text(batch.owner), .ints(ids)], on: connection
-                )
-            case .segment(let number, _, _):
-                try await run(
-                    "UPDATE segments SET lease_expires_at = $1 WHERE notification_id = $2 AND number = $3 AND lease_owner = $4 AND state = 1",
-                    [.int(leaseUntil.milliseconds), .text(batch.notification.id), .int(Int64(number)), .text(batch.owner)], on: connection
-                )
+    /// Fails claimed work that cannot be sent (``Unsendable``), a notification at a time in ID
+    /// order, each locked before its rows.
+    private func fail(_ unsendable: [UnsendableWork], owner: String, now: Date) async throws {
+        try await transaction(durable: false) { [self] connection in
+            let time = now.milliseconds
+            for work in unsendable.sorted(by: { $0.notificationID < $1.notificationID }) {
+                let id = work.notificationID
+                let status = try await run("SELECT status FROM notifications WHERE id = $1 FOR UPDATE", [.text(id)], on: connection)
+                    .first?.decode(Int16.self)
+                if let problem = work.notification, let status, Int(status) < StoreCodes.done {
+                    logger.warning("a notification cannot be sent; stopping it", metadata: ["notification": "\(id)", "reason": "\(problem.reason)"])
+                    try await stop(id, reason: problem.reason, now: now, on: connection)
+                }
+                if !work.deliveries.isEmpty {
+                    let failed = try await run(PostgresSchema.failClaimed, [
+                        .text(owner), .int(time), .ints(work.deliveries.map(\.id)), .texts(work.deliveries.map(\.reason)),
+                    ], on: connection).count
+                    try await run("UPDATE notifications SET failed = failed + $1 WHERE id = $2", [.int(Int64(failed)), .text(id)], on: connection)
+                }
+                if let number = work.segment {
+                    try await run(PostgresSchema.endClaimedSegment, [.text(id), .int(Int64(number)), .text(owner)], on: connection)
+                }
+                if status != nil { try await finishIfDone(id, now: now, on: connection) }
             }
         }
+    }
+
+    func renew(_ batch: WorkBatch, leaseUntil: Date) async throws {
+        let (renewed, held) = try await transaction(durable: false) { [self] connection -> (Int, Int) in
+            switch batch.source {
+            case .deliveries(let ids):
+                let renewed = try await run(
+                    "UPDATE deliveries SET lease_expires_at = $1 WHERE lease_owner = $2 AND state = \(StoreCodes.claimed) AND id = ANY($3::BIGINT[]) RETURNING id",
+                    [.int(leaseUntil.milliseconds), .text(batch.owner), .ints(ids)], on: connection
+                )
+                return (renewed.count, Set(ids).count)
+            case .segment(let number, _, _):
+                let renewed = try await run("""
+                    UPDATE segments SET lease_expires_at = $1 WHERE notification_id = $2 AND number = $3 AND lease_owner = $4
+                        AND state = \(StoreCodes.claimed) RETURNING number
+                    """, [.int(leaseUntil.milliseconds), .text(batch.notification.id), .int(Int64(number)), .text(batch.owner)], on: connection
+                )
+                return (renewed.count, 1)
+            }
+        }
+        if renewed < held { throw StoreError.leaseLost(batch, renewed: renewed, of: held) }
     }
 
     func complete(_ batch: WorkBatch, outcomes: [DeliveryOutcome], retryAt: @escaping @Sendable (Int) -> Date, now: Date) async throws {
@@ -710,9 +822,11 @@ final class PostgresStore: StoreBackend {
                 }
                 let kept = plan.rows.filter { $0.state != StoreCodes.accepted }
                 if !kept.isEmpty {
+                    let badges = Dictionary(batch.items.map { ($0.token, $0.badge) }, uniquingKeysWith: { first, _ in first })
                     try await run(PostgresSchema.insertRangeDeliveries, [
                         .text(id), .int(time), .texts(kept.map(\.token)), .smallints(kept.map { Int16($0.state) }),
                         .texts(kept.map { $0.reason ?? "" }), .texts(kept.map { $0.apnsID ?? "" }), .ints(kept.map { $0.nextAttemptAt ?? -1 }),
+                        .int32s(kept.map { Int32((badges[$0.token] ?? nil) ?? -1) }),
                     ], on: connection)
                 }
                 accepted = plan.accepted

@@ -92,6 +92,9 @@ enum SQLiteSchema {
             """,
             "CREATE INDEX segments_ready ON segments (state, created_at)",
         ],
+        // 2: how far into its range a broadcast has raised badges (devices.badge_notification is
+        // no longer written: a notification claimed after a later one must still raise).
+        ["ALTER TABLE segments ADD COLUMN raised_through TEXT"],
     ]
 }
 
@@ -193,11 +196,22 @@ extension SQLiteSchema {
     }
 
     static let cancelNotification = "UPDATE notifications SET status = 3, finished_at = ? WHERE id = ? AND status < 2"
+    /// A notification's unsent deliveries fail, with a reason.
     static let cancelDeliveries = """
-        UPDATE deliveries SET state = 4, reason = 'Cancelled', finished_at = ?, lease_owner = NULL
-        WHERE notification_id = ? AND state = 0
+        UPDATE deliveries SET state = \(StoreCodes.failed), reason = ?, finished_at = ?, lease_owner = NULL
+        WHERE notification_id = ? AND state = \(StoreCodes.pending)
         """
     static let cancelSegments = "UPDATE segments SET state = 2 WHERE notification_id = ? AND state = 0"
+
+    /// A claimed delivery that cannot be sent, while this worker holds it.
+    static let failClaimed = """
+        UPDATE deliveries SET state = \(StoreCodes.failed), reason = ?, finished_at = ?, lease_owner = NULL, lease_expires_at = NULL
+        WHERE id = ? AND lease_owner = ? AND state = \(StoreCodes.claimed)
+        """
+    static let endClaimedSegment = """
+        UPDATE segments SET state = \(StoreCodes.segmentDone), lease_owner = NULL, lease_expires_at = NULL
+        WHERE notification_id = ? AND number = ? AND lease_owner = ? AND state = \(StoreCodes.claimed)
+        """
 
     // MARK: Queue
 
@@ -225,7 +239,7 @@ extension SQLiteSchema {
 
     /// A range due (or whose lease ran out), of a notification not cancelled, oldest first.
     static let readySegment = """
-        SELECT s.notification_id, s.number, s.upper, s.cursor, s.state, s.attempts FROM segments s
+        SELECT s.notification_id, s.number, s.upper, s.cursor, s.state, s.attempts, s.raised_through FROM segments s
         JOIN notifications n ON n.id = s.notification_id AND n.status < 2
         WHERE s.state = 0 OR (s.state = 1 AND s.lease_expires_at <= ?)
         ORDER BY s.created_at, s.number LIMIT 1
@@ -253,18 +267,30 @@ extension SQLiteSchema {
         """
     }
 
-    /// Raises each device's badge once per notification: a notification newer than the last one
-    /// that raised it (IDs sort by time), so a re-send after a crash does not raise it again.
+    /// Raises the badges of app ?1's devices among `tokens` (from ?3 on) by one, only those above
+    /// ?2 unless it is NULL. A badge stops at the largest APNs accepts. Each claim raises a
+    /// device once per delivery row (which keeps the raised badge) or range (which keeps how far
+    /// it raised), so a notification claimed after a later one still raises, and a re-claim
+    /// after a lease ran out does not.
     static func raiseBadges(tokens: Int) -> String {
         """
-        UPDATE devices SET badge = COALESCE(badge, 0) + 1, badge_notification = ?1
-        WHERE app = ?2 AND (badge_notification IS NULL OR badge_notification < ?1)
+        UPDATE devices SET badge = \(badgeInRange(maximum: DeviceRegistration.maximumBadge - 1)) + 1
+        WHERE app = ?1 AND (?2 IS NULL OR token > ?2)
             AND token IN (\((0..<tokens).map { "?\($0 + 3)" }.joined(separator: ", ")))
         """
     }
+    static let raisedThrough = """
+        UPDATE segments SET raised_through = ?3 WHERE notification_id = ?1 AND number = ?2 AND (raised_through IS NULL OR raised_through < ?3)
+        """
 
     static func badges(tokens: Int) -> String {
-        "SELECT token, COALESCE(badge, 0) AS badge FROM devices WHERE app = ? AND token IN (\(placeholders(tokens)))"
+        "SELECT token, \(badgeInRange(maximum: DeviceRegistration.maximumBadge)) AS badge FROM devices WHERE app = ? AND token IN (\(placeholders(tokens)))"
+    }
+
+    /// A device's stored badge (none: 0) brought into 0...`maximum`, as an integer whatever was
+    /// written into the column.
+    static func badgeInRange(maximum: Int) -> String {
+        "CAST(MIN(MAX(COALESCE(badge, 0), 0), \(maximum)) AS INTEGER)"
     }
 
     static let setDeliveryBadge = "UPDATE deliveries SET badge = ? WHERE id = ?"
@@ -287,13 +313,14 @@ extension SQLiteSchema {
     static let releaseSegment = "UPDATE segments SET state = 0, lease_owner = NULL, lease_expires_at = NULL WHERE notification_id = ? AND number = ? AND lease_owner = ? AND state = 1"
 
     /// A range's devices that did not end as plain acceptances, kept for listing and retries.
+    /// With the badge they were sent, which a retry sends again.
     static func insertRangeDeliveries(rows: Int) -> String {
         """
-        INSERT INTO deliveries (notification_id, token, state, attempts, next_attempt_at, reason, apns_id, finished_at) VALUES \
-        \(Array(repeating: "(?, ?, ?, ?, ?, ?, ?, ?)", count: rows).joined(separator: ", "))
+        INSERT INTO deliveries (notification_id, token, state, attempts, next_attempt_at, reason, apns_id, finished_at, badge) VALUES \
+        \(Array(repeating: "(?, ?, ?, ?, ?, ?, ?, ?, ?)", count: rows).joined(separator: ", "))
         ON CONFLICT (notification_id, token) DO UPDATE SET state = excluded.state, attempts = excluded.attempts,
             next_attempt_at = excluded.next_attempt_at, reason = excluded.reason, apns_id = excluded.apns_id,
-            finished_at = excluded.finished_at
+            finished_at = excluded.finished_at, badge = excluded.badge
         """
     }
 

@@ -120,7 +120,7 @@ final class SQLiteStore: StoreBackend {
     func migrate() async throws {
         try await transaction { connection in
             _ = try await connection.query(SQLiteSchema.createVersions)
-            let current = try await connection.query(SQLiteSchema.currentVersion).first?.column("version")?.integer ?? 0
+            let current = try await connection.query(SQLiteSchema.currentVersion).first?.column("version")?.exactInteger ?? 0
             let known = SQLiteSchema.migrations.count
             guard current <= known else {
                 throw StoreError(
@@ -138,7 +138,7 @@ final class SQLiteStore: StoreBackend {
 
     func checkReady() async throws {
         try await exclusive { connection in
-            let version = try await connection.query(SQLiteSchema.currentVersion).first?.column("version")?.integer ?? 0
+            let version = try await connection.query(SQLiteSchema.currentVersion).first?.column("version")?.exactInteger ?? 0
             guard version == SQLiteSchema.migrations.count else {
                 throw StoreError(.unavailable, "the database \(path) is at schema \(version), not \(SQLiteSchema.migrations.count): migrate it")
             }
@@ -244,7 +244,7 @@ final class SQLiteStore: StoreBackend {
     func countDevices(app: String, status: DeviceStatus?) async throws -> Int {
         try await exclusive { connection in
             let binds: [SQLiteData] = [.text(app)] + (status.map { [.integer(StoreCodes.code($0))] } ?? [])
-            return try await connection.query(SQLiteSchema.countDevices(status: status != nil), binds).first?.column("count")?.integer ?? 0
+            return try await connection.query(SQLiteSchema.countDevices(status: status != nil), binds).first?.column("count")?.exactInteger ?? 0
         }
     }
 
@@ -266,7 +266,7 @@ final class SQLiteStore: StoreBackend {
             case .active, nil:
                 continue
             }
-            changed += try await connection.query("SELECT changes() AS changed").first?.column("changed")?.integer ?? 0
+            changed += try await connection.query("SELECT changes() AS changed").first?.column("changed")?.exactInteger ?? 0
         }
         return changed
     }
@@ -278,12 +278,12 @@ final class SQLiteStore: StoreBackend {
             token: row.column("token")?.string ?? "",
             user: user?.isEmpty == false ? user : nil,
             tags: StoreCodes.decode(tags: row.column("tags")?.string),
-            badge: row.column("badge")?.integer ?? 0,
-            status: StoreCodes.deviceStatus(row.column("status")?.integer ?? 0),
+            badge: row.column("badge")?.exactInteger ?? 0,
+            status: StoreCodes.deviceStatus(row.column("status")?.exactInteger ?? 0),
             reason: row.column("reason")?.string,
-            invalidatedAt: row.column("invalidated_at")?.integer.map { Date(milliseconds: Int64($0)) },
-            createdAt: Date(milliseconds: Int64(row.column("created_at")?.integer ?? 0)),
-            updatedAt: Date(milliseconds: Int64(row.column("updated_at")?.integer ?? 0))
+            invalidatedAt: row.column("invalidated_at")?.exactInteger.map { Date(milliseconds: Int64($0)) },
+            createdAt: Date(milliseconds: Int64(row.column("created_at")?.exactInteger ?? 0)),
+            updatedAt: Date(milliseconds: Int64(row.column("updated_at")?.exactInteger ?? 0))
         )
     }
 
@@ -309,9 +309,9 @@ final class SQLiteStore: StoreBackend {
                 }
             case .tags(let tags):
                 targeted = try await connection.query(SQLiteSchema.countTagged(tags: tags.count), [.text(request.app)] + tags.map { .text($0) })
-                    .first?.column("count")?.integer ?? 0
+                    .first?.column("count")?.exactInteger ?? 0
             case .all:
-                targeted = try await connection.query(SQLiteSchema.countActive, [.text(request.app)]).first?.column("count")?.integer ?? 0
+                targeted = try await connection.query(SQLiteSchema.countActive, [.text(request.app)]).first?.column("count")?.exactInteger ?? 0
             }
             if !request.audience.isRange { targeted = deliveries.count }
             let audience = StoreCodes.encode(request.audience)
@@ -355,7 +355,7 @@ final class SQLiteStore: StoreBackend {
         var known: [String: (status: Int, reason: String?)] = [:]
         for part in Self.chunks(tokens, of: Self.rowsPerStatement) {
             for row in try await connection.query(SQLiteSchema.deviceStatuses(tokens: part.count), [.text(app)] + part.map { .text($0) }) {
-                known[row.column("token")?.string ?? ""] = (row.column("status")?.integer ?? 0, row.column("reason")?.string)
+                known[row.column("token")?.string ?? ""] = (row.column("status")?.exactInteger ?? 0, row.column("reason")?.string)
             }
         }
         return tokens.map { token in
@@ -375,29 +375,29 @@ final class SQLiteStore: StoreBackend {
         let id = row.column("id")?.string ?? ""
         var rejected: [String: Int] = [:]
         for reason in try await connection.query(SQLiteSchema.selectReasons, [.text(id)]) {
-            rejected[reason.column("reason")?.string ?? ""] = reason.column("count")?.integer ?? 0
+            rejected[reason.column("reason")?.string ?? ""] = reason.column("count")?.exactInteger ?? 0
         }
         let payload = row.column("payload")?.blob.map { Array($0.readableBytesView) } ?? []
         let request = NotificationRequest(
             app: row.column("app")?.string ?? "",
-            audience: StoreCodes.decode(kind: row.column("audience_kind")?.integer ?? 3, values: row.column("audience")?.string ?? ""),
+            audience: StoreCodes.decode(kind: row.column("audience_kind")?.exactInteger ?? 3, values: row.column("audience")?.string ?? ""),
             payload: payload,
             pushType: PushType(rawValue: row.column("push_type")?.string ?? "alert") ?? .alert,
-            priority: row.column("priority")?.integer.flatMap(PushPriority.init(rawValue:)),
-            expiration: row.column("expiration")?.integer.flatMap { try? PushExpiration(unixSeconds: $0) },
+            priority: row.column("priority")?.exactInteger.flatMap(PushPriority.init(rawValue:)),
+            expiration: row.column("expiration")?.exactInteger.flatMap { try? PushExpiration(unixSeconds: $0) },
             collapseID: row.column("collapse_id")?.string,
-            badge: StoreCodes.badgeMode(row.column("badge_mode")?.integer ?? 0),
+            badge: StoreCodes.badgeMode(row.column("badge_mode")?.exactInteger ?? 0),
             idempotencyKey: row.column("idempotency_key")?.string
         )
         return StoredNotification(
             id: id, request: request,
-            status: StoreCodes.notificationStatus(row.column("status")?.integer ?? 0),
+            status: StoreCodes.notificationStatus(row.column("status")?.exactInteger ?? 0),
             counts: NotificationCounts(
-                targeted: row.column("targeted")?.integer ?? 0, accepted: row.column("accepted")?.integer ?? 0, rejected: rejected,
-                failed: row.column("failed")?.integer ?? 0
+                targeted: row.column("targeted")?.exactInteger ?? 0, accepted: row.column("accepted")?.exactInteger ?? 0, rejected: rejected,
+                failed: row.column("failed")?.exactInteger ?? 0
             ),
-            createdAt: Date(milliseconds: Int64(row.column("created_at")?.integer ?? 0)),
-            finishedAt: row.column("finished_at")?.integer.map { Date(milliseconds: Int64($0)) }
+            createdAt: Date(milliseconds: Int64(row.column("created_at")?.exactInteger ?? 0)),
+            finishedAt: row.column("finished_at")?.exactInteger.map { Date(milliseconds: Int64($0)) }
         )
     }
 
@@ -407,10 +407,10 @@ final class SQLiteStore: StoreBackend {
             if let outcome { binds.append(.integer(StoreCodes.deliveryState(outcome))) }
             binds.append(.integer(limit + 1))
             var records = try await connection.query(SQLiteSchema.listDeliveries(outcome: outcome != nil), binds).compactMap { row -> DeliveryRecord? in
-                guard let outcome = StoreCodes.outcome(row.column("state")?.integer ?? -1) else { return nil }
+                guard let outcome = StoreCodes.outcome(row.column("state")?.exactInteger ?? -1) else { return nil }
                 return DeliveryRecord(
                     token: row.column("token")?.string ?? "", outcome: outcome, reason: row.column("reason")?.string,
-                    apnsID: row.column("apns_id")?.string, at: Date(milliseconds: Int64(row.column("finished_at")?.integer ?? 0))
+                    apnsID: row.column("apns_id")?.string, at: Date(milliseconds: Int64(row.column("finished_at")?.exactInteger ?? 0))
                 )
             }
             let more = records.count > limit
@@ -422,67 +422,115 @@ final class SQLiteStore: StoreBackend {
     func cancel(id: String, now: Date) async throws -> StoredNotification? {
         try await transaction { connection in
             guard try await !connection.query(SQLiteSchema.selectNotification, [.text(id)]).isEmpty else { return nil }
-            let time = SQLiteData.integer(Int(now.milliseconds))
-            _ = try await connection.query(SQLiteSchema.cancelNotification, [time, .text(id)])
-            if try await connection.query("SELECT changes() AS changed").first?.column("changed")?.integer ?? 0 > 0 {
-                _ = try await connection.query(SQLiteSchema.cancelDeliveries, [time, .text(id)])
-                let cancelled = try await connection.query("SELECT changes() AS changed").first?.column("changed")?.integer ?? 0
-                _ = try await connection.query(SQLiteSchema.addCounts, [.integer(0), .integer(0), .integer(cancelled), .text(id)])
-                _ = try await connection.query(SQLiteSchema.cancelSegments, [.text(id)])
-            }
+            try await stop(id, reason: Unsendable.cancelled.reason, now: now, on: connection)
             let row = try await connection.query(SQLiteSchema.selectNotification, [.text(id)])
             return try await notification(row[0], on: connection)
         }
     }
 
+    /// Cancels a notification still queued or sending: its unsent deliveries fail with `reason`
+    /// and its unread ranges end.
+    private func stop(_ id: String, reason: String, now: Date, on connection: SQLiteConnection) async throws {
+        let time = SQLiteData.integer(Int(now.milliseconds))
+        _ = try await connection.query(SQLiteSchema.cancelNotification, [time, .text(id)])
+        guard try await connection.query("SELECT changes() AS changed").first?.column("changed")?.exactInteger ?? 0 > 0 else { return }
+        _ = try await connection.query(SQLiteSchema.cancelDeliveries, [.text(reason), time, .text(id)])
+        let cancelled = try await connection.query("SELECT changes() AS changed").first?.column("changed")?.exactInteger ?? 0
+        _ = try await connection.query(SQLiteSchema.addCounts, [.integer(0), .integer(0), .integer(cancelled), .text(id)])
+        _ = try await connection.query(SQLiteSchema.cancelSegments, [.text(id)])
+    }
+
     func leasedWork(notificationID: String, now: Date) async throws -> Int {
         try await exclusive { connection in
             try await connection.query(SQLiteSchema.leasedWork, [.text(notificationID), .integer(Int(now.milliseconds))])
-                .first?.column("leased")?.integer ?? 0
+                .first?.column("leased")?.exactInteger ?? 0
         }
     }
 
     // MARK: Queue
 
+    /// How many claims in a row may find only work that cannot be sent before one returns empty.
+    static let claimAttempts = 8
+
     func claim(owner: String, limit: Int, includeRanges: Bool, leaseUntil: Date, now: Date) async throws -> [WorkBatch] {
+        for _ in 0..<Self.claimAttempts {
+            let (batches, failed) = try await claimOnce(owner: owner, limit: limit, includeRanges: includeRanges, leaseUntil: leaseUntil, now: now)
+            if !batches.isEmpty || !failed { return batches }
+        }
+        return []
+    }
+
+    /// One claim; work that cannot be sent is failed in the same transaction (whether some was).
+    private func claimOnce(owner: String, limit: Int, includeRanges: Bool, leaseUntil: Date, now: Date) async throws -> ([WorkBatch], Bool) {
         try await transaction { connection in
             let time = Int(now.milliseconds)
             let lease = Int(leaseUntil.milliseconds)
             var batches: [WorkBatch] = []
+            var unsendable: [UnsendableWork] = []
             // Single deliveries first: a notification to one device does not wait behind a broadcast.
             let due = try await connection.query(SQLiteSchema.readyDeliveries, [.integer(time), .integer(limit)])
             if !due.isEmpty {
-                let ids = due.compactMap { $0.column("id")?.integer }
+                let ids = due.compactMap { $0.column("id")?.exactInteger }
                 _ = try await connection.query(SQLiteSchema.leaseDeliveries(count: ids.count), [.text(owner), .integer(lease)] + ids.map { .integer($0) })
                 let byNotification = Dictionary(grouping: due) { $0.column("notification_id")?.string ?? "" }
                 let notifications = try await queued(Array(byNotification.keys), on: connection)
                 for (notificationID, rows) in byNotification {
-                    guard let notification = notifications[notificationID] else { continue }
-                    var items: [WorkItem] = []
-                    var resend = false
-                    for row in rows {
-                        var badge = row.column("badge")?.integer
-                        let token = row.column("token")?.string ?? ""
-                        if notification.badge == .increment, badge == nil {
-                            badge = try await raiseBadges([token], notification: notification, on: connection)[token] ?? 1
-                            _ = try await connection.query(SQLiteSchema.setDeliveryBadge, [.integer(badge!), .integer(row.column("id")?.integer ?? 0)])
-                        }
-                        let attempt = (row.column("attempts")?.integer ?? 0) + 1
-                        resend = resend || row.column("state")?.integer == StoreCodes.claimed || attempt > 1
-                        items.append(WorkItem(token: token, badge: badge, attempt: attempt))
+                    let notification: QueuedNotification
+                    switch notifications[notificationID] ?? .failure(.quarantined("notification \(notificationID) does not exist")) {
+                    case .failure(let problem):
+                        let ids = rows.compactMap { $0.column("id")?.exactInteger }.map { (Int64($0), problem.reason) }
+                        unsendable.append(UnsendableWork(notificationID: notificationID, notification: problem, deliveries: ids))
+                        continue
+                    case .success(let stored):
+                        notification = stored
                     }
-                    let ids = rows.compactMap { $0.column("id")?.integer }.map(Int64.init)
-                    batches.append(WorkBatch(notification: notification, items: items, isResend: resend, owner: owner, source: .deliveries(ids)))
+                    var items: [WorkItem] = []
+                    var ids: [Int64] = []
+                    var resend = false
+                    var bad = UnsendableWork(notificationID: notificationID)
+                    for row in rows {
+                        let id = Int64(row.column("id")?.exactInteger ?? 0)
+                        // A badge column holding what no claim writes (a real number, text, out of range).
+                        let stored = row.column("badge").flatMap { $0.isNull ? nil : $0 }
+                        var badge = stored?.exactInteger
+                        let problem = stored != nil && badge == nil
+                            ? Unsendable.quarantined("badge \(stored!) is not a number") : QueuedNotification.badgeProblem(badge)
+                        guard let token = row.column("token")?.string, problem == nil else {
+                            bad.deliveries.append((id, (problem ?? .quarantined("no token")).reason))
+                            continue
+                        }
+                        if notification.badge == .increment, badge == nil {
+                            badge = try await raiseBadges([token], above: nil, notification: notification, on: connection)[token] ?? 1
+                            _ = try await connection.query(SQLiteSchema.setDeliveryBadge, [.integer(badge!), .integer(Int(id))])
+                        }
+                        let attempt = (row.column("attempts")?.exactInteger ?? 0) + 1
+                        resend = resend || row.column("state")?.exactInteger == StoreCodes.claimed || attempt > 1
+                        items.append(WorkItem(token: token, badge: badge, attempt: attempt))
+                        ids.append(id)
+                    }
+                    if !bad.deliveries.isEmpty { unsendable.append(bad) }
+                    if !items.isEmpty {
+                        batches.append(WorkBatch(notification: notification, items: items, isResend: resend, owner: owner, source: .deliveries(ids)))
+                    }
                 }
             }
-            if includeRanges, batches.isEmpty, let segment = try await connection.query(SQLiteSchema.readySegment, [.integer(time)]).first {
+            if includeRanges, batches.isEmpty, unsendable.isEmpty,
+                let segment = try await connection.query(SQLiteSchema.readySegment, [.integer(time)]).first
+            {
                 let notificationID = segment.column("notification_id")?.string ?? ""
-                let number = segment.column("number")?.integer ?? 0
+                let number = segment.column("number")?.exactInteger ?? 0
                 _ = try await connection.query(SQLiteSchema.leaseSegment, [.text(owner), .integer(lease), .text(notificationID), .integer(number)])
-                if let notification = try await queued([notificationID], on: connection)[notificationID],
-                    let row = try await connection.query(SQLiteSchema.selectNotification, [.text(notificationID)]).first
-                {
-                    let audience = StoreCodes.decode(kind: row.column("audience_kind")?.integer ?? 3, values: row.column("audience")?.string ?? "")
+                let row = try await connection.query(SQLiteSchema.selectNotification, [.text(notificationID)]).first
+                let kind = row?.column("audience_kind")?.exactInteger ?? -1
+                var stored = try await queued([notificationID], on: connection)[notificationID] ?? .failure(.quarantined("notification \(notificationID) does not exist"))
+                if case .success = stored, !StoreCodes.isAudienceKind(kind) {
+                    stored = .failure(.quarantined("notification \(notificationID) has audience kind \(row?.column("audience_kind").map { "\($0)" } ?? "none")"))
+                }
+                switch stored {
+                case .failure(let problem):
+                    unsendable.append(UnsendableWork(notificationID: notificationID, notification: problem, segment: number))
+                case .success(let notification):
+                    let audience = StoreCodes.decode(kind: kind, values: row?.column("audience")?.string ?? "")
                     let cursor = segment.column("cursor")?.string ?? ""
                     let upper = segment.column("upper")?.string
                     let (tokens, last) = try await rangeTokens(
@@ -490,14 +538,17 @@ final class SQLiteStore: StoreBackend {
                     )
                     var badges: [String: Int] = [:]
                     if notification.badge == .increment, !tokens.isEmpty {
-                        badges = try await raiseBadges(tokens, notification: notification, on: connection)
+                        // Devices up to raised_through were raised by a claim whose lease ran out.
+                        badges = try await raiseBadges(tokens, above: segment.column("raised_through")?.string, notification: notification, on: connection)
+                        if let last {
+                            _ = try await connection.query(SQLiteSchema.raisedThrough, [.text(notificationID), .integer(number), .text(last)])
+                        }
                     }
-                    let attempt = (segment.column("attempts")?.integer ?? 0) + 1
                     let items = tokens.map { WorkItem(token: $0, badge: notification.badge == .increment ? badges[$0] ?? 1 : nil, attempt: 1) }
                     batches.append(
                         WorkBatch(
                             notification: notification, items: items,
-                            isResend: segment.column("state")?.integer == StoreCodes.claimed,
+                            isResend: segment.column("state")?.exactInteger == StoreCodes.claimed,
                             owner: owner, source: .segment(number: number, after: last ?? cursor, exhausted: tokens.count < limit)
                         )
                     )
@@ -507,29 +558,47 @@ final class SQLiteStore: StoreBackend {
             if !started.isEmpty {
                 _ = try await connection.query(SQLiteSchema.markSending(count: started.count), started.map { .text($0) })
             }
-            return batches
+            try await fail(unsendable, owner: owner, now: now, on: connection)
+            return (batches, !unsendable.isEmpty)
         }
     }
 
-    /// What workers need of these notifications, by ID (those not cancelled or done).
-    private func queued(_ ids: [String], on connection: SQLiteConnection) async throws -> [String: QueuedNotification] {
-        var result: [String: QueuedNotification] = [:]
+    /// What workers need of these notifications, by ID, or why their work cannot be sent.
+    private func queued(_ ids: [String], on connection: SQLiteConnection) async throws -> [String: Result<QueuedNotification, Unsendable>] {
+        var result: [String: Result<QueuedNotification, Unsendable>] = [:]
         for row in try await connection.query(SQLiteSchema.notifications(count: ids.count), ids.map { .text($0) }) {
-            let status = row.column("status")?.integer ?? 0
-            guard status < StoreCodes.done else { continue }
             let id = row.column("id")?.string ?? ""
-            result[id] = QueuedNotification(
-                id: id, app: row.column("app")?.string ?? "",
-                payload: row.column("payload")?.blob.map { Array($0.readableBytesView) } ?? [],
-                pushType: PushType(rawValue: row.column("push_type")?.string ?? "alert") ?? .alert,
-                priority: row.column("priority")?.integer.flatMap(PushPriority.init(rawValue:)),
-                expiration: row.column("expiration")?.integer.flatMap { try? PushExpiration(unixSeconds: $0) },
-                collapseID: row.column("collapse_id")?.string,
-                badge: StoreCodes.badgeMode(row.column("badge_mode")?.integer ?? 0),
-                deadline: Date(milliseconds: Int64(row.column("deadline")?.integer ?? 0))
+            result[id] = QueuedNotification.stored(
+                id: id, status: row.column("status")?.exactInteger, app: row.column("app")?.string,
+                payload: row.column("payload")?.blob.map { Array($0.readableBytesView) }, pushType: row.column("push_type")?.string,
+                priority: row.column("priority")?.exactInteger, expiration: row.column("expiration")?.exactInteger, collapseID: row.column("collapse_id")?.string,
+                badgeMode: row.column("badge_mode")?.exactInteger, deadline: row.column("deadline")?.exactInteger.map(Int64.init)
             )
         }
         return result
+    }
+
+    /// Fails claimed work that cannot be sent (``Unsendable``).
+    private func fail(_ unsendable: [UnsendableWork], owner: String, now: Date, on connection: SQLiteConnection) async throws {
+        let time = Int(now.milliseconds)
+        for work in unsendable {
+            let id = work.notificationID
+            let status = try await connection.query(SQLiteSchema.notificationStatus, [.text(id)]).first?.column("status")?.exactInteger
+            if let problem = work.notification, let status, status < StoreCodes.done {
+                logger.warning("a notification cannot be sent; stopping it", metadata: ["notification": "\(id)", "reason": "\(problem.reason)"])
+                try await stop(id, reason: problem.reason, now: now, on: connection)
+            }
+            var failed = 0
+            for (delivery, reason) in work.deliveries {
+                _ = try await connection.query(SQLiteSchema.failClaimed, [.text(reason), .integer(time), .integer(Int(delivery)), .text(owner)])
+                failed += try await connection.query("SELECT changes() AS changed").first?.column("changed")?.exactInteger ?? 0
+            }
+            _ = try await connection.query(SQLiteSchema.addCounts, [.integer(0), .integer(0), .integer(failed), .text(id)])
+            if let number = work.segment {
+                _ = try await connection.query(SQLiteSchema.endClaimedSegment, [.text(id), .integer(number), .text(owner)])
+            }
+            if status != nil { try await finishIfDone(id, now: now, on: connection) }
+        }
     }
 
     /// The next devices of a range (in no particular order), and the greatest of them.
@@ -550,43 +619,52 @@ final class SQLiteStore: StoreBackend {
     }
 
 
-    /// Raises the badges of `tokens` for `notification` (once per notification) and returns each
+    /// Raises the badges of `tokens` above `raisedThrough` (all when `nil`) and returns each
     /// device's badge now.
-    private func raiseBadges(_ tokens: [String], notification: QueuedNotification, on connection: SQLiteConnection) async throws -> [String: Int] {
+    private func raiseBadges(
+        _ tokens: [String], above raisedThrough: String?, notification: QueuedNotification, on connection: SQLiteConnection
+    ) async throws -> [String: Int] {
         var badges: [String: Int] = [:]
         for part in Self.chunks(tokens, of: Self.rowsPerStatement) {
             _ = try await connection.query(
-                SQLiteSchema.raiseBadges(tokens: part.count), [.text(notification.id), .text(notification.app)] + part.map { .text($0) }
+                SQLiteSchema.raiseBadges(tokens: part.count), [.text(notification.app), raisedThrough.map { .text($0) } ?? .null] + part.map { .text($0) }
             )
             for row in try await connection.query(SQLiteSchema.badges(tokens: part.count), [.text(notification.app)] + part.map { .text($0) }) {
-                badges[row.column("token")?.string ?? ""] = row.column("badge")?.integer ?? 0
+                badges[row.column("token")?.string ?? ""] = row.column("badge")?.exactInteger ?? 0
             }
         }
         return badges
     }
 
     func renew(_ batch: WorkBatch, leaseUntil: Date) async throws {
-        try await transaction { connection in
+        let (renewed, held) = try await transaction { connection -> (Int, Int) in
             let lease = SQLiteData.integer(Int(leaseUntil.milliseconds))
+            var renewed = 0
             switch batch.source {
             case .deliveries(let ids):
-                for part in Self.chunks(ids, of: Self.rowsPerStatement) {
+                let unique = Array(Set(ids))
+                for part in Self.chunks(unique, of: Self.rowsPerStatement) {
                     _ = try await connection.query(
                         SQLiteSchema.renewDeliveries + "(\(SQLiteSchema.placeholders(part.count)))",
                         [lease, .text(batch.owner)] + part.map { .integer(Int($0)) }
                     )
+                    renewed += try await connection.query("SELECT changes() AS changed").first?.column("changed")?.exactInteger ?? 0
                 }
+                return (renewed, unique.count)
             case .segment(let number, _, _):
                 _ = try await connection.query(SQLiteSchema.renewSegment, [lease, .text(batch.notification.id), .integer(number), .text(batch.owner)])
+                renewed = try await connection.query("SELECT changes() AS changed").first?.column("changed")?.exactInteger ?? 0
+                return (renewed, 1)
             }
         }
+        if renewed < held { throw StoreError.leaseLost(batch, renewed: renewed, of: held) }
     }
 
     func complete(_ batch: WorkBatch, outcomes: [DeliveryOutcome], retryAt: @escaping @Sendable (Int) -> Date, now: Date) async throws {
         let retried = try await transaction { connection -> Bool in
             let id = batch.notification.id
             let time = Int(now.milliseconds)
-            let status = try await connection.query(SQLiteSchema.notificationStatus, [.text(id)]).first?.column("status")?.integer ?? StoreCodes.cancelled
+            let status = try await connection.query(SQLiteSchema.notificationStatus, [.text(id)]).first?.column("status")?.exactInteger ?? StoreCodes.cancelled
             let plan = OutcomePlan(
                 outcomes: outcomes, of: batch, cancelled: status == StoreCodes.cancelled,
                 retryAt: retryAt, now: now
@@ -604,7 +682,7 @@ final class SQLiteStore: StoreBackend {
                         row.state == StoreCodes.pending ? .null : .integer(time), row.nextAttemptAt.map { .integer(Int($0)) } ?? .null,
                         .integer(Int(rowID)), .text(batch.owner),
                     ])
-                    guard try await connection.query("SELECT changes() AS changed").first?.column("changed")?.integer == 1 else { continue }
+                    guard try await connection.query("SELECT changes() AS changed").first?.column("changed")?.exactInteger == 1 else { continue }
                     switch row.state {
                     case StoreCodes.accepted: counted.accepted += 1
                     case StoreCodes.rejected: counted.rejected[row.reason ?? "", default: 0] += 1
@@ -616,10 +694,11 @@ final class SQLiteStore: StoreBackend {
                 _ = try await connection.query(SQLiteSchema.advanceSegment, [
                     .text(after), .integer(exhausted ? StoreCodes.segmentDone : StoreCodes.pending), .text(id), .integer(number), .text(batch.owner),
                 ])
-                guard try await connection.query("SELECT changes() AS changed").first?.column("changed")?.integer == 1 else {
+                guard try await connection.query("SELECT changes() AS changed").first?.column("changed")?.exactInteger == 1 else {
                     throw StoreError(.leaseLost, "the lease on a range of notification \(id) ran out and another worker took it")
                 }
                 let kept = plan.rows.filter { $0.state != StoreCodes.accepted }
+                let badges = Dictionary(batch.items.map { ($0.token, $0.badge) }, uniquingKeysWith: { first, _ in first })
                 for part in Self.chunks(kept, of: Self.rowsPerStatement / 2) {
                     var binds: [SQLiteData] = []
                     for row in part {
@@ -627,6 +706,7 @@ final class SQLiteStore: StoreBackend {
                             .text(id), .text(row.token), .integer(row.state), .integer(row.state == StoreCodes.pending ? 1 : 0),
                             .integer(Int(row.nextAttemptAt ?? Int64(time))), row.reason.map { .text($0) } ?? .null,
                             row.apnsID.map { .text($0) } ?? .null, row.state == StoreCodes.pending ? .null : .integer(time),
+                            (badges[row.token] ?? nil).map { .integer($0) } ?? .null,
                         ]
                     }
                     _ = try await connection.query(SQLiteSchema.insertRangeDeliveries(rows: part.count), binds)
@@ -647,7 +727,7 @@ final class SQLiteStore: StoreBackend {
 
     /// Marks a notification done when nothing of it is left to send.
     private func finishIfDone(_ id: String, now: Date, on connection: SQLiteConnection) async throws {
-        let open = try await connection.query(SQLiteSchema.unfinishedWork, [.text(id)]).first?.column("open")?.integer ?? 1
+        let open = try await connection.query(SQLiteSchema.unfinishedWork, [.text(id)]).first?.column("open")?.exactInteger ?? 1
         guard open == 0 else { return }
         _ = try await connection.query("UPDATE notifications SET status = 1 WHERE id = ? AND status = 0", [.text(id)])
         _ = try await connection.query(SQLiteSchema.finishNotification, [.integer(Int(now.milliseconds)), .text(id)])
@@ -669,8 +749,8 @@ final class SQLiteStore: StoreBackend {
         try await exclusive { connection in
             let row = try await connection.query(SQLiteSchema.statistics).first
             return QueueStatistics(
-                pendingDeliveries: row?.column("deliveries")?.integer ?? 0, pendingRanges: row?.column("segments")?.integer ?? 0,
-                activeNotifications: row?.column("notifications")?.integer ?? 0
+                pendingDeliveries: row?.column("deliveries")?.exactInteger ?? 0, pendingRanges: row?.column("segments")?.exactInteger ?? 0,
+                activeNotifications: row?.column("notifications")?.exactInteger ?? 0
             )
         }
     }
@@ -679,7 +759,7 @@ final class SQLiteStore: StoreBackend {
         try await transaction { connection in
             let time = SQLiteData.integer(Int(cutoff.milliseconds))
             _ = try await connection.query(SQLiteSchema.purgeDeliveries, [time, .integer(limit)])
-            var purged = try await connection.query("SELECT changes() AS changed").first?.column("changed")?.integer ?? 0
+            var purged = try await connection.query("SELECT changes() AS changed").first?.column("changed")?.exactInteger ?? 0
             if purged < limit {
                 let ids = try await connection.query(SQLiteSchema.purgeNotifications, [time, .integer(limit - purged)]).compactMap { $0.column("id")?.string }
                 if !ids.isEmpty {
@@ -697,5 +777,20 @@ final class SQLiteStore: StoreBackend {
 
     static func chunks<Element>(_ elements: [Element], of size: Int) -> [ArraySlice<Element>] {
         stride(from: 0, to: elements.count, by: size).map { elements[$0..<min($0 + size, elements.count)] }
+    }
+}
+
+
+extension SQLiteData {
+    /// The value as an integer, or `nil` when it is none or does not fit one. SQLiteNIO's
+    /// `integer` traps on a real number out of range, which a column may hold whatever its type
+    /// (written by hand, or by arithmetic that overflowed): one such row must not crash a claim.
+    var exactInteger: Int? {
+        switch self {
+        case .integer(let integer): integer
+        case .float(let double): Int(exactly: double.rounded(.towardZero))
+        case .text(let text): Int(text)
+        case .blob, .null: nil
+        }
     }
 }
