@@ -117,7 +117,7 @@ public final class HeraldGateway: Service, Sendable {
                 }
                 let housekeeping = Housekeeping(
                     store: gateway.store, settings: gateway.configuration.housekeeping, retention: gateway.configuration.queue.retention,
-                    metrics: gateway.metrics, logger: gateway.logger
+                    metrics: gateway.metrics, backlog: gateway.api.backlog, logger: gateway.logger
                 )
                 group.addTask { await housekeeping.run() }
                 group.addTask { try await gateway.serveHTTP() }

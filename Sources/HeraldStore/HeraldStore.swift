@@ -260,6 +260,17 @@ public final class HeraldStore: Service, Sendable {
         try await backend.purge(finishedBefore: cutoff, limit: max(1, limit))
     }
 
+    /// Deletes at most `limit` devices retired (unregistered or invalid) before `cutoff`, with
+    /// their tags, in one short transaction; returns how many went.
+    public func purgeRetiredDevices(before cutoff: Date, limit: Int = 1000) async throws -> Int {
+        try await backend.purgeRetiredDevices(before: cutoff, limit: max(1, limit))
+    }
+
+    /// Deliveries not yet ended (queued, claimed or waiting for a retry), per app.
+    public func pendingDeliveriesByApp() async throws -> [String: Int] {
+        try await backend.pendingDeliveriesByApp()
+    }
+
     /// Deletes outcomes and notifications finished before `cutoff`, at most `limit` rows at a
     /// time until none are left; returns how many rows went.
     @discardableResult

@@ -19,7 +19,7 @@ struct HeraldProcess {
     }
 
     /// Runs `herald` with `arguments`, feeding `stdin`, and waits at most `timeout` for it to end.
-    static func run(_ arguments: [String], stdin: String? = nil, timeout: Duration = .seconds(120)) throws -> Result {
+    static func run(_ arguments: [String], stdin: String? = nil, environment: [String: String] = [:], timeout: Duration = .seconds(120)) throws -> Result {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-cli-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
@@ -31,6 +31,7 @@ struct HeraldProcess {
         let process = Process()
         process.executableURL = executable
         process.arguments = arguments
+        if !environment.isEmpty { process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 } }
         let outHandle = try FileHandle(forWritingTo: outURL)
         let errHandle = try FileHandle(forWritingTo: errURL)
         process.standardOutput = outHandle

@@ -164,6 +164,30 @@ struct ServeCommandTests {
         #expect(result.stderr.contains(file) && result.stderr.contains("apps[0].environment") && result.stderr.contains("staging"), "\(result.stderr)")
     }
 
+    @Test("the database URL from --database-file or HERALD_DATABASE_URL: used over the file's, its errors name the source, never the password")
+    func databaseURLSources() async throws {
+        let scratch = try ScratchDirectory()
+        let setup = try await Setup(database: "sqlite:" + scratch.file("from-config.db"))
+        let urlFile = try scratch.write("database-url", "sqlite:\(scratch.file("from-file.db"))\n")
+        let (process, _) = try setup.serve(["--database-file", urlFile])
+        #expect(process.text.contains("from-file.db"), "\(process.text)")
+        #expect(process.stop() == 0)
+
+        let secret = "s3cret-\(UUID().uuidString)"
+        let badFile = try scratch.write("bad-url", "postgres://herald:\(secret)@db.internal/push?sslmode=bogus")
+        let fromFile = try HeraldProcess.run(["serve", "--config", setup.configFile, "--database-file", badFile], timeout: .seconds(60))
+        #expect(fromFile.status != 0 && fromFile.stderr.contains("--database-file") && fromFile.stderr.contains("sslmode"), "\(fromFile.stderr)")
+        let fromEnvironment = try HeraldProcess.run(
+            ["serve", "--config", setup.configFile], environment: ["HERALD_DATABASE_URL": "postgres://herald:\(secret)@db.internal/push?sslmode=bogus"],
+            timeout: .seconds(60)
+        )
+        #expect(fromEnvironment.status != 0 && fromEnvironment.stderr.contains("HERALD_DATABASE_URL"), "\(fromEnvironment.stderr)")
+        for result in [fromFile, fromEnvironment] {
+            #expect(!result.stderr.contains(secret) && !result.stdout.contains(secret), "the password is never shown")
+        }
+        try await setup.mock.shutdown()
+    }
+
     @Test("herald api-key prints a fresh key and the configuration entry holding only its SHA-256")
     func apiKey() throws {
         let result = try HeraldProcess.run(["api-key", "--name", "backend", "--app", "shop"], timeout: .seconds(60))

@@ -116,13 +116,15 @@ struct GatewayBoundsTests {
             try await store.register(try DeviceRegistration(token: token(1)), app: appID)
             _ = try await store.enqueue(NotificationRequest(app: appID, audience: .tokens([token(1)]), payload: Array(#"{"aps":{}}"#.utf8)))
             let metrics = GatewayMetrics(registry: .init())
+            let backlog = AppBacklog()
             let housekeeping = Housekeeping(
-                store: store, settings: HousekeepingSettings(), retention: .seconds(60), metrics: metrics, logger: .init(label: "test")
+                store: store, settings: HousekeepingSettings(), retention: .seconds(60), metrics: metrics, backlog: backlog, logger: .init(label: "test")
             )
             await housekeeping.refreshStatistics()
             let text = String(decoding: metrics.exposition(), as: UTF8.self)
             #expect(text.contains("herald_queue_pending_deliveries 1"), "\(text)")
             #expect(text.contains("herald_queue_active_notifications 1"))
+            #expect(backlog.pending(appID) == 1 && backlog.pending("other") == 0)
         }
     }
 }

@@ -29,6 +29,23 @@ struct TenantBoundsTests {
         }
     }
 
+    @Test("an app at limits.maximumPendingPerApp gets 429 on a new notification; its queued ones count at once; another app is not held back")
+    func pendingCap() async throws {
+        try await RouterHarness.run(configure: { $0.limits.maximumPendingPerApp = 3 }) { api in
+            for number in 0..<3 {
+                #expect(try await api.call(.put, "/v1/apps/\(appID)/devices/\(token(number))", body: "").status == 201)
+            }
+            let body = #"{"to": {"all": true}, "payload": {"aps": {"alert": "x"}}}"#
+            // Router mode runs no workers: the three devices stay pending.
+            #expect(try await api.call(.post, "/v1/apps/\(appID)/notifications", body: body).status == 202)
+            let refused = try await api.call(.post, "/v1/apps/\(appID)/notifications", body: body)
+            #expect(refused.status == 429)
+            #expect(refused.headers[.retryAfter] == "10")
+            #expect(refused.json?["error"]?["message"]?.stringValue?.contains("maximumPendingPerApp") == true)
+            #expect(try await api.call(.post, "/v1/apps/other/notifications", body: body, key: api.otherKey).status == 202)
+        }
+    }
+
     @Test("a token bucket refills at its rate up to its burst, and says how long to wait when empty")
     func bucket() {
         let start = ContinuousClock.now

@@ -14,12 +14,14 @@ public struct GatewayAPI: Sendable {
     let metrics: GatewayMetrics
     let keyring: APIKeyring
     let limiter: RateLimiter
+    let backlog: AppBacklog
 
     init(configuration: GatewayConfiguration, store: HeraldStore, metrics: GatewayMetrics) {
         self.configuration = configuration
         self.store = store
         self.metrics = metrics
         keyring = APIKeyring(configuration.apiKeys)
+        backlog = AppBacklog()
         limiter = RateLimiter(requestsPerSecond: configuration.limits.requestsPerSecondPerKey, burst: configuration.limits.requestBurstPerKey)
     }
 

@@ -18,12 +18,24 @@ struct NotificationRoutes {
     @Sendable func send(request: Request, context: GatewayContext) async throws -> Response {
         let appID = try api.authorizedApp(context)
         let app = api.configuration.app(appID)!
+        let pending = api.backlog.pending(appID)
+        guard pending < api.configuration.limits.maximumPendingPerApp else {
+            var error = APIError(
+                .tooManyRequests, "tooManyRequests",
+                "app \(appID) has \(pending) deliveries pending, limits.maximumPendingPerApp is \(api.configuration.limits.maximumPendingPerApp); retry once the queue drains"
+            )
+            error.retryAfter = 10
+            throw error
+        }
         let fields = try await JSONBody.object(of: request, limit: api.configuration.limits.maximumBodySize)
         let notificationRequest = try NotificationBody.parse(fields, app: app, limits: api.configuration.limits)
         // Answered only once the notification is durably stored: from here it is delivered at
         // least once, whatever happens to this process.
         let (notification, created) = try await api.store.enqueue(notificationRequest)
-        if created { api.metrics.recordEnqueued() }
+        if created {
+            api.metrics.recordEnqueued()
+            api.backlog.add(notification.counts.pending, app: appID)
+        }
         context.logger.debug("queued", metadata: ["notification": "\(notification.id)", "app": "\(appID)", "targeted": "\(notification.counts.targeted)"])
         var response = JSONBody.object(.accepted) { writer in
             writer.member("id", notification.id)

@@ -290,6 +290,7 @@ extension APILimits {
         try fields.only([
             "maximumBodySize", "maximumImportLineSize", "maximumAudienceSize", "maximumConnections", "maximumConnectionsPerAddress",
             "requestHeadTimeoutSeconds", "minimumBodyRate", "maximumImportSize", "requestsPerSecondPerKey", "requestBurstPerKey",
+            "maximumPendingPerApp",
         ])
         func bounded(_ name: String, _ range: ClosedRange<Int>) throws(FieldError) -> Int? {
             guard let value = try fields.int(name) else { return nil }
@@ -306,6 +307,7 @@ extension APILimits {
         if let value = try bounded("maximumImportSize", 4096...(1 << 40)) { maximumImportSize = value }
         if let value = try bounded("requestsPerSecondPerKey", 1...1_000_000) { requestsPerSecondPerKey = value }
         if let value = try bounded("requestBurstPerKey", 1...10_000_000) { requestBurstPerKey = value }
+        if let value = try bounded("maximumPendingPerApp", 1...1_000_000_000_000) { maximumPendingPerApp = value }
     }
 }
 

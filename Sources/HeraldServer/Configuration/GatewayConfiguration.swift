@@ -148,6 +148,11 @@ public struct APILimits: Sendable, Hashable {
     /// 15 million devices of ~130 bytes); past it the devices read so far are registered and the
     /// answer is 413, saying how many.
     public var maximumImportSize = 2 << 30
+    /// Deliveries an app may have pending (queued, or being retried) before a new notification
+    /// for it is refused with 429: one tenant cannot fill the queue for the others. Counted from
+    /// the database every `housekeeping.statisticsInterval` and by each notification queued in
+    /// between. Default 20,000,000.
+    public var maximumPendingPerApp = 20_000_000
     /// Requests one API key may make per second, on average, in each process. Default 1,000.
     public var requestsPerSecondPerKey = 1000
     /// Requests one API key may make at once above that rate. Default 2,000.

@@ -24,6 +24,7 @@ struct Housekeeping: Sendable {
     let settings: HousekeepingSettings
     let retention: Duration
     let metrics: GatewayMetrics
+    let backlog: AppBacklog
     let logger: Logger
 
     func run() async {
@@ -49,6 +50,7 @@ struct Housekeeping: Sendable {
     func refreshStatistics() async {
         do {
             metrics.recordQueue(try await store.statistics())
+            backlog.replace(with: try await store.pendingDeliveriesByApp())
         } catch {
             logger.debug("cannot read the queue's statistics", metadata: ["error": "\(error)"])
         }
@@ -61,25 +63,30 @@ struct Housekeeping: Sendable {
         let cutoff = now.addingTimeInterval(-(Double(whole) + Double(fraction) / 1e18))
         var total = 0
         let started = ContinuousClock.now
+        var longest = Duration.zero
         // Bounded in count as well as by what is due: a purge that cannot keep up resumes at
         // the next interval rather than holding the task.
         for _ in 0..<settings.maximumBatchesPerRun {
             if Task.isShuttingDownGracefully || Task.isCancelled { break }
             let purged: Int
+            let batchStarted = ContinuousClock.now
             do {
                 purged = try await store.purgeOnce(finishedBefore: cutoff, limit: settings.purgeBatchSize)
+                    + store.purgeRetiredDevices(before: cutoff, limit: settings.purgeBatchSize)
+                longest = max(longest, ContinuousClock.now - batchStarted)
             } catch {
                 logger.warning("cannot purge; retrying at the next interval", metadata: ["error": "\(error)"])
                 break
             }
             total += purged
             metrics.recordPurged(purged)
-            if purged < settings.purgeBatchSize { break }
+            if purged < settings.purgeBatchSize { break }  // neither kind has a full batch left
             // Let workers' writes in between batches (SQLite has one writer).
             try? await Task.sleep(for: settings.purgePause)
         }
         if total > 0 {
-            logger.info("purged", metadata: ["rows": "\(total)", "seconds": "\(ContinuousClock.now - started)"])
+            // The longest batch is the longest any lock of the purge was held.
+            logger.info("purged", metadata: ["rows": "\(total)", "took": "\(ContinuousClock.now - started)", "longestBatch": "\(longest)"])
         }
         return total
     }

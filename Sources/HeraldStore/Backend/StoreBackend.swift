@@ -44,6 +44,11 @@ protocol StoreBackend: Sendable {
 
     /// Returns when there may be work (another process or task queued some), or after `timeout`.
     func waitForWork(timeout: Duration) async
+
+    /// Deletes up to `limit` devices retired (unregistered or invalid) before `cutoff`, with their tags; returns how many.
+    func purgeRetiredDevices(before cutoff: Date, limit: Int) async throws -> Int
+    /// Deliveries not yet ended, per app (from the active notifications' counts).
+    func pendingDeliveriesByApp() async throws -> [String: Int]
 }
 
 extension StoreError {

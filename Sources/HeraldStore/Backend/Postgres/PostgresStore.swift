@@ -103,7 +103,7 @@ final class PostgresStore: StoreBackend {
     }
 
     @discardableResult
-    private func run(_ sql: String, _ values: [Bind] = [], on connection: PostgresConnection) async throws -> [PostgresRow] {
+    func run(_ sql: String, _ values: [Bind] = [], on connection: PostgresConnection) async throws -> [PostgresRow] {
         try await connection.query(Self.query(sql, values), logger: logger).collect()
     }
 
@@ -114,7 +114,7 @@ final class PostgresStore: StoreBackend {
     ///   database crash may then lose the last fraction of a second of it, which only means a
     ///   lease runs out and a batch is claimed, and sent, again: at least once, as always. What a
     ///   caller is told is stored (registrations, notifications) is always durable.
-    private func transaction<Result: Sendable>(
+    func transaction<Result: Sendable>(
         durable: Bool = true, _ body: @escaping @Sendable (PostgresConnection) async throws -> Result
     ) async throws -> Result {
         do {
@@ -130,7 +130,7 @@ final class PostgresStore: StoreBackend {
         }
     }
 
-    private func read<Result: Sendable>(_ body: @escaping @Sendable (PostgresConnection) async throws -> Result) async throws -> Result {
+    func read<Result: Sendable>(_ body: @escaping @Sendable (PostgresConnection) async throws -> Result) async throws -> Result {
         do {
             return try await withDeadlines { leased in
                 try await self.client.withConnection { connection in

@@ -87,7 +87,7 @@ final class SQLiteStore: StoreBackend {
     }
 
     /// Runs `body` alone on the connection.
-    private func exclusive<Result: Sendable>(_ body: (SQLiteConnection) async throws -> Result) async throws -> Result {
+    func exclusive<Result: Sendable>(_ body: (SQLiteConnection) async throws -> Result) async throws -> Result {
         try await access.run {
             let connection = try await open()
             do {
@@ -101,7 +101,7 @@ final class SQLiteStore: StoreBackend {
     }
 
     /// Runs `body` in a write transaction.
-    private func transaction<Result: Sendable>(_ body: (SQLiteConnection) async throws -> Result) async throws -> Result {
+    func transaction<Result: Sendable>(_ body: (SQLiteConnection) async throws -> Result) async throws -> Result {
         try await exclusive { connection in
             _ = try await connection.query("BEGIN IMMEDIATE")
             do {
