@@ -103,6 +103,9 @@ enum PostgresSchema {
         // 2: how far into its range a broadcast has raised badges (devices.badge_notification is
         // no longer written: a notification claimed after a later one must still raise).
         ["ALTER TABLE segments ADD COLUMN raised_through TEXT"],
+        // 3: when each range was last claimed, so ranges take turns: a broadcast queued behind
+        // another (of any app) starts within one batch per worker, and then they share.
+        ["ALTER TABLE segments ADD COLUMN last_claimed_at BIGINT NOT NULL DEFAULT 0"],
     ]
 
     static let createVersions = "CREATE TABLE IF NOT EXISTS herald_schema (version INTEGER PRIMARY KEY, applied_at BIGINT NOT NULL)"
@@ -191,15 +194,17 @@ enum PostgresSchema {
         RETURNING id, notification_id, token, attempts, badge
         """
 
-    /// The next range due (or whose lease ran out) of a notification not cancelled.
+    /// The next range due (or whose lease ran out) of a notification not cancelled: the one
+    /// claimed longest ago (never claimed first), so every broadcast under way gets its turn; a
+    /// range whose lease ran out before all (what a lost worker held is sent again first).
     static let claimSegment = """
         WITH picked AS (
             SELECT s.notification_id, s.number, s.state AS previous FROM segments s
             JOIN notifications n ON n.id = s.notification_id AND n.status < 2
             WHERE s.state = 0 OR (s.state = 1 AND s.lease_expires_at <= $3)
-            ORDER BY s.created_at, s.number LIMIT 1
+            ORDER BY s.state DESC, s.last_claimed_at, s.number, s.created_at LIMIT 1
             FOR UPDATE OF s SKIP LOCKED)
-        UPDATE segments s SET state = 1, lease_owner = $1, lease_expires_at = $2, attempts = s.attempts + 1
+        UPDATE segments s SET state = 1, lease_owner = $1, lease_expires_at = $2, attempts = s.attempts + 1, last_claimed_at = $3
         FROM picked WHERE s.notification_id = picked.notification_id AND s.number = picked.number
         RETURNING s.notification_id, s.number, s.upper, s.cursor, picked.previous, s.raised_through
         """

@@ -95,6 +95,9 @@ enum SQLiteSchema {
         // 2: how far into its range a broadcast has raised badges (devices.badge_notification is
         // no longer written: a notification claimed after a later one must still raise).
         ["ALTER TABLE segments ADD COLUMN raised_through TEXT"],
+        // 3: when each range was last claimed, so ranges take turns: a broadcast queued behind
+        // another (of any app) starts within one batch per worker, and then they share.
+        ["ALTER TABLE segments ADD COLUMN last_claimed_at INTEGER NOT NULL DEFAULT 0"],
     ]
 }
 
@@ -237,15 +240,17 @@ extension SQLiteSchema {
         "UPDATE notifications SET status = 1 WHERE status = 0 AND id IN (\(placeholders(count)))"
     }
 
-    /// A range due (or whose lease ran out), of a notification not cancelled, oldest first.
+    /// A range due (or whose lease ran out), of a notification not cancelled: the one claimed
+    /// longest ago (never claimed first), so every broadcast under way gets its turn; a range
+    /// whose lease ran out before all (what a lost worker held is sent again first).
     static let readySegment = """
         SELECT s.notification_id, s.number, s.upper, s.cursor, s.state, s.attempts, s.raised_through FROM segments s
         JOIN notifications n ON n.id = s.notification_id AND n.status < 2
         WHERE s.state = 0 OR (s.state = 1 AND s.lease_expires_at <= ?)
-        ORDER BY s.created_at, s.number LIMIT 1
+        ORDER BY s.state DESC, s.last_claimed_at, s.number, s.created_at LIMIT 1
         """
     static let leaseSegment = """
-        UPDATE segments SET state = 1, lease_owner = ?, lease_expires_at = ?, attempts = attempts + 1
+        UPDATE segments SET state = 1, lease_owner = ?, lease_expires_at = ?, attempts = attempts + 1, last_claimed_at = ?
         WHERE notification_id = ? AND number = ?
         """
 

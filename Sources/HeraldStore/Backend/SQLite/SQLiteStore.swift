@@ -519,7 +519,7 @@ final class SQLiteStore: StoreBackend {
             {
                 let notificationID = segment.column("notification_id")?.string ?? ""
                 let number = segment.column("number")?.exactInteger ?? 0
-                _ = try await connection.query(SQLiteSchema.leaseSegment, [.text(owner), .integer(lease), .text(notificationID), .integer(number)])
+                _ = try await connection.query(SQLiteSchema.leaseSegment, [.text(owner), .integer(lease), .integer(time), .text(notificationID), .integer(number)])
                 let row = try await connection.query(SQLiteSchema.selectNotification, [.text(notificationID)]).first
                 let kind = row?.column("audience_kind")?.exactInteger ?? -1
                 var stored = try await queued([notificationID], on: connection)[notificationID] ?? .failure(.quarantined("notification \(notificationID) does not exist"))
