@@ -20,3 +20,14 @@ wait_for_port() {  # PORT [TENTHS]
     for _ in $(seq "${2:-100}"); do (exec 3<>/dev/tcp/127.0.0.1/"$1") 2>/dev/null && return 0; sleep 0.1; done
     return 1
 }
+
+# Starts `herald mock` on MOCK_PORT (its CA in $WORK/ca.pem) with a fresh provider key in
+# $WORK/AuthKey_BENCHKEY01.p8, and makes an API key: $KEY, and $DIGEST for the configuration.
+start_mock_and_key() {  # MOCK_PORT
+    openssl ecparam -name prime256v1 -genkey -noout 2>/dev/null | openssl pkcs8 -topk8 -nocrypt -out "$WORK/AuthKey_BENCHKEY01.p8"
+    "$HERALD" mock --port "$1" --write-ca "$WORK/ca.pem" >"$WORK/mock.log" 2>&1 &
+    PIDS+=($!)
+    wait_for_port "$1"
+    KEY="hk_bench-$(openssl rand -hex 16)"
+    DIGEST=$(printf '%s' "$KEY" | openssl dgst -sha256 -r | cut -d' ' -f1)
+}

@@ -19,15 +19,9 @@ MOCK_PORT=18544
 API_PORT=18580
 API_PORT2=18581
 
-. scripts/bench-common.sh  # $HERALD, $WORK, PIDS and their cleanup, wait_for_port
+. scripts/bench-common.sh  # $HERALD, $WORK, PIDS and their cleanup, wait_for_port, start_mock_and_key
 
-openssl ecparam -name prime256v1 -genkey -noout 2>/dev/null | openssl pkcs8 -topk8 -nocrypt -out "$WORK/AuthKey_BENCHKEY01.p8"
-"$HERALD" mock --port "$MOCK_PORT" --write-ca "$WORK/ca.pem" >"$WORK/mock.log" 2>&1 &
-PIDS+=($!)
-wait_for_port "$MOCK_PORT"
-
-KEY="hk_bench-$(openssl rand -hex 16)"
-DIGEST=$(printf '%s' "$KEY" | openssl dgst -sha256 -r | cut -d' ' -f1)
+start_mock_and_key "$MOCK_PORT"  # $KEY, $DIGEST, $WORK/ca.pem, $WORK/AuthKey_BENCHKEY01.p8
 config() {  # DATABASE PORT
     cat <<EOF
 { "listen": "127.0.0.1:$2", "database": "$1",

@@ -18,16 +18,10 @@ NOTES=${3:-20000}
 MOCK_PORT=18644
 API_PORT=18680
 
-. scripts/bench-common.sh  # $HERALD, $WORK, PIDS and their cleanup, wait_for_port
+. scripts/bench-common.sh  # $HERALD, $WORK, PIDS and their cleanup, wait_for_port, start_mock_and_key
 ulimit -n 4096 2>/dev/null || true
 
-openssl ecparam -name prime256v1 -genkey -noout 2>/dev/null | openssl pkcs8 -topk8 -nocrypt -out "$WORK/AuthKey_BENCHKEY01.p8"
-"$HERALD" mock --port "$MOCK_PORT" --write-ca "$WORK/ca.pem" >"$WORK/mock.log" 2>&1 &
-PIDS+=($!)
-wait_for_port "$MOCK_PORT"
-
-KEY="hk_bench-$(openssl rand -hex 16)"
-DIGEST=$(printf '%s' "$KEY" | openssl dgst -sha256 -r | cut -d' ' -f1)
+start_mock_and_key "$MOCK_PORT"  # $KEY, $DIGEST, $WORK/ca.pem, $WORK/AuthKey_BENCHKEY01.p8
 cat >"$WORK/herald.json" <<EOF
 { "listen": "127.0.0.1:$API_PORT", "database": "sqlite:$WORK/herald.db",
   "apps": [ { "id": "bench", "topic": "com.example.herald", "environment": "https://127.0.0.1:$MOCK_PORT", "caFile": "$WORK/ca.pem",

@@ -118,6 +118,11 @@ final class BackgroundHerald: @unchecked Sendable {
 
     struct WaitError: Error, CustomStringConvertible { var description: String }
 
+    /// Sends it `signal` (SIGHUP, say) and leaves it running.
+    func send(_ signal: Int32) {
+        if process.isRunning { Foundation.kill(process.processIdentifier, signal) }
+    }
+
     /// Stops it with SIGTERM and returns its exit status, once all it printed has been read
     /// (waiting at most 10 s for the end of its output).
     @discardableResult

@@ -188,6 +188,54 @@ struct ServeCommandTests {
         try await setup.mock.shutdown()
     }
 
+    @Test("with tls in the file it serves HTTPS, and SIGHUP makes it read a renewed certificate without a restart")
+    func tlsReloadOnSIGHUP() async throws {
+        let scratch = try ScratchDirectory()
+        let setup = try await Setup(database: "sqlite:" + scratch.file("tls.db"))
+        let first = try MockCertificateAuthority(name: "Herald First Test CA")
+        let second = try MockCertificateAuthority(name: "Herald Second Test CA")
+        let firstCA = try scratch.write("first-ca.pem", first.certificatePEM)
+        let secondCA = try scratch.write("second-ca.pem", second.certificatePEM)
+        func install(_ authority: MockCertificateAuthority) throws {
+            let identity = try authority.issueServerIdentity()
+            _ = try scratch.write("api.pem", try identity.certificate.serializeAsPEM().pemString)
+            _ = try scratch.write("api-key.pem", try identity.privateKey.serializeAsPEM().pemString)
+        }
+        try install(first)
+        let text = try String(contentsOfFile: setup.configFile, encoding: .utf8)
+        let config = try scratch.write(
+            "herald-tls.json",
+            "{ \"tls\": { \"certificateFile\": \"\(scratch.file("api.pem"))\", \"keyFile\": \"\(scratch.file("api-key.pem"))\" }," + text.drop { $0 != "{" }.dropFirst()
+        )
+        let process = try BackgroundHerald(["serve", "--config", config])
+        let line = try process.wait(for: "listening on https://127\\.0\\.0\\.1:[0-9]+")
+        let port = String(line.split(separator: ":").last!)
+        // openssl s_client as an independent TLS peer: the chain verifies against one CA only.
+        func verifies(_ caFile: String) throws -> Bool {
+            let openssl = Process()
+            openssl.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+            openssl.arguments = ["openssl", "s_client", "-connect", "127.0.0.1:\(port)", "-CAfile", caFile, "-verify_return_error", "-brief"]
+            let output = Pipe()
+            openssl.standardInput = FileHandle.nullDevice
+            openssl.standardOutput = output
+            openssl.standardError = output
+            try openssl.run()
+            let printed = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            openssl.waitUntilExit()
+            return openssl.terminationStatus == 0 && printed.contains("Verification: OK")
+        }
+        #expect(try verifies(firstCA))
+        #expect(try !verifies(secondCA))
+        try install(second)
+        process.send(SIGHUP)
+        let reloaded = await eventually(within: .seconds(20), every: .milliseconds(200)) { (try? verifies(secondCA)) == true }
+        #expect(reloaded, "\(process.text.suffix(2000))")
+        #expect(try !verifies(firstCA))
+        #expect(process.text.contains("reloaded the TLS certificate"))
+        #expect(process.stop() == 0)
+        try await setup.mock.shutdown()
+    }
+
     @Test("herald api-key prints a fresh key and the configuration entry holding only its SHA-256")
     func apiKey() throws {
         let result = try HeraldProcess.run(["api-key", "--name", "backend", "--app", "shop"], timeout: .seconds(60))

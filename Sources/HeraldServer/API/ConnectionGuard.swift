@@ -36,6 +36,8 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
     private let limits: APILimits
     private let addresses: ConnectionsPerAddress
     private var phase = Phase.awaitingHead
+    /// Requests whose head arrived and whose answer has not ended (more than one when pipelined).
+    private var unanswered = 0
     private var timer: Scheduled<Void>?
     private var address: String?
 
@@ -68,6 +70,7 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         switch unwrapInboundIn(data) {
         case .head:
+            unanswered += 1
             phase = .readingBody(bytesThisWindow: 0, firstWindow: true)
             armBodyWindow(context: context)
         case .body(let buffer):
@@ -84,8 +87,9 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
 
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
         if case .end = unwrapOutboundIn(data) {
-            // The next request's head is due within the deadline from here.
-            if case .answering = phase { armHeadDeadline(context: context) }
+            unanswered = max(0, unanswered - 1)
+            // Once every request has its answer, the next head is due within the deadline.
+            if case .answering = phase, unanswered == 0 { armHeadDeadline(context: context) }
         }
         context.write(data, promise: promise)
     }
