@@ -23,6 +23,12 @@ public struct APIError: Error, Sendable, HTTPResponseError, CustomStringConverti
 
     static func invalid(_ message: String) -> APIError { APIError(.badRequest, "invalidRequest", message) }
     static func notFound(_ message: String) -> APIError { APIError(.notFound, "notFound", message) }
+    /// A 429 that says, in `Retry-After`, when to come back.
+    static func tooManyRequests(_ message: String, retryAfter seconds: Int) -> APIError {
+        var error = APIError(.tooManyRequests, "tooManyRequests", message)
+        error.retryAfter = seconds
+        return error
+    }
 
     public var description: String { "\(status.code) \(code): \(message)" }
 

@@ -19,7 +19,7 @@ struct DeviceImport: AsyncSequence {
         }
 
         let maximumErrors: Int
-        private let state = NIOLockedValueBox<(kept: [Failure], count: Int)>(([], 0))
+        private let state = NIOLockedValueBox<(kept: [Failure], count: Int, stoppedAtLimit: Bool)>(([], 0, false))
 
         init(maximumErrors: Int) {
             self.maximumErrors = maximumErrors
@@ -32,14 +32,12 @@ struct DeviceImport: AsyncSequence {
             }
         }
 
-        var errors: (kept: [Failure], count: Int) { state.withLockedValue { $0 } }
-
-        private let overLimit = NIOLockedValueBox(false)
+        var errors: (kept: [Failure], count: Int) { state.withLockedValue { ($0.kept, $0.count) } }
 
         /// Whether reading stopped at ``DeviceImport/maximumSize``.
         var stoppedAtLimit: Bool {
-            get { overLimit.withLockedValue { $0 } }
-            set { overLimit.withLockedValue { $0 = newValue } }
+            get { state.withLockedValue { $0.stoppedAtLimit } }
+            set { state.withLockedValue { $0.stoppedAtLimit = newValue } }
         }
     }
 

@@ -20,12 +20,10 @@ struct NotificationRoutes {
         let app = api.configuration.app(appID)!
         let pending = api.backlog.pending(appID)
         guard pending < api.configuration.limits.maximumPendingPerApp else {
-            var error = APIError(
-                .tooManyRequests, "tooManyRequests",
-                "app \(appID) has \(pending) deliveries pending, limits.maximumPendingPerApp is \(api.configuration.limits.maximumPendingPerApp); retry once the queue drains"
+            throw APIError.tooManyRequests(
+                "app \(appID) has \(pending) deliveries pending, limits.maximumPendingPerApp is \(api.configuration.limits.maximumPendingPerApp); retry once the queue drains",
+                retryAfter: 10
             )
-            error.retryAfter = 10
-            throw error
         }
         let fields = try await JSONBody.object(of: request, limit: api.configuration.limits.maximumBodySize)
         let notificationRequest = try NotificationBody.parse(fields, app: app, limits: api.configuration.limits)

@@ -49,12 +49,10 @@ struct AuthenticationMiddleware: RouterMiddleware {
         }
         if let wait = limiter.take(key.name) {
             let seconds = max(1, Int(wait.components.seconds) + (wait.components.attoseconds > 0 ? 1 : 0))
-            var error = APIError(
-                .tooManyRequests, "tooManyRequests",
-                "this API key made more than \(Int(limiter.rate)) requests a second (\(Int(limiter.burst)) at once); retry after \(seconds) s"
+            throw APIError.tooManyRequests(
+                "this API key made more than \(Int(limiter.rate)) requests a second (\(Int(limiter.burst)) at once); retry after \(seconds) s",
+                retryAfter: seconds
             )
-            error.retryAfter = seconds
-            throw error
         }
         var context = context
         context.apiKey = key
