@@ -47,7 +47,7 @@ public final class HeraldStore: Service, Sendable {
     }
 
     public let configuration: Configuration
-    let backend: any StoreBackend
+    let backend: QueueEngine
     private let logger: Logger
 
     /// A store at the configured URL. Nothing is opened yet: SQLite opens its file on first use,
@@ -55,12 +55,11 @@ public final class HeraldStore: Service, Sendable {
     public init(configuration: Configuration, logger: Logger = Logger(label: "herald.store", factory: { _ in SwiftLogNoOpLogHandler() })) {
         self.configuration = configuration
         self.logger = logger
-        switch configuration.url {
-        case .sqlite(let path):
-            backend = SQLiteStore.shared(path: path, logger: logger)
-        case .postgres(let postgres):
-            backend = PostgresStore(configuration: postgres, maximumConnections: configuration.maximumConnections, logger: logger)
+        let database: any SQLDatabase = switch configuration.url {
+        case .sqlite(let path): SQLiteDatabase.shared(path: path, logger: logger)
+        case .postgres(let postgres): PostgresDatabase(configuration: postgres, maximumConnections: configuration.maximumConnections, logger: logger)
         }
+        backend = QueueEngine(database: database, logger: logger)
     }
 
     /// Keeps the database connections until graceful shutdown (or cancellation), then closes them.

@@ -24,8 +24,8 @@ public struct WorkBatch: Sendable {
     enum Source: Sendable, Hashable {
         /// Delivery rows, by ID.
         case deliveries([Int64])
-        /// A key range of the devices table: the range's number, and the token it was read after.
-        case segment(number: Int, after: String, exhausted: Bool)
+        /// A key range of the devices table: the range's number, and where it was read up to.
+        case segment(number: Int, after: RangeCursor, exhausted: Bool)
     }
 }
 

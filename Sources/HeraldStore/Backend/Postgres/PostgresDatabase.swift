@@ -1,0 +1,351 @@
+import HeraldCore
+import Logging
+import NIOCore
+import NIOSSL
+import PostgresNIO
+import Synchronization
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
+/// The scale-out database: postgres-nio's connection pool, `FOR UPDATE SKIP LOCKED` claims so
+/// many processes share one queue, LISTEN/NOTIFY to wake idle workers at once.
+final class PostgresDatabase: SQLDatabase {
+    let dialect: any SQLDialect = PostgresDialect()
+    let work = WorkSignal()
+    private let client: PostgresClient
+    private let description: String
+    private let logger: Logger
+
+    init(configuration: StoreURL.Postgres, maximumConnections: Int, logger: Logger) {
+        // libpq's meanings: `prefer` and `require` encrypt without checking the certificate,
+        // `verify-full` checks it (against `sslrootcert`, else the system's CAs) and the host name.
+        var unverified = TLSConfiguration.makeClientConfiguration()
+        unverified.certificateVerification = .none
+        let tls: PostgresClient.Configuration.TLS
+        switch configuration.tls {
+        case .disable: tls = .disable
+        case .prefer: tls = .prefer(unverified)
+        case .require: tls = .require(unverified)
+        case .verifyFull:
+            var verified = TLSConfiguration.makeClientConfiguration()
+            verified.certificateVerification = .fullVerification
+            if let file = configuration.rootCertificateFile { verified.trustRoots = .file(file) }
+            tls = .require(verified)
+        }
+        var client = PostgresClient.Configuration(
+            host: configuration.host, port: configuration.port, username: configuration.user, password: configuration.password,
+            database: configuration.database, tls: tls
+        )
+        client.options.maximumConnections = max(2, maximumConnections)
+        client.options.connectTimeout = .seconds(5)
+        self.client = PostgresClient(configuration: client, backgroundLogger: logger)
+        self.description = StoreURL.postgres(configuration).description
+        self.logger = logger
+    }
+
+    func run() async {
+        await withDiscardingTaskGroup { group in
+            group.addTask { await self.client.run() }
+            group.addTask { await self.listenForWork() }
+        }
+    }
+
+    func close() async throws {}
+
+    /// Wakes this process's workers when any process queues work, on a connection of its own;
+    /// reconnects after a second when the database goes away.
+    private func listenForWork() async {
+        while !Task.isCancelled {
+            do {
+                try await client.withConnection { connection in
+                    try await connection.listen(on: PostgresSchema.workChannel) { notifications in
+                        for try await _ in notifications { self.work.signal() }
+                    }
+                }
+            } catch {
+                if Task.isCancelled { return }
+                logger.debug("LISTEN for work failed; trying again", metadata: ["error": "\(Self.describe(error))"])
+                try? await Task.sleep(for: .seconds(1))
+            }
+        }
+    }
+
+    // MARK: Queries
+
+    @discardableResult
+    func run(_ sql: String, _ values: [SQLValue] = [], on connection: PostgresConnection) async throws -> [SQLRow] {
+        try await PostgresSQLConnection(connection: connection, logger: logger).query(sql, values)
+    }
+
+    /// Runs `body` in a transaction, with the database's errors as ``StoreError``. Bookkeeping
+    /// commits without waiting for the WAL to reach the disk (`synchronous_commit = off`); every
+    /// other kind is durable (``WriteKind``).
+    func write<Result: Sendable>(_ kind: WriteKind, _ body: @escaping @Sendable (any SQLConnection) async throws -> Result) async throws -> Result {
+        do {
+            return try await withDeadlines { leased in
+                try await self.client.withTransaction(logger: self.logger) { connection in
+                    leased.set()
+                    if kind == .bookkeeping { try await self.run("SET LOCAL synchronous_commit = off", on: connection) }
+                    return try await body(PostgresSQLConnection(connection: connection, logger: self.logger))
+                }
+            }
+        } catch {
+            throw Self.storeError(error, database: description)
+        }
+    }
+
+    func read<Result: Sendable>(_ body: @escaping @Sendable (any SQLConnection) async throws -> Result) async throws -> Result {
+        do {
+            return try await withDeadlines { leased in
+                try await self.client.withConnection { connection in
+                    leased.set()
+                    return try await body(PostgresSQLConnection(connection: connection, logger: self.logger))
+                }
+            }
+        } catch {
+            throw Self.storeError(error, database: description)
+        }
+    }
+
+    func announceWork(on connection: any SQLConnection) async throws {
+        try await connection.query("SELECT pg_notify('\(PostgresSchema.workChannel)', '')")
+    }
+
+    /// Runs `body` on a connection of the pool, with the database's errors as ``StoreError``.
+    private func withConnection<Result: Sendable>(_ body: @escaping @Sendable (PostgresConnection) async throws -> Result) async throws -> Result {
+        do {
+            return try await withDeadlines { leased in
+                try await self.client.withConnection { connection in
+                    leased.set()
+                    return try await body(connection)
+                }
+            }
+        } catch {
+            throw Self.storeError(error, database: description)
+        }
+    }
+
+    /// How long an operation waits for a connection. The pool waits for ever while the database
+    /// is down (it keeps reconnecting); an API caller must hear "unavailable" in seconds instead.
+    static let connectionDeadline: Duration = .seconds(5)
+
+    /// How long an operation may take once it holds a connection. A query sent on a connection
+    /// the server is closing at that moment (PostgreSQL restarting) can go unanswered for ever:
+    /// seen with postgres-nio 1.33 when the server was killed with SIGQUIT mid-transaction.
+    /// Every statement Herald runs is bounded (batches of at most a few thousand rows), so a
+    /// statement unanswered for 20 s means the connection is gone (the caller retries or hears 503).
+    static let operationDeadline: Duration = .seconds(20)
+
+    /// Runs `operation`, which calls `leased.set()` once it holds a connection, and fails with
+    /// `unavailable` when it has no connection within ``connectionDeadline`` or no result within
+    /// ``operationDeadline``. The operation is then cancelled and left behind, not awaited: a
+    /// query that will never be answered must not hold its caller (a worker, an API request).
+    private func withDeadlines<Result: Sendable>(
+        _ operation: @escaping @Sendable (LeaseFlag) async throws -> Result
+    ) async throws -> Result {
+        let leased = LeaseFlag()
+        let race = DeadlineRace<Result>()
+        let description = self.description
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { continuation in
+                race.start(continuation)
+                let timer = Task {
+                    try await Task.sleep(for: Self.connectionDeadline)
+                    if !leased.isSet {
+                        race.finish(.failure(StoreError(.unavailable, "PostgreSQL \(description) gave no connection within \(Self.connectionDeadline): it is down or overloaded")))
+                        return
+                    }
+                    try await Task.sleep(for: Self.operationDeadline - Self.connectionDeadline)
+                    race.finish(.failure(StoreError(.unavailable, "PostgreSQL \(description) did not answer within \(Self.operationDeadline): the connection is lost")))
+                }
+                let work = Task {
+                    do {
+                        race.finish(.success(try await operation(leased)))
+                    } catch {
+                        race.finish(.failure(error))
+                    }
+                    timer.cancel()
+                }
+                race.onFinish { work.cancel(); timer.cancel() }
+            }
+        } onCancel: {
+            race.finish(.failure(CancellationError()))
+        }
+    }
+
+    static func storeError(_ error: any Error, database: String) -> StoreError {
+        if let error = error as? StoreError { return error }
+        if let transaction = error as? PostgresTransactionError {
+            return storeError(transaction.closureError ?? transaction.beginError ?? transaction.commitError ?? error, database: database)
+        }
+        if let psql = error as? PSQLError, let message = psql.serverInfo?[.message] {
+            return StoreError(.databaseError, "PostgreSQL \(database): \(message)")
+        }
+        // No answer from the server: it is down, restarting, or unreachable.
+        return StoreError(.unavailable, "PostgreSQL \(database) cannot be reached: \(describe(error))")
+    }
+
+    static func describe(_ error: any Error) -> String {
+        if let psql = error as? PSQLError { return psql.serverInfo?[.message] ?? "\(psql.code)" }
+        return "\(error)"
+    }
+
+    // MARK: Schema
+
+    func migrate() async throws {
+        try await withConnection { [self] connection in
+            // Processes starting together wait here; the first migrates, the others find it done.
+            try await run("SELECT pg_advisory_lock(\(PostgresSchema.migrationLock))", on: connection)
+            do {
+                try await run(PostgresSchema.createVersions, on: connection)
+                let current = try await run(PostgresSchema.currentVersion, on: connection).first?.int(0) ?? 0
+                let known = Int64(PostgresSchema.migrations.count)
+                guard current <= known else {
+                    throw StoreError(
+                        .newerSchema,
+                        "the database \(description) was migrated by a newer Herald (schema \(current); this one knows up to \(known)): upgrade Herald"
+                    )
+                }
+                var version = current + 1
+                while version <= known {
+                    try await run("BEGIN", on: connection)
+                    do {
+                        for statement in PostgresSchema.migrations[Int(version) - 1] { try await run(statement, on: connection) }
+                        try await run("INSERT INTO herald_schema (version, applied_at) VALUES ($1, $2)", [.int(version), .int(Date().milliseconds)], on: connection)
+                        try await run("COMMIT", on: connection)
+                    } catch {
+                        _ = try? await run("ROLLBACK", on: connection)
+                        throw error
+                    }
+                    logger.info("store migrated", metadata: ["schema": "\(version)", "database": "\(description)"])
+                    version += 1
+                }
+                try await run("SELECT pg_advisory_unlock(\(PostgresSchema.migrationLock))", on: connection)
+            } catch {
+                _ = try? await run("SELECT pg_advisory_unlock(\(PostgresSchema.migrationLock))", on: connection)
+                throw error
+            }
+        }
+    }
+
+    func checkReady() async throws {
+        try await read { [self] connection in
+            let version = try await connection.query(PostgresSchema.currentVersion).first?.int(0) ?? 0
+            guard version == PostgresSchema.migrations.count else {
+                throw StoreError(.unavailable, "the database \(description) is at schema \(version), not \(PostgresSchema.migrations.count): migrate it")
+            }
+        }
+    }
+}
+
+/// A PostgreSQL connection as the engine runs statements on it.
+struct PostgresSQLConnection: SQLConnection {
+    let connection: PostgresConnection
+    let logger: Logger
+
+    @discardableResult
+    func query(_ sql: String, _ binds: [SQLValue]) async throws -> [SQLRow] {
+        var bindings = PostgresBindings(capacity: binds.count)
+        for value in binds {
+            switch value {
+            case .null: bindings.appendNull()
+            case .int(let int): bindings.append(int)
+            case .real(let real): bindings.append(real)
+            case .text(let text): bindings.append(text)
+            case .blob(let bytes): bindings.append(ByteBuffer(bytes: bytes))
+            }
+        }
+        let rows = try await connection.query(PostgresQuery(unsafeSQL: sql, binds: bindings), logger: logger).collect()
+        return try rows.map { row in
+            var values: [SQLValue] = []
+            values.reserveCapacity(row.count)
+            for cell in row {
+                guard cell.bytes != nil else {
+                    values.append(.null)
+                    continue
+                }
+                switch cell.dataType {
+                case .int2, .int4, .int8: values.append(.int(try cell.decode(Int64.self)))
+                case .float4, .float8, .numeric: values.append(.real(try cell.decode(Double.self)))
+                case .bytea: values.append(.blob(Array(try cell.decode(ByteBuffer.self).readableBytesView)))
+                case .bool: values.append(.int(try cell.decode(Bool.self) ? 1 : 0))
+                default: values.append(.text(try cell.decode(String.self)))
+                }
+            }
+            return SQLRow(values: values)
+        }
+    }
+}
+
+/// How PostgreSQL spells the queue's statements: rows locked `FOR UPDATE SKIP LOCKED` so many
+/// processes claim at once, JSON arrays read with `json_array_elements`.
+struct PostgresDialect: SQLDialect {
+    func parameter(_ index: Int, _ type: SQLType) -> String { "$\(index)::\(type.rawValue)" }
+    func list(_ index: Int, _ type: SQLType) -> String {
+        "SELECT e.value::\(type.rawValue) FROM json_array_elements_text($\(index)::json) AS e(value)"
+    }
+    func rows(_ index: Int) -> String { "json_array_elements($\(index)::json)" }
+    func element(_ row: String, _ index: Int, _ type: SQLType) -> String { "(\(row).value ->> \(index))::\(type.rawValue)" }
+    func skipLocked(of table: String?) -> String { table.map { " FOR UPDATE OF \($0) SKIP LOCKED" } ?? " FOR UPDATE SKIP LOCKED" }
+    var forUpdate: String { " FOR UPDATE" }
+    func greatest(_ a: String, _ b: String) -> String { "GREATEST(\(a), \(b))" }
+    func least(_ a: String, _ b: String) -> String { "LEAST(\(a), \(b))" }
+    func joinLines(_ expression: String, orderBy order: String) -> String { "string_agg(\(expression), E'\\n' ORDER BY \(order))" }
+    func spell(_ sql: String) -> String { sql }
+}
+
+/// The first of an operation's result, its deadline and its caller's cancellation resumes the
+/// caller; the others find it done. Whatever finishes first also cancels the rest.
+final class DeadlineRace<Result: Sendable>: Sendable {
+    private struct State {
+        var continuation: CheckedContinuation<Result, any Error>?
+        var outcome: Swift.Result<Result, any Error>?
+        var cleanup: (@Sendable () -> Void)?
+        var finished = false
+    }
+
+    private let state = Mutex(State())
+
+    func start(_ continuation: CheckedContinuation<Result, any Error>) {
+        let early = state.withLock { state -> Swift.Result<Result, any Error>? in
+            if state.finished { return state.outcome }
+            state.continuation = continuation
+            return nil
+        }
+        if let early { continuation.resume(with: early) }
+    }
+
+    /// `cleanup` runs once the race is decided (at once if it already is).
+    func onFinish(_ cleanup: @escaping @Sendable () -> Void) {
+        let decided = state.withLock { state -> Bool in
+            if state.finished { return true }
+            state.cleanup = cleanup
+            return false
+        }
+        if decided { cleanup() }
+    }
+
+    func finish(_ outcome: Swift.Result<Result, any Error>) {
+        let (continuation, cleanup) = state.withLock { state -> (CheckedContinuation<Result, any Error>?, (@Sendable () -> Void)?) in
+            guard !state.finished else { return (nil, nil) }
+            state.finished = true
+            defer { state.continuation = nil; state.cleanup = nil }
+            if state.continuation == nil { state.outcome = outcome }
+            return (state.continuation, state.cleanup)
+        }
+        continuation?.resume(with: outcome)
+        cleanup?()
+    }
+}
+
+/// Set once an operation holds a connection.
+final class LeaseFlag: Sendable {
+    private let state = Mutex(false)
+
+    func set() { state.withLock { $0 = true } }
+    var isSet: Bool { state.withLock { $0 } }
+}

@@ -1,0 +1,206 @@
+import Logging
+import NIOCore
+import SQLiteNIO
+import Synchronization
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
+/// The embedded database: one SQLite file (WAL journal), one connection used by one transaction
+/// at a time. Workers of one process share it; several processes need PostgreSQL.
+final class SQLiteDatabase: SQLDatabase {
+    let dialect: any SQLDialect = SQLiteDialect()
+    let work = WorkSignal()
+    private let path: String
+    private let logger: Logger
+    private let access = SerialAccess()
+    private let connection = Mutex<SQLiteConnection?>(nil)
+
+    /// One database per file in a process: stores opened on the same file share its connection,
+    /// its transactions' order and its work signal, so they behave as one.
+    private static let open = Mutex<[String: SQLiteDatabase]>([:])
+
+    static func shared(path: String, logger: Logger) -> SQLiteDatabase {
+        let key = path == ":memory:" ? ":memory:\(UUID().uuidString)" : URL(fileURLWithPath: path).standardizedFileURL.path
+        return open.withLock { databases in
+            if let database = databases[key] { return database }
+            let database = SQLiteDatabase(path: path, logger: logger)
+            databases[key] = database
+            return database
+        }
+    }
+
+    private init(path: String, logger: Logger) {
+        self.path = path
+        self.logger = logger
+    }
+
+    func run() async {}
+
+    /// Closes the connection once no transaction is running; the next use opens it again.
+    func close() async throws {
+        try await access.run {
+            let open = connection.withLock { connection in
+                defer { connection = nil }
+                return connection
+            }
+            try await open?.close()
+        }
+    }
+
+    private func open() async throws -> SQLiteConnection {
+        if let open = connection.withLock({ $0 }) { return open }
+        let storage: SQLiteConnection.Storage = path == ":memory:" ? .memory : .file(path: path)
+        let opened: SQLiteConnection
+        do {
+            opened = try await SQLiteConnection.open(storage: storage, logger: logger)
+        } catch {
+            throw StoreError(.unavailable, "cannot open the SQLite database \(path): \(error)")
+        }
+        do {
+            // WAL: readers do not wait for the writer; NORMAL: a commit survives the process being
+            // killed (not a power cut). Foreign keys are not used.
+            // busy_timeout: another process holding the write lock is waited for (sleeping, up to
+            // 10 s), not spun on.
+            let pragmas = [
+                "PRAGMA busy_timeout = 10000", "PRAGMA journal_mode = WAL", "PRAGMA synchronous = NORMAL", "PRAGMA temp_store = MEMORY",
+                "PRAGMA cache_size = -32000",
+            ]
+            for pragma in pragmas {
+                _ = try await opened.query(pragma)
+            }
+        } catch {
+            // A connection is closed before it is dropped, whatever failed.
+            try? await opened.close()
+            throw StoreError(.unavailable, "cannot set up the SQLite database \(path): \(error)")
+        }
+        connection.withLock { $0 = opened }
+        return opened
+    }
+
+    /// Runs `body` alone on the connection.
+    private func exclusive<Result: Sendable>(_ body: (SQLiteSQLConnection) async throws -> Result) async throws -> Result {
+        try await access.run {
+            let connection = SQLiteSQLConnection(connection: try await open(), dialect: dialect)
+            do {
+                return try await body(connection)
+            } catch let error as StoreError {
+                throw error
+            } catch {
+                throw StoreError(.databaseError, "SQLite \(path): \(error)")
+            }
+        }
+    }
+
+    func read<Result: Sendable>(_ body: @escaping @Sendable (any SQLConnection) async throws -> Result) async throws -> Result {
+        try await exclusive { connection in try await body(connection) }
+    }
+
+    /// A bulk statement runs best on its own (autocommit): inside an explicit transaction SQLite
+    /// copies every page a multi-row statement touches into a statement journal, which for
+    /// random tokens is nearly every page.
+    func write<Result: Sendable>(_ kind: WriteKind, _ body: @escaping @Sendable (any SQLConnection) async throws -> Result) async throws -> Result {
+        try await exclusive { connection in
+            if kind == .statements { return try await body(connection) }
+            try await connection.query("BEGIN IMMEDIATE")
+            do {
+                let result = try await body(connection)
+                try await connection.query("COMMIT")
+                return result
+            } catch {
+                _ = try? await connection.query("ROLLBACK")
+                throw error
+            }
+        }
+    }
+
+    /// Workers of other processes do not share an SQLite file's queue: nothing to announce.
+    func announceWork(on connection: any SQLConnection) async throws {}
+
+    func migrate() async throws {
+        try await write(.durable) { [path, logger] connection in
+            try await connection.query(SQLiteSchema.createVersions)
+            let current = Int(try await connection.query(SQLiteSchema.currentVersion).first?.int(0) ?? 0)
+            let known = SQLiteSchema.migrations.count
+            guard current <= known else {
+                throw StoreError(
+                    .newerSchema,
+                    "the database \(path) was migrated by a newer Herald (schema \(current); this one knows up to \(known)): upgrade Herald"
+                )
+            }
+            for version in (current + 1)...max(known, current + 1) where version <= known {
+                for statement in SQLiteSchema.migrations[version - 1] { try await connection.query(statement) }
+                try await connection.query(SQLiteSchema.recordVersion, [.int(version), .int(Date().milliseconds)])
+                logger.info("store migrated", metadata: ["schema": "\(version)", "database": "\(path)"])
+            }
+        }
+    }
+
+    func checkReady() async throws {
+        try await read { [path] connection in
+            let version = Int(try await connection.query(SQLiteSchema.currentVersion).first?.int(0) ?? 0)
+            guard version == SQLiteSchema.migrations.count else {
+                throw StoreError(.unavailable, "the database \(path) is at schema \(version), not \(SQLiteSchema.migrations.count): migrate it")
+            }
+        }
+    }
+}
+
+/// An SQLite connection as the engine runs statements on it.
+struct SQLiteSQLConnection: SQLConnection {
+    let connection: SQLiteConnection
+    let dialect: any SQLDialect
+
+    @discardableResult
+    func query(_ sql: String, _ binds: [SQLValue]) async throws -> [SQLRow] {
+        let rows = try await connection.query(dialect.spell(sql), binds.map(Self.data))
+        return rows.map { row in SQLRow(values: row.columns.map { Self.value($0.data) }) }
+    }
+
+    static func data(_ value: SQLValue) -> SQLiteData {
+        switch value {
+        case .null: .null
+        case .int(let int): .integer(Int(int))
+        case .real(let real): .float(real)
+        case .text(let text): .text(text)
+        case .blob(let bytes): .blob(ByteBuffer(bytes: bytes))
+        }
+    }
+
+    static func value(_ data: SQLiteData) -> SQLValue {
+        switch data {
+        case .null: .null
+        case .integer(let int): .int(Int64(int))
+        case .float(let real): .real(real)
+        case .text(let text): .text(text)
+        case .blob(let buffer): .blob(Array(buffer.readableBytesView))
+        }
+    }
+}
+
+/// How SQLite spells the queue's statements: one writer at a time, so nothing to lock; JSON
+/// arrays read with `json_each`.
+struct SQLiteDialect: SQLDialect {
+    func parameter(_ index: Int, _ type: SQLType) -> String { "$\(index)" }
+    func list(_ index: Int, _ type: SQLType) -> String { "SELECT value FROM json_each($\(index))" }
+    func rows(_ index: Int) -> String { "json_each($\(index))" }
+    func element(_ row: String, _ index: Int, _ type: SQLType) -> String { "\(row).value ->> \(index)" }
+    func skipLocked(of table: String?) -> String { "" }
+    var forUpdate: String { "" }
+    func greatest(_ a: String, _ b: String) -> String { "MAX(\(a), \(b))" }
+    func least(_ a: String, _ b: String) -> String { "MIN(\(a), \(b))" }
+    func joinLines(_ expression: String, orderBy order: String) -> String { "group_concat(\(expression), char(10) ORDER BY \(order))" }
+
+    /// `$1` becomes `?1` (SQLite's numbered parameter); nothing else in the queue's SQL holds a `$`
+    /// followed by a digit.
+    func spell(_ sql: String) -> String {
+        var bytes = Array(sql.utf8)
+        for index in bytes.indices.dropLast() where bytes[index] == UInt8(ascii: "$") && (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(bytes[index + 1]) {
+            bytes[index] = UInt8(ascii: "?")
+        }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+}

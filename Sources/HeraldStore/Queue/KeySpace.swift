@@ -1,0 +1,39 @@
+/// Where a device sits in a broadcast's key space: a hash of its address, so that a broadcast
+/// splits into parts of even size whatever the addresses look like (APNs tokens that share a
+/// prefix, Web Push endpoint URLs, FCM registration tokens), and any number of workers, in any
+/// number of processes, can each take a part.
+enum KeySpace {
+    /// Keys run over 0..<size.
+    static let size: Int64 = 1 << 32
+
+    /// The hash of `address`: FNV-1a (64-bit) of its UTF-8 bytes, folded to 32 bits. Keys are
+    /// stored with each device: this function must never change.
+    static func hash(_ address: String) -> Int64 {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in address.utf8 {
+            hash ^= UInt64(byte)
+            hash &*= 0x0000_0100_0000_01b3
+        }
+        return Int64((hash >> 32) ^ (hash & 0xffff_ffff))
+    }
+
+    /// Devices per range a broadcast aims for: a few batches each, so a range is a worker's for
+    /// a few round trips, not a whole broadcast.
+    static let devicesPerRange = 2048
+    /// The fewest ranges of a broadcast: a small one is read by one worker a batch at a time.
+    static let minimumRanges = 1
+    /// The most: 10 M devices make 4,096 ranges of ~2,400 devices, one row each.
+    static let maximumRanges = 4096
+
+    /// How many ranges a broadcast to about `devices` devices is cut into: more devices, more
+    /// ranges, so the workers one broadcast can keep busy grow with it.
+    static func rangeCount(devices: Int) -> Int {
+        min(maximumRanges, max(minimumRanges, (max(devices, 0) + devicesPerRange - 1) / devicesPerRange))
+    }
+
+    /// The key ranges `lower..<upper` of a broadcast cut into `count` parts of even size.
+    static func ranges(count: Int) -> [(lower: Int64, upper: Int64)] {
+        let count = Int64(max(1, count))
+        return (0..<count).map { index in (size * index / count, size * (index + 1) / count) }
+    }
+}

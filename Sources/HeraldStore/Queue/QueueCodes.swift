@@ -1,0 +1,140 @@
+/// The codes the queue's tables hold for statuses, states and kinds: one table, here. SQL reads
+/// them through these types (`WHERE state = \(DeliveryState.pending)`), never as digits typed
+/// into a statement. The numbers are stored data: never renumber a case, only add.
+protocol StoredCode: RawRepresentable, CaseIterable, CustomStringConvertible, Sendable where RawValue == Int {}
+
+extension StoredCode {
+    /// The code as SQL reads it.
+    var description: String { String(rawValue) }
+    /// The case stored as `code`, or `nil` for a code this Herald never writes.
+    init?(code: Int64?) {
+        guard let code, let known = Self.allCases.first(where: { Int64($0.rawValue) == code }) else { return nil }
+        self = known
+    }
+}
+
+/// Where one device of a notification stands.
+enum DeliveryState: Int, StoredCode {
+    /// Due at its `next_attempt_at`.
+    case pending = 0
+    /// Leased to a worker until `lease_expires_at`.
+    case claimed = 1
+    case accepted = 2
+    case rejected = 3
+    case failed = 4
+
+    /// The first state of a finished delivery: `state < \(DeliveryState.finished)` is still to send.
+    static let finished = DeliveryState.accepted
+
+    init(_ outcome: DeliveryRecord.Outcome) {
+        switch outcome {
+        case .accepted: self = .accepted
+        case .rejected: self = .rejected
+        case .failed: self = .failed
+        }
+    }
+
+    var outcome: DeliveryRecord.Outcome? {
+        switch self {
+        case .accepted: .accepted
+        case .rejected: .rejected
+        case .failed: .failed
+        case .pending, .claimed: nil
+        }
+    }
+}
+
+/// Where a notification stands.
+enum NotificationState: Int, StoredCode {
+    case queued = 0
+    case sending = 1
+    case done = 2
+    case cancelled = 3
+
+    /// The first state of a finished notification.
+    static let finished = NotificationState.done
+
+    var status: NotificationStatus {
+        switch self {
+        case .queued: .queued
+        case .sending: .sending
+        case .done: .done
+        case .cancelled: .cancelled
+        }
+    }
+}
+
+/// Where a broadcast's key range stands.
+enum SegmentState: Int, StoredCode {
+    case pending = 0
+    case claimed = 1
+    case done = 2
+}
+
+/// A device's status as stored.
+enum DeviceCode: Int, StoredCode {
+    case active = 0
+    case unregistered = 1
+    case invalid = 2
+
+    init(_ status: DeviceStatus) {
+        switch status {
+        case .active: self = .active
+        case .unregistered: self = .unregistered
+        case .invalid: self = .invalid
+        }
+    }
+
+    var status: DeviceStatus {
+        switch self {
+        case .active: .active
+        case .unregistered: .unregistered
+        case .invalid: .invalid
+        }
+    }
+}
+
+/// How a notification's audience is stored: a kind and its newline-separated values.
+enum AudienceKind: Int, StoredCode {
+    case tokens = 0
+    case users = 1
+    case tags = 2
+    case all = 3
+
+    static func encode(_ audience: Audience) -> (kind: AudienceKind, values: String) {
+        switch audience {
+        case .tokens(let tokens): (.tokens, tokens.joined(separator: "\n"))
+        case .users(let users): (.users, users.joined(separator: "\n"))
+        case .tags(let tags): (.tags, tags.joined(separator: "\n"))
+        case .all: (.all, "")
+        }
+    }
+
+    func audience(_ values: String) -> Audience {
+        let list = values.isEmpty ? [] : values.split(separator: "\n").map(String.init)
+        switch self {
+        case .tokens: return .tokens(list)
+        case .users: return .users(list)
+        case .tags: return .tags(list)
+        case .all: return .all
+        }
+    }
+}
+
+/// A notification's badge mode as stored.
+enum BadgeCode: Int, StoredCode {
+    case none = 0
+    case increment = 1
+
+    init(_ mode: BadgeMode) { self = mode == .increment ? .increment : .none }
+    var mode: BadgeMode { self == .increment ? .increment : .none }
+}
+
+/// Tags as stored in a device row: sorted, comma-separated.
+enum TagList {
+    static func encode(_ tags: Set<String>) -> String { tags.sorted().joined(separator: ",") }
+    static func decode(_ tags: String?) -> Set<String> {
+        guard let tags, !tags.isEmpty else { return [] }
+        return Set(tags.split(separator: ",").map(String.init))
+    }
+}

@@ -1,0 +1,247 @@
+import HeraldCore
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
+/// Claims: single deliveries first, then a broadcast's next range, under a lease.
+extension QueueEngine {
+    func claim(owner: String, limit: Int, includeRanges: Bool, leaseUntil: Date, now: Date) async throws -> [WorkBatch] {
+        for _ in 0..<Self.claimAttempts {
+            let (batches, unsendable) = try await claimOnce(owner: owner, limit: limit, includeRanges: includeRanges, leaseUntil: leaseUntil, now: now)
+            // Failed in a transaction of its own, once the claim has committed: the notification's
+            // row is locked before its deliveries there, as cancels and completions lock them.
+            // If that fails, the work stays leased until its lease runs out and is found again;
+            // the batches claimed are this worker's all the same.
+            if !unsendable.isEmpty {
+                do {
+                    try await fail(unsendable, owner: owner, now: now)
+                } catch {
+                    logger.warning("cannot fail work that cannot be sent; it is claimed again later", metadata: ["error": "\(error)"])
+                    return batches
+                }
+            }
+            if !batches.isEmpty || unsendable.isEmpty { return batches }
+        }
+        return []
+    }
+
+    private func claimOnce(
+        owner: String, limit: Int, includeRanges: Bool, leaseUntil: Date, now: Date
+    ) async throws -> ([WorkBatch], [UnsendableWork]) {
+        try await database.write(.bookkeeping) { [self] connection in
+            let lease: SQLValue = .int(leaseUntil.milliseconds)
+            let time: SQLValue = .int(now.milliseconds)
+            var batches: [WorkBatch] = []
+            var unsendable: [UnsendableWork] = []
+            // Single deliveries first: a notification to one device does not wait behind a
+            // broadcast. What a lost worker held (its lease ran out) before what is due.
+            var claimed = try await connection.query(sql.claimExpired, [.text(owner), lease, time, .int(limit)])
+            if claimed.count < limit {
+                claimed += try await connection.query(sql.claimDue, [.text(owner), lease, time, .int(limit - claimed.count)])
+            }
+            if !claimed.isEmpty {
+                let (sendable, bad) = try await sort(claimed, on: connection)
+                unsendable += bad
+                batches += try await deliveryBatches(sendable, owner: owner, on: connection)
+            }
+            if includeRanges, batches.isEmpty, unsendable.isEmpty {
+                switch try await claimRange(owner: owner, limit: limit, lease: lease, time: time, on: connection) {
+                case .none: break
+                case .batch(let batch): batches.append(batch)
+                case .unsendable(let work): unsendable.append(work)
+                }
+            }
+            let started = Set(batches.map(\.notification.id))
+            if !started.isEmpty { try await connection.query(sql.markSending, [.texts(started.sorted())]) }
+            return (batches, unsendable)
+        }
+    }
+
+    /// Claimed delivery rows (`id, notification_id, token, attempts, badge`) by notification:
+    /// those that can be sent, and those that cannot (``Unsendable``).
+    private func sort(_ claimed: [SQLRow], on connection: any SQLConnection) async throws -> ([(QueuedNotification, [SQLRow])], [UnsendableWork]) {
+        let byNotification = Dictionary(grouping: claimed.sorted { ($0.int(0) ?? 0) < ($1.int(0) ?? 0) }) { $0.text(1) ?? "" }
+        let notifications = try await work(Array(byNotification.keys), on: connection)
+        var sendable: [(QueuedNotification, [SQLRow])] = []
+        var unsendable: [UnsendableWork] = []
+        for (notificationID, rows) in byNotification.sorted(by: { $0.key < $1.key }) {
+            switch notifications[notificationID]?.notification ?? .failure(.quarantined("notification \(notificationID) does not exist")) {
+            case .failure(let problem):
+                unsendable.append(UnsendableWork(notificationID: notificationID, notification: problem, deliveries: rows.map { ($0.int(0) ?? 0, problem.reason) }))
+            case .success(let notification):
+                var bad = UnsendableWork(notificationID: notificationID)
+                var good: [SQLRow] = []
+                for row in rows {
+                    // A badge column holding what no claim writes (a real number, text, out of range).
+                    let stored = row[4]
+                    let problem = !stored.isNull && stored.integer == nil
+                        ? Unsendable.quarantined("badge \(stored.string ?? "?") is not a number") : QueuedNotification.badgeProblem(stored.integer)
+                    guard row.text(2) != nil, problem == nil else {
+                        bad.deliveries.append((row.int(0) ?? 0, (problem ?? .quarantined("no token")).reason))
+                        continue
+                    }
+                    good.append(row)
+                }
+                if !bad.deliveries.isEmpty { unsendable.append(bad) }
+                if !good.isEmpty { sendable.append((notification, good)) }
+            }
+        }
+        return (sendable, unsendable)
+    }
+
+    /// One batch per notification; badges raised for devices not raised by an earlier claim of
+    /// the same row (a row keeps the badge it was raised to).
+    private func deliveryBatches(_ sendable: [(QueuedNotification, [SQLRow])], owner: String, on connection: any SQLConnection) async throws -> [WorkBatch] {
+        let raising = sendable.filter { $0.0.badge == .increment }.flatMap { notification, rows in
+            rows.filter { $0[4].isNull }.compactMap { $0.text(2) }.map { [notification.app, $0] }
+        }
+        if !raising.isEmpty, !database.dialect.forUpdate.isEmpty {
+            let sorted = Set(raising).sorted { ($0[0], $0[1]) < ($1[0], $1[1]) }
+            try await connection.query(sql.lockDevices, [.rows(sorted.map { $0.map { .text($0) } })])
+        }
+        var batches: [WorkBatch] = []
+        for (notification, rows) in sendable {
+            var badges: [String: Int] = [:]
+            let unraised = rows.filter { $0[4].isNull }.compactMap { $0.text(2) }
+            if notification.badge == .increment, !unraised.isEmpty {
+                badges = try await raiseBadges(unraised, after: nil, app: notification.app, on: connection)
+                let rows: [[SQLValue]] = unraised.map { [.text($0), .int(badges[$0] ?? 1)] }
+                try await connection.query(sql.setDeliveryBadges, [.text(notification.id), .rows(rows)])
+            }
+            let items = rows.map { row in
+                let token = row.text(2) ?? ""
+                return WorkItem(
+                    token: token, badge: notification.badge == .increment ? row.int(4).map { Int($0) } ?? badges[token] ?? 1 : nil,
+                    attempt: row.int(3, default: 1)
+                )
+            }
+            batches.append(
+                WorkBatch(
+                    notification: notification, items: items, isResend: items.contains { $0.attempt > 1 }, owner: owner,
+                    source: .deliveries(rows.map { $0.int(0) ?? 0 })
+                )
+            )
+        }
+        return batches
+    }
+
+    private enum RangeClaim {
+        case none
+        case batch(WorkBatch)
+        case unsendable(UnsendableWork)
+    }
+
+    /// The next batch of the range due first: its devices read from the registry in key order.
+    private func claimRange(owner: String, limit: Int, lease: SQLValue, time: SQLValue, on connection: any SQLConnection) async throws -> RangeClaim {
+        guard let segment = try await connection.query(sql.pickSegment, [time]).first else { return .none }
+        let notificationID = segment.text(0) ?? ""
+        let number = segment.int(1, default: 0)
+        try await connection.query(sql.leaseSegment, [.text(owner), lease, time, .text(notificationID), .int(number)])
+        let found = try await work([notificationID], on: connection)[notificationID]
+        var stored = found?.notification ?? .failure(.quarantined("notification \(notificationID) does not exist"))
+        if case .success = stored, found?.audience == nil {
+            stored = .failure(.quarantined("notification \(notificationID) has audience kind \(found?.audienceKind.map(String.init) ?? "none")"))
+        }
+        let notification: QueuedNotification
+        switch stored {
+        case .failure(let problem):
+            return .unsendable(UnsendableWork(notificationID: notificationID, notification: problem, segment: number))
+        case .success(let queued):
+            notification = queued
+        }
+        let cursor = RangeCursor(hash: segment.int(4) ?? RangeCursor.start.hash, token: segment.text(5) ?? "")
+        var binds: [SQLValue] = [
+            .text(notification.app), .int(segment.int(2) ?? 0), .int(segment.int(3) ?? KeySpace.size), .int(cursor.hash), .text(cursor.token), .int(limit),
+        ]
+        var statement = sql.rangeOfAll
+        if case .tags(let tags) = found?.audience {
+            statement = sql.rangeOfTags
+            binds.append(.texts(tags))
+        }
+        let range = try await connection.query(statement, binds).first
+        let tokens = Self.lines(range?.text(0))
+        let last = tokens.last.map { RangeCursor(hash: range?.int(1) ?? cursor.hash, token: $0) }
+        var badges: [String: Int] = [:]
+        if notification.badge == .increment, !tokens.isEmpty {
+            // Devices up to the range's raised cursor were raised by a claim whose lease ran out.
+            let raised = segment.int(7).map { RangeCursor(hash: $0, token: segment.text(8) ?? "") }
+            badges = try await raiseBadges(tokens, after: raised, app: notification.app, on: connection)
+            if let last { try await connection.query(sql.raisedThrough, [.text(notificationID), .int(number), .int(last.hash), .text(last.token)]) }
+        }
+        let items = tokens.map { WorkItem(token: $0, badge: notification.badge == .increment ? badges[$0] ?? 1 : nil, attempt: 1) }
+        return .batch(
+            WorkBatch(
+                notification: notification, items: items, isResend: DeliveryState(code: segment.int(6)) == .claimed, owner: owner,
+                source: .segment(number: number, after: last ?? cursor, exhausted: tokens.count < limit)
+            )
+        )
+    }
+
+    /// The lines of a joined list (addresses hold no newline: they are screened for control characters).
+    static func lines(_ joined: String?) -> [String] {
+        guard let joined, !joined.isEmpty else { return [] }
+        return joined.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+    }
+
+    /// Raises the badges of `tokens` after `cursor` (all when `nil`) and returns each device's badge now.
+    private func raiseBadges(_ tokens: [String], after cursor: RangeCursor?, app: String, on connection: any SQLConnection) async throws -> [String: Int] {
+        var badges: [String: Int] = [:]
+        for part in Self.chunks(tokens) {
+            try await connection.query(sql.raiseBadges, [.text(app), .texts(part), .int(cursor?.hash), .text(cursor?.token)])
+            for row in try await connection.query(sql.selectBadges, [.text(app), .texts(part)]) {
+                badges[row.text(0) ?? ""] = row.int(1, default: 0)
+            }
+        }
+        return badges
+    }
+
+    /// A notification as claimed work needs it, or why its work cannot be sent.
+    private struct Work {
+        var notification: Result<QueuedNotification, Unsendable>
+        var audienceKind: Int64?
+        var audience: Audience?
+    }
+
+    /// What workers need of these notifications, by ID. Values this Herald never writes are
+    /// refused rather than guessed at (``QueuedNotification/stored(id:status:app:payload:pushType:priority:expiration:collapseID:badgeMode:deadline:)``).
+    private func work(_ ids: [String], on connection: any SQLConnection) async throws -> [String: Work] {
+        var result: [String: Work] = [:]
+        for row in try await connection.query(sql.notificationsForWork, [.texts(ids)]) {
+            let id = row.text(0) ?? ""
+            let notification = QueuedNotification.stored(
+                id: id, status: row.int(1), app: row.text(2), payload: row.blob(3), pushType: row.text(4), priority: row.int(5),
+                expiration: row.int(6), collapseID: row.text(7), badgeMode: row.int(8), deadline: row.int(9)
+            )
+            result[id] = Work(notification: notification, audienceKind: row.int(10), audience: AudienceKind(code: row.int(10))?.audience(row.text(11) ?? ""))
+        }
+        return result
+    }
+
+    /// Fails claimed work that cannot be sent (``Unsendable``), a notification at a time in ID
+    /// order, each locked before its rows.
+    private func fail(_ unsendable: [UnsendableWork], owner: String, now: Date) async throws {
+        try await database.write(.bookkeeping) { [self] connection in
+            let time = now.milliseconds
+            for work in unsendable.sorted(by: { $0.notificationID < $1.notificationID }) {
+                let id = work.notificationID
+                let status = try await connection.query(sql.notificationStatus, [.text(id)]).first?.int(0)
+                if let problem = work.notification, let status, status < NotificationState.finished.rawValue {
+                    logger.warning("a notification cannot be sent; stopping it", metadata: ["notification": "\(id)", "reason": "\(problem.reason)"])
+                    try await stop(id, reason: problem.reason, now: now, on: connection)
+                }
+                if !work.deliveries.isEmpty {
+                    let rows: [[SQLValue]] = work.deliveries.map { [.int($0.id), .text($0.reason)] }
+                    let failed = try await connection.query(sql.failClaimed, [.text(owner), .int(time), .rows(rows)]).count
+                    try await connection.query(sql.addCounts, [.int(0), .int(0), .int(failed), .text(id)])
+                }
+                if let number = work.segment {
+                    try await connection.query(sql.endClaimedSegment, [.text(id), .int(number), .text(owner)])
+                }
+                if status != nil { try await finishIfDone(id, now: now, on: connection) }
+            }
+        }
+    }
+}

@@ -1,0 +1,142 @@
+import HeraldCore
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
+/// The device registry.
+extension QueueEngine {
+    func register(_ registration: DeviceRegistration, app: String, now: Date) async throws -> (device: Device, created: Bool) {
+        try await database.write(.durable) { [self] connection in
+            let existed = try await !connection.query(sql.selectDevice, [.text(app), .text(registration.token)]).isEmpty
+            try await upsert([registration], app: app, now: now, on: connection)
+            let row = try await connection.query(sql.selectDevice, [.text(app), .text(registration.token)])
+            return (Self.device(row[0]), !existed)
+        }
+    }
+
+    /// Registers a batch with one statement per table; tags go first, so a batch cut short
+    /// leaves devices as they were, and running it again finishes it.
+    func register(batch: [DeviceRegistration], app: String, now: Date) async throws {
+        try await database.write(.statements) { [self] connection in try await upsert(batch, app: app, now: now, on: connection) }
+    }
+
+    private func upsert(_ registrations: [DeviceRegistration], app: String, now: Date, on connection: any SQLConnection) async throws {
+        var rows: [[SQLValue]] = []
+        rows.reserveCapacity(registrations.count)
+        var tagged: [String] = []
+        var pairs: [[SQLValue]] = []
+        for registration in registrations {
+            let hash = KeySpace.hash(registration.token)
+            let user: SQLValue = switch registration.user {
+            case .none: .null
+            case .some(.none): .text("")
+            case .some(.some(let user)): .text(user)
+            }
+            if let tags = registration.tags {
+                tagged.append(registration.token)
+                pairs += tags.sorted().map { [.text(registration.token), .text($0), .int(hash)] }
+            }
+            rows.append([
+                .text(registration.token), user, .text(registration.tags.map(TagList.encode)), registration.badge.map { .int($0) } ?? .null, .int(hash),
+            ])
+        }
+        if !tagged.isEmpty {
+            try await connection.query(sql.deleteTags, [.text(app), .texts(tagged)])
+            for part in Self.chunks(pairs) { try await connection.query(sql.insertTags, [.text(app), .rows(Array(part))]) }
+        }
+        for part in Self.chunks(rows) {
+            try await connection.query(sql.upsertDevices, [.text(app), .rows(Array(part)), .int(now.milliseconds)])
+        }
+    }
+
+    func device(app: String, token: String) async throws -> Device? {
+        try await database.read { [self] connection in
+            try await connection.query(sql.selectDevice, [.text(app), .text(token)]).first.map(Self.device)
+        }
+    }
+
+    func deleteDevice(app: String, token: String) async throws -> Bool {
+        try await database.write(.durable) { [self] connection in
+            let deleted = try await connection.query(sql.deleteDevice, [.text(app), .text(token)])
+            try await connection.query(sql.deleteDeviceTags, [.text(app), .text(token)])
+            return !deleted.isEmpty
+        }
+    }
+
+    func devices(app: String, filter: DeviceFilter, limit: Int, after: String?) async throws -> Page<Device> {
+        try await database.read { [self] connection in
+            var binds: [SQLValue] = [.text(app), .text(after ?? ""), .int(limit + 1)]
+            if let tag = filter.tag { binds.append(.text(tag)) }
+            if let status = filter.status { binds.append(.code(DeviceCode(status))) }
+            if let user = filter.user { binds.append(.text(user)) }
+            let statement = sql.listDevices(status: filter.status != nil, user: filter.user != nil, tag: filter.tag != nil)
+            var devices = try await connection.query(statement, binds).map(Self.device)
+            let more = devices.count > limit
+            if more { devices.removeLast() }
+            return Page(items: devices, next: more ? devices.last?.token : nil)
+        }
+    }
+
+    func countDevices(app: String, status: DeviceStatus?) async throws -> Int {
+        try await database.read { [self] connection in
+            let binds: [SQLValue] = [.text(app)] + (status.map { [.code(DeviceCode($0))] } ?? [])
+            return try await connection.query(sql.countDevices(status: status != nil), binds).first?.int(0, default: 0) ?? 0
+        }
+    }
+
+    func invalidate(app: String, reports: [Invalidation], now: Date) async throws -> Int {
+        try await database.write(.durable) { [self] connection in try await invalidate(app: app, reports, on: connection) }
+    }
+
+    /// Marks devices unregistered or invalid by what APNs reported (Apple's timestamp rule for
+    /// `Unregistered`). Returns how many changed.
+    func invalidate(app: String, _ reports: [Invalidation], on connection: any SQLConnection) async throws -> Int {
+        let gone = reports.filter { Invalidation.status(for: $0.reason) == .unregistered }
+        let bad = reports.filter { Invalidation.status(for: $0.reason) == .invalid }
+        var changed = 0
+        for part in Self.chunks(gone) {
+            let rows: [[SQLValue]] = part.map { [.text($0.token), .text($0.reason), .int(($0.timestamp ?? Date()).milliseconds)] }
+            changed += try await connection.query(sql.unregisterDevices, [.text(app), .rows(rows)]).count
+        }
+        for part in Self.chunks(bad) {
+            changed += try await connection.query(sql.invalidateDevices, [.text(app), .rows(part.map { [.text($0.token), .text($0.reason)] })]).count
+        }
+        return changed
+    }
+
+    /// A device from a row of ``QueueStatements/deviceColumns``.
+    static func device(_ row: SQLRow) -> Device {
+        let user = row.text(2)
+        return Device(
+            app: row.text(0) ?? "", token: row.text(1) ?? "", user: user?.isEmpty == false ? user : nil, tags: TagList.decode(row.text(3)),
+            badge: row.int(4, default: 0), status: DeviceCode(code: row.int(5))?.status ?? .active, reason: row.text(6),
+            invalidatedAt: row.int(7).map(Date.init(milliseconds:)), createdAt: Date(milliseconds: row.int(8) ?? 0),
+            updatedAt: Date(milliseconds: row.int(9) ?? 0)
+        )
+    }
+
+    /// Gives devices and tags stored before migration 4 their hash, a batch at a time in key
+    /// order (each batch its own transaction: no long lock).
+    func fillHashes() async throws {
+        for (select, table) in [(sql.unkeyedDevices, "devices"), (sql.unkeyedTags, "device_tags")] {
+            var cursor = (app: "", token: "")
+            for _ in 0..<1_000_000 {
+                let last = try await database.write(.durable) { [self, cursor] connection -> (app: String, token: String)? in
+                    let rows = try await connection.query(select, [.text(cursor.app), .text(cursor.token), .int(Self.rowsPerStatement)])
+                    guard let last = rows.last else { return nil }
+                    let keyed: [[SQLValue]] = rows.map { row in
+                        let token = row.text(1) ?? ""
+                        return [.text(row.text(0) ?? ""), .text(token), .int(KeySpace.hash(token))]
+                    }
+                    try await connection.query(sql.setKeys(table), [.rows(keyed)])
+                    return (last.text(0) ?? "", last.text(1) ?? "")
+                }
+                guard let last else { break }
+                cursor = last
+            }
+        }
+    }
+}

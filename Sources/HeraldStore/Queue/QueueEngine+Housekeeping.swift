@@ -1,0 +1,56 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
+/// What the gateway's housekeeping reads and deletes.
+extension QueueEngine {
+    func statistics(now: Date) async throws -> QueueStatistics {
+        try await database.read { [self] connection in
+            let row = try await connection.query(sql.statistics).first
+            return QueueStatistics(
+                pendingDeliveries: row?.int(0, default: 0) ?? 0, pendingRanges: row?.int(1, default: 0) ?? 0,
+                activeNotifications: row?.int(2, default: 0) ?? 0
+            )
+        }
+    }
+
+    /// Deletes up to `limit` rows of outcomes and notifications finished before `cutoff`; returns how many.
+    func purge(finishedBefore cutoff: Date, limit: Int) async throws -> Int {
+        try await database.write(.durable) { [self] connection in
+            let time: SQLValue = .int(cutoff.milliseconds)
+            var purged = try await connection.query(sql.purgeDeliveries, [time, .int(limit)]).count
+            if purged < limit {
+                let ids = try await connection.query(sql.purgeableNotifications, [time, .int(limit - purged)]).compactMap { $0.text(0) }
+                if !ids.isEmpty {
+                    for statement in sql.deleteNotifications { try await connection.query(statement, [.texts(ids)]) }
+                    purged += ids.count
+                }
+            }
+            return purged
+        }
+    }
+
+    /// Deletes up to `limit` devices retired (unregistered or invalid) before `cutoff`, with their tags; returns how many.
+    func purgeRetiredDevices(before cutoff: Date, limit: Int) async throws -> Int {
+        try await database.write(.durable) { [self] connection in
+            let keys = try await connection.query(sql.retiredDevices, [.int(cutoff.milliseconds), .int(limit)])
+            guard !keys.isEmpty else { return 0 }
+            let rows: [[SQLValue]] = keys.map { [.text($0.text(0)), .text($0.text(1))] }
+            for statement in sql.deleteDevices { try await connection.query(statement, [.rows(rows)]) }
+            return keys.count
+        }
+    }
+
+    /// Deliveries not yet ended, per app (from the active notifications' counts).
+    func pendingDeliveriesByApp() async throws -> [String: Int] {
+        try await database.read { [self] connection in
+            var counts: [String: Int] = [:]
+            for row in try await connection.query(sql.pendingByApp) {
+                if let app = row.text(0) { counts[app] = max(0, row.int(1, default: 0)) }
+            }
+            return counts
+        }
+    }
+}

@@ -1,0 +1,163 @@
+import HeraldCore
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
+/// Notifications: enqueue, read, cancel.
+extension QueueEngine {
+    func enqueue(_ request: NotificationRequest, id: String, deadline: Date, now: Date) async throws -> (notification: StoredNotification, created: Bool) {
+        let result = try await database.write(.durable) { [self] connection -> (StoredNotification, Bool) in
+            if let existing = try await existing(request, on: connection) { return (existing, false) }
+            let time = now.milliseconds
+            var targeted = 0
+            var deliveries: [(token: String, state: DeliveryState, reason: String?)] = []
+            switch request.audience {
+            case .tokens(let tokens):
+                deliveries = try await explicitDeliveries(Array(Set(tokens)).sorted(), app: request.app, on: connection)
+            case .users(let users):
+                for part in Self.chunks(users) {
+                    let rows = try await connection.query(sql.devicesOfUsers, [.text(request.app), .texts(part)])
+                    deliveries += rows.compactMap { $0.text(0) }.map { ($0, .pending, nil) }
+                }
+            case .tags(let tags):
+                targeted = try await connection.query(sql.countTagged, [.text(request.app), .texts(tags)]).first?.int(0, default: 0) ?? 0
+            case .all:
+                targeted = try await connection.query(sql.countActive, [.text(request.app)]).first?.int(0, default: 0) ?? 0
+            }
+            if !request.audience.isRange { targeted = deliveries.count }
+            let audience = AudienceKind.encode(request.audience)
+            let inserted = try await connection.query(sql.insertNotification, [
+                .text(id), .text(request.app), .code(audience.kind), .text(audience.values), .blob(request.payload),
+                .text(request.pushType.rawValue), .int(request.priority.map { Int64($0.rawValue) }),
+                .int(request.expiration.map { Int64($0.unixSeconds) }), .text(request.collapseID), .code(BadgeCode(request.badge)),
+                .text(request.idempotencyKey), .int(targeted), .int(deadline.milliseconds), .int(time),
+            ])
+            if inserted.isEmpty, let existing = try await existing(request, on: connection) { return (existing, false) }
+            for part in Self.chunks(deliveries) {
+                let rows: [[SQLValue]] = part.map { [.text($0.token), .code($0.state), .text($0.reason)] }
+                try await connection.query(sql.insertDeliveries, [.text(id), .int(time), .rows(rows)])
+            }
+            // Devices the store already knows are gone are rejected with the reason on record.
+            let known = Dictionary(grouping: deliveries.filter { $0.state == .rejected }, by: { $0.reason ?? "" }).mapValues(\.count)
+            if !known.isEmpty {
+                try await connection.query(sql.addReasons, [.text(id), .rows(known.sorted { $0.key < $1.key }.map { [.text($0.key), .int($0.value)] })])
+                try await connection.query(sql.addCounts, [.int(0), .int(known.values.reduce(0, +)), .int(0), .text(id)])
+            }
+            if request.audience.isRange {
+                let ranges = KeySpace.ranges(count: KeySpace.rangeCount(devices: targeted))
+                let rows: [[SQLValue]] = ranges.enumerated().map { [.int($0.offset), .int($0.element.lower), .int($0.element.upper)] }
+                for part in Self.chunks(rows) { try await connection.query(sql.insertSegments, [.text(id), .int(time), .rows(Array(part))]) }
+            }
+            try await finishIfDone(id, now: now, on: connection)
+            try await database.announceWork(on: connection)
+            let stored = try await connection.query(sql.selectNotification, [.text(id)])
+            return (try await notification(stored[0], on: connection), true)
+        }
+        if result.1 { database.work.signal() }
+        return result
+    }
+
+    /// The notification already stored with the request's idempotency key, if any.
+    private func existing(_ request: NotificationRequest, on connection: any SQLConnection) async throws -> StoredNotification? {
+        guard let key = request.idempotencyKey,
+            let row = try await connection.query(sql.selectByIdempotencyKey, [.text(request.app), .text(key)]).first
+        else { return nil }
+        return try await notification(row, on: connection)
+    }
+
+    /// One delivery row per token: pending, or rejected at once when the store knows the device is gone.
+    private func explicitDeliveries(
+        _ tokens: [String], app: String, on connection: any SQLConnection
+    ) async throws -> [(token: String, state: DeliveryState, reason: String?)] {
+        var known: [String: (status: DeviceCode?, reason: String?)] = [:]
+        for part in Self.chunks(tokens) {
+            for row in try await connection.query(sql.knownDevices, [.text(app), .texts(part)]) {
+                known[row.text(0) ?? ""] = (DeviceCode(code: row.int(1)), row.text(2))
+            }
+        }
+        return tokens.map { token in
+            guard let device = known[token], device.status != .active else { return (token, .pending, nil) }
+            return (token, .rejected, device.reason ?? "Unregistered")
+        }
+    }
+
+    func notification(id: String) async throws -> StoredNotification? {
+        try await database.read { [self] connection in
+            guard let row = try await connection.query(sql.selectNotification, [.text(id)]).first else { return nil }
+            return try await notification(row, on: connection)
+        }
+    }
+
+    /// A notification from a row of ``QueueStatements/notificationColumns``, with its rejection counts.
+    func notification(_ row: SQLRow, on connection: any SQLConnection) async throws -> StoredNotification {
+        let id = row.text(0) ?? ""
+        var rejected: [String: Int] = [:]
+        for reason in try await connection.query(sql.selectReasons, [.text(id)]) {
+            rejected[reason.text(0) ?? ""] = reason.int(1, default: 0)
+        }
+        let request = NotificationRequest(
+            app: row.text(1) ?? "",
+            audience: (AudienceKind(code: row.int(2)) ?? .all).audience(row.text(3) ?? ""),
+            payload: row.blob(4) ?? [],
+            pushType: PushType(rawValue: row.text(5) ?? "alert") ?? .alert,
+            priority: row.int(6).flatMap { Int(exactly: $0) }.flatMap(PushPriority.init(rawValue:)),
+            expiration: row.int(7).flatMap { Int(exactly: $0) }.flatMap { try? PushExpiration(unixSeconds: $0) },
+            collapseID: row.text(8),
+            badge: BadgeCode(code: row.int(9))?.mode ?? .none,
+            idempotencyKey: row.text(10)
+        )
+        return StoredNotification(
+            id: id, request: request, status: NotificationState(code: row.int(11))?.status ?? .queued,
+            counts: NotificationCounts(
+                targeted: row.int(12, default: 0), accepted: row.int(13, default: 0), rejected: rejected, failed: row.int(15, default: 0)
+            ),
+            createdAt: Date(milliseconds: row.int(17) ?? 0),
+            finishedAt: row.int(18).map(Date.init(milliseconds:))
+        )
+    }
+
+    func deliveries(notificationID: String, outcome: DeliveryRecord.Outcome?, limit: Int, after: String?) async throws -> Page<DeliveryRecord> {
+        try await database.read { [self] connection in
+            var binds: [SQLValue] = [.text(notificationID), .text(after ?? ""), .int(limit + 1)]
+            if let outcome { binds.append(.code(DeliveryState(outcome))) }
+            var records = try await connection.query(sql.listDeliveries(outcome: outcome != nil), binds).compactMap { row -> DeliveryRecord? in
+                guard let outcome = DeliveryState(code: row.int(1))?.outcome else { return nil }
+                return DeliveryRecord(
+                    token: row.text(0) ?? "", outcome: outcome, reason: row.text(2), apnsID: row.text(3), at: Date(milliseconds: row.int(4) ?? 0)
+                )
+            }
+            let more = records.count > limit
+            if more { records.removeLast() }
+            return Page(items: records, next: more ? records.last?.token : nil)
+        }
+    }
+
+    func cancel(id: String, now: Date) async throws -> StoredNotification? {
+        try await database.write(.durable) { [self] connection in
+            try await stop(id, reason: Unsendable.cancelled.reason, now: now, on: connection)
+            guard let row = try await connection.query(sql.selectNotification, [.text(id)]).first else { return nil }
+            return try await notification(row, on: connection)
+        }
+    }
+
+    /// Cancels a notification still queued or sending: its unsent deliveries fail with `reason`
+    /// and its unread ranges end. Its row is locked first, then its deliveries and ranges, as a
+    /// completion locks them; a claim's rows are skipped (``QueueStatements/cancelDeliveries``).
+    func stop(_ id: String, reason: String, now: Date, on connection: any SQLConnection) async throws {
+        let time = now.milliseconds
+        guard try await !connection.query(sql.stopNotification, [.int(time), .text(id)]).isEmpty else { return }
+        let unsent = try await connection.query(sql.cancelDeliveries, [.int(time), .text(id), .text(reason)]).count
+        try await connection.query(sql.addCounts, [.int(0), .int(0), .int(unsent), .text(id)])
+        try await connection.query(sql.cancelSegments, [.text(id)])
+    }
+
+    /// How many deliveries and ranges of a notification a worker holds a live lease on.
+    func leasedWork(notificationID: String, now: Date) async throws -> Int {
+        try await database.read { [self] connection in
+            try await connection.query(sql.leasedWork, [.text(notificationID), .int(now.milliseconds)]).first?.int(0, default: 0) ?? 0
+        }
+    }
+}

@@ -1,0 +1,97 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
+/// Leases and outcomes: renew, complete, release.
+extension QueueEngine {
+    func renew(_ batch: WorkBatch, leaseUntil: Date) async throws {
+        let (renewed, held) = try await database.write(.bookkeeping) { [self] connection -> (Int, Int) in
+            let lease: SQLValue = .int(leaseUntil.milliseconds)
+            switch batch.source {
+            case .deliveries(let ids):
+                let renewed = try await connection.query(sql.renewDeliveries, [lease, .text(batch.owner), .ints(ids)])
+                return (renewed.count, Set(ids).count)
+            case .segment(let number, _, _):
+                let renewed = try await connection.query(sql.renewSegment, [lease, .text(batch.notification.id), .int(number), .text(batch.owner)])
+                return (renewed.count, 1)
+            }
+        }
+        if renewed < held { throw StoreError.leaseLost(batch, renewed: renewed, of: held) }
+    }
+
+    func complete(_ batch: WorkBatch, outcomes: [DeliveryOutcome], retryAt: @escaping @Sendable (Int) -> Date, now: Date) async throws {
+        let retried = try await database.write(.bookkeeping) { [self] connection -> Bool in
+            let id = batch.notification.id
+            let time = now.milliseconds
+            // The notification's row is locked first: completions of one notification take turns,
+            // so the last one sees every other range done and finishes it.
+            let status = try await connection.query(sql.notificationStatus, [.text(id)]).first?.int(0)
+            let plan = OutcomePlan(
+                outcomes: outcomes, of: batch, cancelled: NotificationState(code: status) == .cancelled || status == nil, retryAt: retryAt, now: now
+            )
+            var accepted = 0
+            var rejected: [String: Int] = [:]
+            var failed = 0
+            switch batch.source {
+            case .deliveries(let ids):
+                // Only rows this worker still leases count: a lease taken over is counted by its new holder.
+                let idByToken = Dictionary(zip(batch.items.map(\.token), ids), uniquingKeysWith: { first, _ in first })
+                let rows: [[SQLValue]] = plan.rows.compactMap { row in
+                    idByToken[row.token].map { [.int($0), .code(row.state), .text(row.reason), .text(row.apnsID), .int(row.nextAttemptAt)] }
+                }
+                for part in Self.chunks(rows) {
+                    for finished in try await connection.query(sql.finishDeliveries, [.text(batch.owner), .int(time), .rows(Array(part))]) {
+                        switch DeliveryState(code: finished.int(0)) {
+                        case .accepted: accepted += 1
+                        case .rejected: rejected[finished.text(1) ?? "", default: 0] += 1
+                        case .failed: failed += 1
+                        default: break
+                        }
+                    }
+                }
+            case .segment(let number, let after, let exhausted):
+                let advanced = try await connection.query(sql.advanceSegment, [
+                    .int(after.hash), .text(after.token), .code(exhausted ? SegmentState.done : .pending), .text(id), .int(number), .text(batch.owner),
+                ])
+                guard !advanced.isEmpty else { throw StoreError.leaseLost(batch, renewed: 0, of: 1) }
+                let badges = Dictionary(batch.items.map { ($0.token, $0.badge) }, uniquingKeysWith: { first, _ in first })
+                let kept: [[SQLValue]] = plan.rows.filter { $0.state != .accepted }.map { row in
+                    [.text(row.token), .code(row.state), .text(row.reason), .text(row.apnsID), .int(row.nextAttemptAt), (badges[row.token] ?? nil).map { .int($0) } ?? .null]
+                }
+                for part in Self.chunks(kept) { try await connection.query(sql.insertRangeDeliveries, [.text(id), .int(time), .rows(Array(part))]) }
+                accepted = plan.accepted
+                rejected = plan.rejected
+                failed = plan.failed
+            }
+            let rejectedCount = rejected.values.reduce(0, +)
+            if accepted + rejectedCount + failed > 0 {
+                try await connection.query(sql.addCounts, [.int(accepted), .int(rejectedCount), .int(failed), .text(id)])
+            }
+            if !rejected.isEmpty {
+                try await connection.query(sql.addReasons, [.text(id), .rows(rejected.sorted { $0.key < $1.key }.map { [.text($0.key), .int($0.value)] })])
+            }
+            _ = try await invalidate(app: batch.notification.app, plan.invalidations, on: connection)
+            try await finishIfDone(id, now: now, on: connection)
+            let retry = plan.rows.contains { $0.state == .pending }
+            if retry { try await database.announceWork(on: connection) }
+            return retry
+        }
+        if retried { database.work.signal() }
+    }
+
+    /// Gives a batch back unsent: another worker may take it at once.
+    func release(_ batch: WorkBatch) async throws {
+        try await database.write(.bookkeeping) { [self] connection in
+            switch batch.source {
+            case .deliveries(let ids):
+                try await connection.query(sql.releaseDeliveries, [.ints(ids), .text(batch.owner)])
+            case .segment(let number, _, _):
+                try await connection.query(sql.releaseSegment, [.text(batch.notification.id), .int(number), .text(batch.owner)])
+            }
+            try await database.announceWork(on: connection)
+        }
+        database.work.signal()
+    }
+}

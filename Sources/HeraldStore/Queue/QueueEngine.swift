@@ -1,0 +1,66 @@
+import HeraldCore
+import Logging
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
+/// The device registry and delivery queue, written once over any ``SQLDatabase``: states,
+/// transitions, leases, back-off, badges, idempotency, broadcast ranges and purge live here; a
+/// database contributes its dialect, its connections and its schema. The rules are tested
+/// against each database with the same suite. Times are passed in, so they run on a test's clock.
+final class QueueEngine: Sendable {
+    let database: any SQLDatabase
+    let sql: QueueStatements
+    let logger: Logger
+
+    /// Rows per statement for lists and rows sent as one JSON parameter.
+    static let rowsPerStatement = 5000
+    /// How many claims in a row may find only work that cannot be sent before one returns empty.
+    static let claimAttempts = 8
+
+    init(database: any SQLDatabase, logger: Logger) {
+        self.database = database
+        self.sql = QueueStatements(d: database.dialect)
+        self.logger = logger
+    }
+
+    /// Keeps the database's connections going until cancelled.
+    func run() async { await database.run() }
+    func close() async throws { try await database.close() }
+
+    /// Applies the database's migrations, then gives rows from before migration 4 their hash.
+    func migrate() async throws {
+        try await database.migrate()
+        try await fillHashes()
+    }
+
+    func checkReady() async throws { try await database.checkReady() }
+
+    /// Returns when there may be work (another process or task queued some), or after `timeout`.
+    func waitForWork(timeout: Duration) async {
+        await database.work.wait(timeout: timeout)
+    }
+
+    /// Marks a notification done when nothing of it is left to send.
+    func finishIfDone(_ id: String, now: Date, on connection: any SQLConnection) async throws {
+        let open = try await connection.query(sql.unfinishedWork, [.text(id)]).first?.int(0) ?? 1
+        guard open == 0 else { return }
+        try await connection.query(sql.finishNotification, [.int(now.milliseconds), .text(id)])
+    }
+
+    static func chunks<Element>(_ elements: [Element], of size: Int = rowsPerStatement) -> [ArraySlice<Element>] {
+        stride(from: 0, to: elements.count, by: size).map { elements[$0..<min($0 + size, elements.count)] }
+    }
+}
+
+/// Where a broadcast's range was read up to: its devices are read in (hash, token) order.
+struct RangeCursor: Sendable, Hashable {
+    var hash: Int64
+    var token: String
+
+    /// Before every device of a range.
+    static let start = RangeCursor(hash: -1, token: "")
+}

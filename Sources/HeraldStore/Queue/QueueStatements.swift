@@ -1,0 +1,449 @@
+/// Every statement of the queue engine, written once: parameters are `$1`, `$2`…, codes come
+/// from ``StoredCode`` types, and what the two databases spell differently comes from the
+/// dialect. Lists and rows travel as one JSON array parameter each.
+struct QueueStatements: Sendable {
+    let d: any SQLDialect
+
+    /// Element `index` of a JSON row `j`.
+    private func e(_ index: Int, _ type: SQLType, _ row: String = "j") -> String { d.element(row, index, type) }
+
+    // MARK: Devices
+
+    static let deviceColumns = "app, token, user_id, tags, badge, status, reason, invalidated_at, created_at, updated_at"
+
+    var selectDevice: String { "SELECT \(Self.deviceColumns) FROM devices WHERE app = $1 AND token = $2" }
+
+    /// Upserts devices of app $1 given as rows `[token, user, tags, badge, key]` ($2) at $3: a
+    /// null user, tags or badge keeps what is stored (a cleared user is ""); registering makes
+    /// the device active again.
+    var upsertDevices: String {
+        """
+        INSERT INTO devices (app, token, user_id, tags, badge, hash, status, created_at, updated_at)
+        SELECT $1, \(e(0, .text)), \(e(1, .text)), \(e(2, .text)), \(e(3, .integer)), \(e(4, .bigint)), \(DeviceCode.active), $3, $3
+        FROM \(d.rows(2)) AS j WHERE true
+        ON CONFLICT (app, token) DO UPDATE SET
+            user_id = COALESCE(excluded.user_id, devices.user_id),
+            tags = COALESCE(excluded.tags, devices.tags),
+            badge = COALESCE(excluded.badge, devices.badge),
+            hash = excluded.hash,
+            status = \(DeviceCode.active), reason = NULL, invalidated_at = NULL,
+            updated_at = excluded.updated_at
+        """
+    }
+    /// The tags of the tokens $2 of app $1 go, before rows `[token, tag, key]` ($2) replace them.
+    var deleteTags: String { "DELETE FROM device_tags WHERE app = $1 AND token IN (\(d.list(2, .text)))" }
+    var insertTags: String {
+        """
+        INSERT INTO device_tags (app, tag, token, hash) SELECT $1, \(e(1, .text)), \(e(0, .text)), \(e(2, .bigint))
+        FROM \(d.rows(2)) AS j WHERE true ON CONFLICT DO NOTHING
+        """
+    }
+    var deleteDevice: String { "DELETE FROM devices WHERE app = $1 AND token = $2 RETURNING token" }
+    var deleteDeviceTags: String { "DELETE FROM device_tags WHERE app = $1 AND token = $2" }
+
+    /// Keyset pagination by token, optionally by status, user or tag.
+    func listDevices(status: Bool, user: Bool, tag: Bool) -> String {
+        var sql = "SELECT d.app, d.token, d.user_id, d.tags, d.badge, d.status, d.reason, d.invalidated_at, d.created_at, d.updated_at FROM devices d"
+        var next = 4
+        if tag {
+            sql += " JOIN device_tags t ON t.app = d.app AND t.token = d.token AND t.tag = $\(next)"
+            next += 1
+        }
+        sql += " WHERE d.app = $1 AND d.token > $2"
+        if status {
+            sql += " AND d.status = $\(next)"
+            next += 1
+        }
+        if user { sql += " AND d.user_id = $\(next)" }
+        return sql + " ORDER BY d.token LIMIT $3"
+    }
+
+    func countDevices(status: Bool) -> String {
+        "SELECT COUNT(*) FROM devices WHERE app = $1" + (status ? " AND status = $2" : "")
+    }
+
+    /// `Unregistered` (rows `[token, reason, at]`, $2): only if the device has not registered
+    /// since APNs's timestamp (apns-spec §1.6).
+    var unregisterDevices: String {
+        """
+        UPDATE devices SET status = \(DeviceCode.unregistered), reason = r.r_reason, invalidated_at = r.r_at
+        FROM (SELECT \(e(0, .text)) AS r_token, \(e(1, .text)) AS r_reason, \(e(2, .bigint)) AS r_at FROM \(d.rows(2)) AS j) AS r
+        WHERE devices.app = $1 AND devices.token = r.r_token AND devices.status = \(DeviceCode.active) AND devices.updated_at <= r.r_at
+        RETURNING token
+        """
+    }
+    /// `BadDeviceToken` and the like (rows `[token, reason]`, $2): at once.
+    var invalidateDevices: String {
+        """
+        UPDATE devices SET status = \(DeviceCode.invalid), reason = r.r_reason
+        FROM (SELECT \(e(0, .text)) AS r_token, \(e(1, .text)) AS r_reason FROM \(d.rows(2)) AS j) AS r
+        WHERE devices.app = $1 AND devices.token = r.r_token AND devices.status = \(DeviceCode.active)
+        RETURNING token
+        """
+    }
+
+    // MARK: Notifications
+
+    static let notificationColumns = """
+        id, app, audience_kind, audience, payload, push_type, priority, expiration, collapse_id, badge_mode, \
+        idempotency_key, status, targeted, accepted, rejected, failed, deadline, created_at, finished_at
+        """
+    var selectNotification: String { "SELECT \(Self.notificationColumns) FROM notifications WHERE id = $1" }
+    var selectByIdempotencyKey: String { "SELECT \(Self.notificationColumns) FROM notifications WHERE app = $1 AND idempotency_key = $2" }
+    var selectReasons: String { "SELECT reason, count FROM notification_reasons WHERE notification_id = $1" }
+
+    /// Callers enqueueing with one key at once wait here for the first to commit, then find
+    /// nothing inserted and answer with its notification.
+    var insertNotification: String {
+        """
+        INSERT INTO notifications (id, app, audience_kind, audience, payload, push_type, priority, expiration, collapse_id,
+            badge_mode, idempotency_key, status, targeted, deadline, created_at)
+        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, \(NotificationState.queued), $12, $13, $14)
+        ON CONFLICT (app, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
+        RETURNING id
+        """
+    }
+    var knownDevices: String { "SELECT token, status, reason FROM devices WHERE app = $1 AND token IN (\(d.list(2, .text)))" }
+    var devicesOfUsers: String {
+        "SELECT token FROM devices WHERE app = $1 AND status = \(DeviceCode.active) AND user_id IN (\(d.list(2, .text))) ORDER BY token"
+    }
+    var countTagged: String {
+        """
+        SELECT COUNT(DISTINCT t.token) FROM device_tags t JOIN devices d ON d.app = t.app AND d.token = t.token
+        WHERE t.app = $1 AND t.tag IN (\(d.list(2, .text))) AND d.status = \(DeviceCode.active)
+        """
+    }
+    var countActive: String { "SELECT COUNT(*) FROM devices WHERE app = $1 AND status = \(DeviceCode.active)" }
+
+    /// Deliveries of notification $1 at $2, rows `[token, state, reason]` ($3).
+    var insertDeliveries: String {
+        """
+        INSERT INTO deliveries (notification_id, token, state, next_attempt_at, reason, finished_at)
+        SELECT $1, o_token, o_state, $2, o_reason, CASE WHEN o_state = \(DeliveryState.pending) THEN NULL ELSE $2 END
+        FROM (SELECT \(e(0, .text)) AS o_token, \(e(1, .smallint)) AS o_state, \(e(2, .text)) AS o_reason FROM \(d.rows(3)) AS j) AS o
+        WHERE true ON CONFLICT DO NOTHING
+        """
+    }
+    /// Rejection counts of notification $1, rows `[reason, count]` ($2).
+    var addReasons: String {
+        """
+        INSERT INTO notification_reasons (notification_id, reason, count)
+        SELECT $1, \(e(0, .text)), \(e(1, .bigint)) FROM \(d.rows(2)) AS j WHERE true
+        ON CONFLICT (notification_id, reason) DO UPDATE SET count = notification_reasons.count + excluded.count
+        """
+    }
+    var addCounts: String { "UPDATE notifications SET accepted = accepted + $1, rejected = rejected + $2, failed = failed + $3 WHERE id = $4" }
+    /// A broadcast's key ranges, rows `[number, lower, upper]` ($3).
+    var insertSegments: String {
+        """
+        INSERT INTO segments (notification_id, number, lower_hash, upper_hash, cursor_hash, cursor, state, created_at)
+        SELECT $1, \(e(0, .integer)), \(e(1, .bigint)), \(e(2, .bigint)), -1, '', \(SegmentState.pending), $2 FROM \(d.rows(3)) AS j WHERE true
+        """
+    }
+
+    func listDeliveries(outcome: Bool) -> String {
+        "SELECT token, state, reason, apns_id, finished_at FROM deliveries WHERE notification_id = $1 AND token > $2"
+            + (outcome ? " AND state = $4" : " AND state >= \(DeliveryState.finished)") + " ORDER BY token LIMIT $3"
+    }
+
+    var stopNotification: String {
+        "UPDATE notifications SET status = \(NotificationState.cancelled), finished_at = $1 WHERE id = $2 AND status < \(NotificationState.finished) RETURNING id"
+    }
+    /// Stops notification $2's unsent deliveries with reason $3 at $1. Rows a claim holds at that
+    /// moment are skipped, not waited for: they are in flight (and what is in flight finishes),
+    /// and a cancel that waited for a claim while holding the notification's row, which the
+    /// claim then waits for, would deadlock.
+    var cancelDeliveries: String {
+        """
+        UPDATE deliveries SET state = \(DeliveryState.failed), reason = $3, finished_at = $1, lease_owner = NULL
+        WHERE id IN (SELECT id FROM deliveries WHERE notification_id = $2 AND state = \(DeliveryState.pending)\(d.skipLocked(of: nil)))
+        RETURNING id
+        """
+    }
+    var cancelSegments: String {
+        """
+        UPDATE segments SET state = \(SegmentState.done)
+        WHERE notification_id = $1 AND number IN (
+            SELECT number FROM segments WHERE notification_id = $1 AND state = \(SegmentState.pending)\(d.skipLocked(of: nil)))
+        """
+    }
+    var leasedWork: String {
+        """
+        SELECT (SELECT COUNT(*) FROM deliveries WHERE notification_id = $1 AND state = \(DeliveryState.claimed) AND lease_expires_at > $2)
+            + (SELECT COUNT(*) FROM segments WHERE notification_id = $1 AND state = \(SegmentState.claimed) AND lease_expires_at > $2)
+        """
+    }
+    var unfinishedWork: String {
+        """
+        SELECT (SELECT COUNT(*) FROM deliveries WHERE notification_id = $1 AND state < \(DeliveryState.finished))
+            + (SELECT COUNT(*) FROM segments WHERE notification_id = $1 AND state < \(SegmentState.done))
+        """
+    }
+    /// Done: a broadcast's count becomes exact.
+    var finishNotification: String {
+        """
+        UPDATE notifications SET status = \(NotificationState.done), finished_at = $1,
+            targeted = CASE WHEN audience_kind >= \(AudienceKind.tags) THEN accepted + rejected + failed ELSE targeted END
+        WHERE id = $2 AND status < \(NotificationState.finished)
+        """
+    }
+    var notificationStatus: String { "SELECT status FROM notifications WHERE id = $1\(d.forUpdate)" }
+
+    // MARK: Claims
+
+    /// Up to $4 deliveries whose lease ran out ($3), oldest first, leased to $1 until $2; rows
+    /// another worker is claiming are skipped, not waited for.
+    var claimExpired: String { claim(where: "state = \(DeliveryState.claimed) AND lease_expires_at <= $3", order: "lease_expires_at, id") }
+    /// Up to $4 deliveries due at $3, oldest first.
+    var claimDue: String { claim(where: "state = \(DeliveryState.pending) AND next_attempt_at <= $3", order: "next_attempt_at, id") }
+
+    private func claim(where condition: String, order: String) -> String {
+        """
+        UPDATE deliveries SET state = \(DeliveryState.claimed), lease_owner = $1, lease_expires_at = $2, attempts = attempts + 1
+        WHERE id IN (SELECT id FROM deliveries WHERE \(condition) ORDER BY \(order) LIMIT $4\(d.skipLocked(of: nil)))
+        RETURNING id, notification_id, token, attempts, badge
+        """
+    }
+
+    /// What a worker needs of the notifications $1.
+    var notificationsForWork: String {
+        """
+        SELECT id, status, app, payload, push_type, priority, expiration, collapse_id, badge_mode, deadline, audience_kind, audience
+        FROM notifications WHERE id IN (\(d.list(1, .text)))
+        """
+    }
+
+    /// Locks the devices (rows `[app, token]`, $1) of a claim in one order, before their badges
+    /// are raised a notification at a time: two claims raising the same devices never wait for
+    /// each other.
+    var lockDevices: String {
+        """
+        SELECT 1 FROM devices WHERE (app, token) IN (SELECT \(e(0, .text)), \(e(1, .text)) FROM \(d.rows(1)) AS j)
+        ORDER BY app, token\(d.forUpdate)
+        """
+    }
+
+    /// A device's stored badge (none: 0) brought into 0...`maximum`, as an integer whatever was
+    /// written into the column.
+    func badgeInRange(maximum: Int) -> String {
+        "CAST(\(d.least(d.greatest("COALESCE(badge, 0)", "0"), String(maximum))) AS INTEGER)"
+    }
+
+    /// Raises the badges of app $1's devices $2 by one, only those after ($3, $4) in key order
+    /// unless $3 is NULL. A badge stops at the largest APNs accepts (one more would overflow the
+    /// column and fail the claim). Each claim raises a device once per delivery row (which keeps
+    /// the raised badge) or range (which keeps how far it raised), so a notification claimed
+    /// after a later one still raises, and a re-claim after a lease ran out does not.
+    var raiseBadges: String {
+        """
+        UPDATE devices SET badge = \(badgeInRange(maximum: DeviceRegistration.maximumBadge - 1)) + 1
+        WHERE app = $1 AND token IN (\(d.list(2, .text)))
+            AND (\(d.parameter(3, .bigint)) IS NULL OR (hash, token) > (\(d.parameter(3, .bigint)), \(d.parameter(4, .text))))
+        """
+    }
+    var selectBadges: String {
+        "SELECT token, \(badgeInRange(maximum: DeviceRegistration.maximumBadge)) FROM devices WHERE app = $1 AND token IN (\(d.list(2, .text)))"
+    }
+    /// The badges raised for notification $1's deliveries, rows `[token, badge]` ($2).
+    var setDeliveryBadges: String {
+        """
+        UPDATE deliveries SET badge = b.b_badge
+        FROM (SELECT \(e(0, .text)) AS b_token, \(e(1, .integer)) AS b_badge FROM \(d.rows(2)) AS j) AS b
+        WHERE deliveries.notification_id = $1 AND deliveries.token = b.b_token
+        """
+    }
+
+    /// The next range due at $1 (or whose lease ran out) of a notification not finished: the one
+    /// claimed longest ago (never claimed first), so every broadcast under way gets its turn; a
+    /// range whose lease ran out before all (what a lost worker held is sent again first).
+    var pickSegment: String {
+        """
+        SELECT s.notification_id, s.number, s.lower_hash, s.upper_hash, s.cursor_hash, s.cursor, s.state, s.raised_hash, s.raised_through
+        FROM segments s JOIN notifications n ON n.id = s.notification_id AND n.status < \(NotificationState.finished)
+        WHERE s.state = \(SegmentState.pending) OR (s.state = \(SegmentState.claimed) AND s.lease_expires_at <= $1)
+        ORDER BY s.state DESC, s.last_claimed_at, s.number, s.created_at LIMIT 1\(d.skipLocked(of: "s"))
+        """
+    }
+    var leaseSegment: String {
+        """
+        UPDATE segments SET state = \(SegmentState.claimed), lease_owner = $1, lease_expires_at = $2, attempts = attempts + 1, last_claimed_at = $3
+        WHERE notification_id = $4 AND number = $5
+        """
+    }
+
+    /// The next active devices of a range of app $1 (keys $2..<$3, after ($4, $5), at most $6),
+    /// as one row: their tokens joined by newlines in key order (a batch costs one row to hand
+    /// over, not thousands), the last key, and how many.
+    var rangeOfAll: String {
+        """
+        SELECT \(d.joinLines("token", orderBy: "hash, token")), MAX(hash), COUNT(*) FROM (
+            SELECT hash, token FROM devices
+            WHERE app = $1 AND status = \(DeviceCode.active) AND hash >= $2 AND hash < $3 AND (hash, token) > ($4, $5)
+            ORDER BY hash, token LIMIT $6) AS r
+        """
+    }
+    /// As ``rangeOfAll``, for the devices with any of the tags $7.
+    var rangeOfTags: String {
+        """
+        SELECT \(d.joinLines("token", orderBy: "hash, token")), MAX(hash), COUNT(*) FROM (
+            SELECT DISTINCT t.hash AS hash, t.token AS token FROM device_tags t JOIN devices d ON d.app = t.app AND d.token = t.token
+            WHERE t.app = $1 AND t.tag IN (\(d.list(7, .text))) AND t.hash >= $2 AND t.hash < $3 AND (t.hash, t.token) > ($4, $5)
+                AND d.status = \(DeviceCode.active)
+            ORDER BY t.hash, t.token LIMIT $6) AS r
+        """
+    }
+    var raisedThrough: String {
+        """
+        UPDATE segments SET raised_hash = $3, raised_through = $4
+        WHERE notification_id = $1 AND number = $2 AND (raised_hash IS NULL OR (raised_hash, raised_through) < ($3, $4))
+        """
+    }
+    var markSending: String {
+        "UPDATE notifications SET status = \(NotificationState.sending) WHERE status = \(NotificationState.queued) AND id IN (\(d.list(1, .text)))"
+    }
+
+    /// Claimed deliveries (rows `[id, reason]`, $3) that cannot be sent, while $1 holds them.
+    var failClaimed: String {
+        """
+        UPDATE deliveries SET state = \(DeliveryState.failed), reason = o.o_reason, finished_at = $2, lease_owner = NULL, lease_expires_at = NULL
+        FROM (SELECT \(e(0, .bigint)) AS o_id, \(e(1, .text)) AS o_reason FROM \(d.rows(3)) AS j) AS o
+        WHERE deliveries.id = o.o_id AND deliveries.lease_owner = $1 AND deliveries.state = \(DeliveryState.claimed)
+        RETURNING id
+        """
+    }
+    var endClaimedSegment: String {
+        """
+        UPDATE segments SET state = \(SegmentState.done), lease_owner = NULL, lease_expires_at = NULL
+        WHERE notification_id = $1 AND number = $2 AND lease_owner = $3 AND state = \(SegmentState.claimed)
+        """
+    }
+
+    // MARK: Leases and outcomes
+
+    var renewDeliveries: String {
+        """
+        UPDATE deliveries SET lease_expires_at = $1
+        WHERE lease_owner = $2 AND state = \(DeliveryState.claimed) AND id IN (\(d.list(3, .bigint))) RETURNING id
+        """
+    }
+    var renewSegment: String {
+        """
+        UPDATE segments SET lease_expires_at = $1
+        WHERE notification_id = $2 AND number = $3 AND lease_owner = $4 AND state = \(SegmentState.claimed) RETURNING number
+        """
+    }
+
+    /// A batch's outcomes (rows `[id, state, reason, apnsID, nextAttemptAt]`, $3) at $2, each
+    /// only while $1 still leases the row.
+    var finishDeliveries: String {
+        """
+        UPDATE deliveries SET state = o.o_state, reason = o.o_reason, apns_id = o.o_apns,
+            finished_at = CASE WHEN o.o_state = \(DeliveryState.pending) THEN NULL ELSE $2 END,
+            next_attempt_at = COALESCE(o.o_next, deliveries.next_attempt_at), lease_owner = NULL, lease_expires_at = NULL
+        FROM (SELECT \(e(0, .bigint)) AS o_id, \(e(1, .smallint)) AS o_state, \(e(2, .text)) AS o_reason, \(e(3, .text)) AS o_apns,
+            \(e(4, .bigint)) AS o_next FROM \(d.rows(3)) AS j) AS o
+        WHERE deliveries.id = o.o_id AND deliveries.lease_owner = $1 AND deliveries.state = \(DeliveryState.claimed)
+        RETURNING state, reason
+        """
+    }
+    /// A range moves on to ($1, $2), in state $3, only while $6 still holds its lease.
+    var advanceSegment: String {
+        """
+        UPDATE segments SET cursor_hash = $1, cursor = $2, state = $3, lease_owner = NULL, lease_expires_at = NULL
+        WHERE notification_id = $4 AND number = $5 AND lease_owner = $6 AND state = \(SegmentState.claimed) RETURNING number
+        """
+    }
+    /// A range's devices that did not end as plain acceptances (rows `[token, state, reason,
+    /// apnsID, nextAttemptAt, badge]`, $3), kept for listing and retries, with the badge they
+    /// were sent, which a retry sends again.
+    var insertRangeDeliveries: String {
+        """
+        INSERT INTO deliveries (notification_id, token, state, attempts, next_attempt_at, reason, apns_id, finished_at, badge)
+        SELECT $1, o_token, o_state, CASE WHEN o_state = \(DeliveryState.pending) THEN 1 ELSE 0 END, COALESCE(o_next, $2), o_reason, o_apns,
+            CASE WHEN o_state = \(DeliveryState.pending) THEN NULL ELSE $2 END, o_badge
+        FROM (SELECT \(e(0, .text)) AS o_token, \(e(1, .smallint)) AS o_state, \(e(2, .text)) AS o_reason, \(e(3, .text)) AS o_apns,
+            \(e(4, .bigint)) AS o_next, \(e(5, .integer)) AS o_badge FROM \(d.rows(3)) AS j) AS o
+        WHERE true
+        ON CONFLICT (notification_id, token) DO UPDATE SET state = excluded.state, attempts = excluded.attempts,
+            next_attempt_at = excluded.next_attempt_at, reason = excluded.reason, apns_id = excluded.apns_id,
+            finished_at = excluded.finished_at, badge = excluded.badge
+        """
+    }
+    var releaseDeliveries: String {
+        """
+        UPDATE deliveries SET state = \(DeliveryState.pending), attempts = \(d.greatest("attempts - 1", "0")), lease_owner = NULL
+        WHERE id IN (\(d.list(1, .bigint))) AND lease_owner = $2 AND state = \(DeliveryState.claimed)
+        """
+    }
+    var releaseSegment: String {
+        """
+        UPDATE segments SET state = \(SegmentState.pending), lease_owner = NULL, lease_expires_at = NULL
+        WHERE notification_id = $1 AND number = $2 AND lease_owner = $3 AND state = \(SegmentState.claimed)
+        """
+    }
+
+    // MARK: Housekeeping
+
+    var statistics: String {
+        """
+        SELECT (SELECT COUNT(*) FROM deliveries WHERE state < \(DeliveryState.finished)),
+            (SELECT COUNT(*) FROM segments WHERE state < \(SegmentState.done)),
+            (SELECT COUNT(*) FROM notifications WHERE status < \(NotificationState.finished))
+        """
+    }
+    var purgeDeliveries: String {
+        """
+        DELETE FROM deliveries WHERE id IN (
+            SELECT d.id FROM deliveries d JOIN notifications n ON n.id = d.notification_id
+            WHERE n.finished_at IS NOT NULL AND n.finished_at < $1 LIMIT $2)
+        RETURNING id
+        """
+    }
+    var purgeableNotifications: String {
+        """
+        SELECT id FROM notifications n WHERE finished_at IS NOT NULL AND finished_at < $1
+            AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.notification_id = n.id) LIMIT $2
+        """
+    }
+    var deleteNotifications: [String] {
+        [
+            "DELETE FROM notification_reasons WHERE notification_id IN (\(d.list(1, .text)))",
+            "DELETE FROM segments WHERE notification_id IN (\(d.list(1, .text)))",
+            "DELETE FROM notifications WHERE id IN (\(d.list(1, .text)))",
+        ]
+    }
+    /// Devices retired (unregistered or invalid) before $1; locked, skipping those another
+    /// process is purging.
+    var retiredDevices: String {
+        "SELECT app, token FROM devices WHERE status <> \(DeviceCode.active) AND invalidated_at < $1 LIMIT $2\(d.skipLocked(of: nil))"
+    }
+    /// The devices (rows `[app, token]`, $1) and their tags.
+    var deleteDevices: [String] {
+        ["device_tags", "devices"].map { table in
+            "DELETE FROM \(table) WHERE (app, token) IN (SELECT \(e(0, .text)), \(e(1, .text)) FROM \(d.rows(1)) AS j)"
+        }
+    }
+    /// Deliveries not yet ended, per app, from the active notifications' counts.
+    var pendingByApp: String {
+        """
+        SELECT app, CAST(COALESCE(SUM(targeted - accepted - rejected - failed), 0) AS BIGINT) FROM notifications
+        WHERE status < \(NotificationState.finished) GROUP BY app
+        """
+    }
+
+    /// Devices and tags stored before hashes were (migration 4), after ($1, $2) in key order, at most $3.
+    var unkeyedDevices: String {
+        "SELECT app, token FROM devices WHERE (app, token) > ($1, $2) AND hash IS NULL ORDER BY app, token LIMIT $3"
+    }
+    var unkeyedTags: String {
+        "SELECT DISTINCT app, token FROM device_tags WHERE (app, token) > ($1, $2) AND hash IS NULL ORDER BY app, token LIMIT $3"
+    }
+    /// Keys for rows `[app, token, key]` ($1).
+    func setKeys(_ table: String) -> String {
+        """
+        UPDATE \(table) SET hash = k.k_hash
+        FROM (SELECT \(e(0, .text)) AS k_app, \(e(1, .text)) AS k_token, \(e(2, .bigint)) AS k_hash FROM \(d.rows(1)) AS j) AS k
+        WHERE \(table).app = k.k_app AND \(table).token = k.k_token
+        """
+    }
+}
