@@ -8,7 +8,8 @@
 #      the mock's answer recorded): an upper bound on the time to the mock's receipt. Also the
 #      p99 of the POST itself, as the caller sees it.
 # On SQLite (embedded) by default; with POSTGRES=postgres://USER@HOST:PORT/DB also on that
-# database with one process and with two (the second `--workers-only`).
+# database with one process and with two (the second `--workers-only`), and with one process
+# for a skewed registry (every token in one sixteenth of the token space: its first hex digit 0).
 # Usage: scripts/bench-gateway.sh [COUNT] [RATE]. Needs python3 and openssl.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -26,8 +27,10 @@ config() {  # DATABASE PORT
     cat <<EOF
 { "listen": "127.0.0.1:$2", "database": "$1",
   "apps": [ { "id": "bench", "topic": "com.example.herald", "environment": "https://127.0.0.1:$MOCK_PORT", "caFile": "$WORK/ca.pem",
+              "authKey": { "file": "$WORK/AuthKey_BENCHKEY01.p8", "keyID": "BENCHKEY01", "teamID": "BENCHTEAM1" } },
+            { "id": "skewed", "topic": "com.example.herald", "environment": "https://127.0.0.1:$MOCK_PORT", "caFile": "$WORK/ca.pem",
               "authKey": { "file": "$WORK/AuthKey_BENCHKEY01.p8", "keyID": "BENCHKEY01", "teamID": "BENCHTEAM1" } } ],
-  "apiKeys": [ { "name": "bench", "sha256": "$DIGEST", "apps": ["bench"] } ] }
+  "apiKeys": [ { "name": "bench", "sha256": "$DIGEST", "apps": ["bench", "skewed"] } ] }
 EOF
 }
 
@@ -44,27 +47,30 @@ serve() {  # DATABASE PORT [ARGS...]; sets SERVE_PID
 
 # The HTTP side: import, broadcast, latency. Prints "rate" or "p50 p99".
 cat >"$WORK/drive.py" <<'EOF'
-import hashlib, http.client, json, sys, time
+import hashlib, http.client, json, os, sys, time
 port, key, mode = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+app = os.environ.get("APP", "bench")
 headers = {"Authorization": "Bearer " + key, "Content-Type": "application/json"}
 def connect(): return http.client.HTTPConnection("127.0.0.1", port, timeout=600)
 def call(c, method, path, body=None, extra={}):
     c.request(method, path, body=body, headers={**headers, **extra})
     r = c.getresponse(); data = r.read()
     return r.status, (json.loads(data) if data else None)
-def token(n): return hashlib.sha256(b"bench device %d" % n).hexdigest()
+def token(n):
+    digest = hashlib.sha256(b"bench device %d" % n).hexdigest()
+    return "0" + digest[1:] if app == "skewed" else digest
 c = connect()
 if mode == "import":
     count = int(sys.argv[4])
     def lines():
         for start in range(0, count, 10000):
             yield "".join('{"token":"%s"}\n' % token(n) for n in range(start, min(count, start + 10000))).encode()
-    c.request("POST", "/v1/apps/bench/devices", body=lines(), headers={**headers, "Content-Type": "application/x-ndjson", "Transfer-Encoding": "chunked"}, encode_chunked=True)
+    c.request("POST", "/v1/apps/%s/devices" % app, body=lines(), headers={**headers, "Content-Type": "application/x-ndjson", "Transfer-Encoding": "chunked"}, encode_chunked=True)
     r = c.getresponse(); report = json.loads(r.read())
     assert r.status == 200 and report["upserted"] == count, report
 elif mode == "broadcast":
     start = time.monotonic()
-    status, queued = call(c, "POST", "/v1/apps/bench/notifications", json.dumps({"to": {"all": True}, "payload": {"aps": {"alert": "Herald benchmark: a short alert body of about one hundred bytes."}}}))
+    status, queued = call(c, "POST", "/v1/apps/%s/notifications" % app, json.dumps({"to": {"all": True}, "payload": {"aps": {"alert": "Herald benchmark: a short alert body of about one hundred bytes."}}}))
     assert status == 202, queued
     while True:
         _, n = call(c, "GET", "/v1/notifications/" + queued["id"])
@@ -83,7 +89,7 @@ elif mode == "latency":
     for i in range(rate * seconds):
         while time.monotonic() < t0 + i / rate: time.sleep(0.0005)
         sent = time.monotonic()
-        status, queued = call(c, "POST", "/v1/apps/bench/notifications", json.dumps({"to": {"tokens": [token(i % 1000)]}, "payload": {"aps": {"alert": "ping %d" % i}}}))
+        status, queued = call(c, "POST", "/v1/apps/%s/notifications" % app, json.dumps({"to": {"tokens": [token(i % 1000)]}, "payload": {"aps": {"alert": "ping %d" % i}}}))
         assert status == 202, queued
         posts.append(time.monotonic() - sent); ids.append(queued["id"])
     parse = lambda s: datetime.datetime.fromisoformat(s.replace("Z", "+00:00"))
@@ -102,7 +108,7 @@ EOF
 drive() { python3 "$WORK/drive.py" "$@"; }
 hwm() { awk '/VmHWM/ { printf "%.1f", $2 / 1024 }' "/proc/$1/status"; }
 
-run_gateway() {  # LABEL DATABASE [second process: yes]
+run_gateway() {  # LABEL DATABASE [second process: yes]; APP=skewed for the skewed registry
     local label=$1 database=$2 second=${3:-}
     serve "$database" "$API_PORT"
     local first=$SERVE_PID
@@ -114,7 +120,7 @@ run_gateway() {  # LABEL DATABASE [second process: yes]
     rate=$(drive "$API_PORT" "$KEY" broadcast)
     echo "$label: broadcast of $COUNT: $rate/s, peak RSS $(hwm "$first") MiB"
     BROADCAST_RATE=$rate
-    if [ -z "$second" ]; then
+    if [ -z "$second" ] && [ "${APP:-bench}" = bench ]; then
         read -r p50 p99 post99 < <(drive "$API_PORT" "$KEY" latency "$RATE")
         echo "$label: single token at $RATE/s for 10 s: stored to answered p50 ${p50} ms, p99 ${p99} ms; POST answered p99 ${post99} ms"
     fi
@@ -125,16 +131,21 @@ run_gateway() {  # LABEL DATABASE [second process: yes]
 
 run_gateway "serve (SQLite)" "sqlite:$WORK/herald.db"
 SQLITE_RATE=$BROADCAST_RATE
+APP=skewed run_gateway "serve (SQLite, skewed tokens)" "sqlite:$WORK/herald.db"
+SKEWED_RATE=$BROADCAST_RATE
 
 DIRECT=$("$HERALD" bench client --host "https://127.0.0.1:$MOCK_PORT" --ca-file "$WORK/ca.pem" --count "$COUNT" \
     --auth-key "$WORK/AuthKey_BENCHKEY01.p8" --key-id BENCHKEY01 --team-id BENCHTEAM1 --output json)
 DIRECT_RATE=$(printf '%s' "$DIRECT" | python3 -c 'import json,sys; d=json.load(sys.stdin); print("%.0f" % d["rate"])')
 echo "herald bench, straight to the mock: $DIRECT_RATE/s"
 python3 -c "print('ratio serve (SQLite) / bench: %.2f' % ($SQLITE_RATE / $DIRECT_RATE))"
+python3 -c "print('ratio serve (SQLite, skewed tokens) / bench: %.2f' % ($SKEWED_RATE / $DIRECT_RATE))"
 
 if [ -n "${POSTGRES:-}" ]; then
     run_gateway "serve (PostgreSQL, 1 process)" "$POSTGRES"
     python3 -c "print('ratio serve (PostgreSQL, 1 process) / bench: %.2f' % ($BROADCAST_RATE / $DIRECT_RATE))"
     run_gateway "serve (PostgreSQL, 2 processes)" "$POSTGRES" yes
     python3 -c "print('ratio serve (PostgreSQL, 2 processes) / bench: %.2f' % ($BROADCAST_RATE / $DIRECT_RATE))"
+    APP=skewed run_gateway "serve (PostgreSQL, 1 process, skewed tokens)" "$POSTGRES"
+    python3 -c "print('ratio serve (PostgreSQL, 1 process, skewed tokens) / bench: %.2f' % ($BROADCAST_RATE / $DIRECT_RATE))"
 fi

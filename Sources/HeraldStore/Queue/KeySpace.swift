@@ -6,15 +6,22 @@ enum KeySpace {
     /// Keys run over 0..<size.
     static let size: Int64 = 1 << 32
 
-    /// The hash of `address`: FNV-1a (64-bit) of its UTF-8 bytes, folded to 32 bits. Keys are
-    /// stored with each device: this function must never change.
+    /// The hash of `address`: FNV-1a (64-bit) of its UTF-8 bytes, mixed by MurmurHash3's
+    /// finaliser (FNV alone leaves addresses that differ only in their last characters close
+    /// together), its top 32 bits. Hashes are stored with each device: this function must never
+    /// change.
     static func hash(_ address: String) -> Int64 {
         var hash: UInt64 = 0xcbf2_9ce4_8422_2325
         for byte in address.utf8 {
             hash ^= UInt64(byte)
             hash &*= 0x0000_0100_0000_01b3
         }
-        return Int64((hash >> 32) ^ (hash & 0xffff_ffff))
+        hash ^= hash >> 33
+        hash &*= 0xff51_afd7_ed55_8ccd
+        hash ^= hash >> 33
+        hash &*= 0xc4ce_b9fe_1a85_ec53
+        hash ^= hash >> 33
+        return Int64(hash >> 32)
     }
 
     /// Devices per range a broadcast aims for: a few batches each, so a range is a worker's for

@@ -1,0 +1,90 @@
+import Foundation
+import HeraldCore
+@testable import HeraldStore
+import HeraldTestSupport
+import Testing
+
+/// A broadcast is cut by a hash of each address, into as many ranges as its audience needs:
+/// how the tokens look (sharing a prefix, as a registry of one kind of device can) changes
+/// neither how evenly it splits nor how many workers can take part of it.
+@Suite("Key space", .timeLimit(.minutes(2)))
+struct KeySpaceTests {
+    @Test("ranges cover the key space from 0 to its end, without gaps or overlaps, in parts of even size", arguments: [1, 2, 3, 16, 7, 4096])
+    func rangesCoverTheKeySpace(count: Int) {
+        let ranges = KeySpace.ranges(count: count)
+        #expect(ranges.count == count)
+        #expect(ranges.first?.lower == 0 && ranges.last?.upper == KeySpace.size)
+        for (before, after) in zip(ranges, ranges.dropFirst()) { #expect(before.upper == after.lower) }
+        let sizes = ranges.map { $0.upper - $0.lower }
+        #expect(sizes.max()! - sizes.min()! <= 1)
+    }
+
+    @Test("the number of ranges grows with the audience, from one to a bound")
+    func rangeCount() {
+        #expect(KeySpace.rangeCount(devices: 0) == 1)
+        #expect(KeySpace.rangeCount(devices: KeySpace.devicesPerRange) == 1)
+        #expect(KeySpace.rangeCount(devices: KeySpace.devicesPerRange + 1) == 2)
+        #expect(KeySpace.rangeCount(devices: 300_000) == 147)
+        #expect(KeySpace.rangeCount(devices: 10_000_000) == KeySpace.maximumRanges)
+        #expect(KeySpace.rangeCount(devices: -5) == 1)
+    }
+
+    @Test("tokens that share a prefix, or count up, spread evenly over the key space")
+    func hashesSpread() {
+        var random = SplitMix(seed: 18)
+        let spread = (0..<64_000).map { _ in (0..<4).map { _ in String(format: "%016llx", random.next()) }.joined() }
+        for tokens in [spread, (0..<64_000).map(skewed), (0..<64_000).map { "0" + String(spread[$0].dropFirst()) }] {
+            var buckets = [Int](repeating: 0, count: 16)
+            for token in tokens { buckets[Int(KeySpace.hash(token) * 16 / KeySpace.size)] += 1 }
+            #expect(buckets.allSatisfy { abs($0 - 4000) < 400 }, "\(buckets)")
+        }
+        #expect(KeySpace.hash("") >= 0 && KeySpace.hash(String(repeating: "f", count: 200)) < KeySpace.size)
+    }
+
+    /// A token whose first 60 hex digits are 0 (counting up): all of them in a sliver of the
+    /// token space, as tokens split by their first digit would never be.
+    func skewed(_ number: Int) -> String { token(number) }
+
+    @Test("a broadcast to devices sharing a prefix: each range goes to another worker at once, and every device is sent exactly once", arguments: Backend.allCases)
+    func skewedBroadcast(backend: Backend) async throws {
+        try await withStore(backend) { store in
+            let count = 5000
+            let stream = AsyncStream<DeviceRegistration> { continuation in
+                for number in 0..<count { continuation.yield(try! DeviceRegistration(token: skewed(number), tags: number % 2 == 0 ? ["even"] : nil)) }
+                continuation.finish()
+            }
+            try await store.register(contentsOf: stream, app: app)
+            for (audience, expected) in [(Audience.all, count), (.tags(["even"]), count / 2)] {
+                let (broadcast, _) = try await store.enqueue(NotificationRequest(app: app, audience: audience, payload: payload))
+                let ranges = KeySpace.rangeCount(devices: expected)
+                // Each worker's claim takes a range no other worker holds, while they all hold theirs.
+                var held: [WorkBatch] = []
+                for worker in 0..<ranges {
+                    let batches = try await store.claim(owner: "worker-\(worker)", limit: 400)
+                    #expect(batches.count == 1 && batches.first?.items.isEmpty == false, "worker \(worker) of \(ranges) found no range of its own")
+                    held += batches
+                }
+                #expect(try await store.claim(owner: "one too many", limit: 400).isEmpty, "\(ranges) ranges, all held")
+                var sent = held.flatMap { $0.items.map(\.token) }
+                for batch in held { try await acceptAll(store, batch) }
+                sent += try await deliverAll(store, limit: 400)
+                #expect(sent.count == expected && Set(sent).count == expected, "\(audience): \(sent.count) sends, \(Set(sent).count) devices")
+                let done = try #require(try await store.notification(id: broadcast.id))
+                #expect(done.status == .done && done.counts.accepted == expected, "\(done.counts)")
+            }
+        }
+    }
+}
+
+/// A seeded generator, so a test's random tokens are the same on every run.
+struct SplitMix: RandomNumberGenerator {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9e37_79b9_7f4a_7c15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xbf58_476d_1ce4_e5b9
+        z = (z ^ (z >> 27)) &* 0x94d0_49bb_1331_11eb
+        return z ^ (z >> 31)
+    }
+}
