@@ -117,6 +117,8 @@ run_gateway() {  # LABEL DATABASE [second process: yes]; APP=skewed for the skew
     drive "$API_PORT" "$KEY" import "$COUNT"
     echo "$label: import of $COUNT devices (NDJSON, one request): $((SECONDS - started)) s"
     local rate
+    # PERF=FILE: a profile of the gateway's first seconds of broadcasting (linux-perf).
+    if [ -n "${PERF:-}" ]; then perf record -g -o "$PERF" -p "$first" -- sleep 4 >/dev/null 2>&1 & fi
     rate=$(drive "$API_PORT" "$KEY" broadcast)
     echo "$label: broadcast of $COUNT: $rate/s, peak RSS $(hwm "$first") MiB"
     BROADCAST_RATE=$rate
@@ -129,23 +131,34 @@ run_gateway() {  # LABEL DATABASE [second process: yes]; APP=skewed for the skew
     if [ -n "$second" ]; then wait "$SERVE_PID" 2>/dev/null || true; fi
 }
 
-run_gateway "serve (SQLite)" "sqlite:$WORK/herald.db"
-SQLITE_RATE=$BROADCAST_RATE
-APP=skewed run_gateway "serve (SQLite, skewed tokens)" "sqlite:$WORK/herald.db"
-SKEWED_RATE=$BROADCAST_RATE
+# Each case with HERALD_BEFORE (another build of herald, e.g. the commit before a change) too,
+# right before it, on a database of its own (POSTGRES_BEFORE for PostgreSQL): "before" and
+# "after" side by side in one run. Prints each case's rate and its ratio to the direct send.
+declare -A RATES
+case_() {  # LABEL DATABASE BEFORE-DATABASE [second process: yes]
+    if [ -n "${HERALD_BEFORE:-}" ]; then
+        local after=$HERALD
+        HERALD=$HERALD_BEFORE
+        run_gateway "before: $1" "$3" "${4:-}"
+        RATES["before: $1"]=$BROADCAST_RATE
+        HERALD=$after
+    fi
+    run_gateway "$1" "$2" "${4:-}"
+    RATES["$1"]=$BROADCAST_RATE
+}
+
+case_ "serve (SQLite)" "sqlite:$WORK/herald.db" "sqlite:$WORK/before.db"
+APP=skewed case_ "serve (SQLite, skewed tokens)" "sqlite:$WORK/herald.db" "sqlite:$WORK/before.db"
+if [ -n "${POSTGRES:-}" ]; then
+    case_ "serve (PostgreSQL, 1 process)" "$POSTGRES" "${POSTGRES_BEFORE:-}"
+    case_ "serve (PostgreSQL, 2 processes)" "$POSTGRES" "${POSTGRES_BEFORE:-}" yes
+    APP=skewed case_ "serve (PostgreSQL, 1 process, skewed tokens)" "$POSTGRES" "${POSTGRES_BEFORE:-}"
+fi
 
 DIRECT=$("$HERALD" bench client --host "https://127.0.0.1:$MOCK_PORT" --ca-file "$WORK/ca.pem" --count "$COUNT" \
     --auth-key "$WORK/AuthKey_BENCHKEY01.p8" --key-id BENCHKEY01 --team-id BENCHTEAM1 --output json)
 DIRECT_RATE=$(printf '%s' "$DIRECT" | python3 -c 'import json,sys; d=json.load(sys.stdin); print("%.0f" % d["rate"])')
 echo "herald bench, straight to the mock: $DIRECT_RATE/s"
-python3 -c "print('ratio serve (SQLite) / bench: %.2f' % ($SQLITE_RATE / $DIRECT_RATE))"
-python3 -c "print('ratio serve (SQLite, skewed tokens) / bench: %.2f' % ($SKEWED_RATE / $DIRECT_RATE))"
-
-if [ -n "${POSTGRES:-}" ]; then
-    run_gateway "serve (PostgreSQL, 1 process)" "$POSTGRES"
-    python3 -c "print('ratio serve (PostgreSQL, 1 process) / bench: %.2f' % ($BROADCAST_RATE / $DIRECT_RATE))"
-    run_gateway "serve (PostgreSQL, 2 processes)" "$POSTGRES" yes
-    python3 -c "print('ratio serve (PostgreSQL, 2 processes) / bench: %.2f' % ($BROADCAST_RATE / $DIRECT_RATE))"
-    APP=skewed run_gateway "serve (PostgreSQL, 1 process, skewed tokens)" "$POSTGRES"
-    python3 -c "print('ratio serve (PostgreSQL, 1 process, skewed tokens) / bench: %.2f' % ($BROADCAST_RATE / $DIRECT_RATE))"
-fi
+for label in "${!RATES[@]}"; do
+    python3 -c "print('ratio %s / bench: %.2f' % ('$label', ${RATES[$label]} / $DIRECT_RATE))"
+done | sort

@@ -24,12 +24,13 @@ enum KeySpace {
         return Int64(hash >> 32)
     }
 
-    /// Devices per range a broadcast aims for: a few batches each, so a range is a worker's for
-    /// a few round trips, not a whole broadcast.
-    static let devicesPerRange = 2048
+    /// Devices per range a broadcast aims for: many batches each (a range's last batch is a
+    /// partial one, and each batch costs a claim and a completion), few enough that a large
+    /// broadcast keeps every worker of every process busy (300 k devices: 19 ranges).
+    static let devicesPerRange = 16_384
     /// The fewest ranges of a broadcast: a small one is read by one worker a batch at a time.
     static let minimumRanges = 1
-    /// The most: 10 M devices make 4,096 ranges of ~2,400 devices, one row each.
+    /// The most (one row each): 10 M devices make 611 ranges, 100 M make 4,096.
     static let maximumRanges = 4096
 
     /// How many ranges a broadcast to about `devices` devices is cut into: more devices, more

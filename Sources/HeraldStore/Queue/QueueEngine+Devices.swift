@@ -28,7 +28,8 @@ extension QueueEngine {
         rows.reserveCapacity(registrations.count)
         var tagged: [String] = []
         var pairs: [[SQLValue]] = []
-        for registration in registrations {
+        // In token order: rows land in the primary key's order, each page touched once.
+        for registration in registrations.sorted(by: { $0.token < $1.token }) {
             let hash = KeySpace.hash(registration.token)
             let user: SQLValue = switch registration.user {
             case .none: .null
@@ -45,11 +46,12 @@ extension QueueEngine {
         }
         if !tagged.isEmpty {
             try await connection.query(sql.deleteTags, [.text(app), .texts(tagged)])
-            for part in Self.chunks(pairs) { try await connection.query(sql.insertTags, [.text(app), .rows(Array(part))]) }
+            try await connection.query(sql.insertTags, [.text(app), .rows(pairs)])
         }
-        for part in Self.chunks(rows) {
-            try await connection.query(sql.upsertDevices, [.text(app), .rows(Array(part)), .int(now.milliseconds)])
-        }
+        // One statement for the whole batch (the facade cuts a stream into batches): on SQLite
+        // each statement commits on its own, and a page changed by many rows of one commit is
+        // written once, by many commits once each.
+        try await connection.query(sql.upsertDevices, [.text(app), .rows(rows), .int(now.milliseconds)])
     }
 
     func device(app: String, token: String) async throws -> Device? {
