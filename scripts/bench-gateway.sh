@@ -147,8 +147,10 @@ case_() {  # LABEL DATABASE BEFORE-DATABASE [second process: yes]
     RATES["$1"]=$BROADCAST_RATE
 }
 
+if [ -z "${ONLY_POSTGRES:-}" ]; then
 case_ "serve (SQLite)" "sqlite:$WORK/herald.db" "sqlite:$WORK/before.db"
 APP=skewed case_ "serve (SQLite, skewed tokens)" "sqlite:$WORK/herald.db" "sqlite:$WORK/before.db"
+fi
 if [ -n "${POSTGRES:-}" ]; then
     case_ "serve (PostgreSQL, 1 process)" "$POSTGRES" "${POSTGRES_BEFORE:-}"
     case_ "serve (PostgreSQL, 2 processes)" "$POSTGRES" "${POSTGRES_BEFORE:-}" yes

@@ -36,7 +36,8 @@ extension QueuedNotification {
         id: String, status: Int64?, app: String?, payload: [UInt8]?, pushType: String?, priority: Int64?, expiration: Int64?,
         collapseID: String?, badgeMode: Int64?, deadline: Int64?
     ) -> Result<QueuedNotification, Unsendable> {
-        switch NotificationState(code: status) {
+        let state = NotificationState(code: status)
+        switch state {
         case .queued, .sending: break
         case .cancelled: return .failure(.cancelled)
         case .done: return .failure(.quarantined("notification \(id) is done"))
@@ -57,7 +58,7 @@ extension QueuedNotification {
         return .success(
             QueuedNotification(
                 id: id, app: app, payload: payload, pushType: type, priority: pushPriority, expiration: pushExpiration, collapseID: collapseID,
-                badge: mode, deadline: Date(milliseconds: deadline)
+                badge: mode, deadline: Date(milliseconds: deadline), isQueued: state == .queued
             )
         )
     }

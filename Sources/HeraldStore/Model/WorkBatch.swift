@@ -51,6 +51,8 @@ public struct QueuedNotification: Sendable {
     public var badge: BadgeMode
     /// No attempt is made after this: the notification's apns-expiration, or its maximum age.
     public var deadline: Date
+    /// Whether the claim found it queued, not yet sending.
+    var isQueued = false
 }
 
 /// How sending to one device of a ``WorkBatch`` ended.

@@ -54,7 +54,8 @@ extension QueueEngine {
                 case .unsendable(let work): unsendable.append(work)
                 }
             }
-            let started = Set(batches.map(\.notification.id))
+            // Notifications still queued start sending (most claims find them sending already).
+            let started = Set(batches.filter { $0.notification.isQueued }.map(\.notification.id))
             if !started.isEmpty { try await connection.query(sql.markSending, [.texts(started.sorted())]) }
             return (batches, unsendable)
         }

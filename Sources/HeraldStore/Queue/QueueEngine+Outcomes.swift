@@ -73,7 +73,8 @@ extension QueueEngine {
                 try await connection.query(sql.addReasons, [.text(id), .rows(rejected.sorted { $0.key < $1.key }.map { [.text($0.key), .int($0.value)] })])
             }
             _ = try await invalidate(app: batch.notification.app, plan.invalidations, on: connection)
-            try await finishIfDone(id, now: now, on: connection)
+            // A range that goes on leaves its notification unfinished: nothing to look for.
+            if case .segment(_, _, false) = batch.source {} else { try await finishIfDone(id, now: now, on: connection) }
             let retry = plan.rows.contains { $0.state == .pending }
             if retry { try await database.announceWork(on: connection) }
             return retry
