@@ -249,24 +249,27 @@ public final class HeraldStore: Service, Sendable {
         await backend.waitForWork(timeout: timeout)
     }
 
+    /// How much work is waiting: deliveries, broadcast ranges, notifications not finished.
     public func statistics(now: Date = Date()) async throws -> QueueStatistics {
         try await backend.statistics(now: now)
     }
 
     /// Deletes at most `limit` rows of outcomes and notifications finished before `cutoff`, in
     /// one short transaction; returns how many went (fewer than `limit`: nothing more is due).
-    public func purgeOnce(finishedBefore cutoff: Date, limit: Int = 1000) async throws -> Int {
+    /// The gateway's housekeeping: a library user calls ``purge(finishedBefore:batchSize:)``.
+    package func purgeOnce(finishedBefore cutoff: Date, limit: Int = 1000) async throws -> Int {
         try await backend.purge(finishedBefore: cutoff, limit: max(1, limit))
     }
 
     /// Deletes at most `limit` devices retired (unregistered or invalid) before `cutoff`, with
     /// their tags, in one short transaction; returns how many went.
-    public func purgeRetiredDevices(before cutoff: Date, limit: Int = 1000) async throws -> Int {
+    package func purgeRetiredDevices(before cutoff: Date, limit: Int = 1000) async throws -> Int {
         try await backend.purgeRetiredDevices(before: cutoff, limit: max(1, limit))
     }
 
-    /// Deliveries not yet ended (queued, claimed or waiting for a retry), per app.
-    public func pendingDeliveriesByApp() async throws -> [String: Int] {
+    /// Deliveries not yet ended (queued, claimed or waiting for a retry), per app: the gateway's
+    /// per-app backlog bound.
+    package func pendingDeliveriesByApp() async throws -> [String: Int] {
         try await backend.pendingDeliveriesByApp()
     }
 
@@ -275,11 +278,13 @@ public final class HeraldStore: Service, Sendable {
     @discardableResult
     public func purge(finishedBefore cutoff: Date, batchSize: Int = 10_000) async throws -> Int {
         var total = 0
-        while true {
-            let purged = try await backend.purge(finishedBefore: cutoff, limit: batchSize)
+        // Bounded: 10⁶ batches of at least one row each.
+        for _ in 0..<1_000_000 {
+            let purged = try await backend.purge(finishedBefore: cutoff, limit: max(1, batchSize))
             total += purged
-            if purged < batchSize { return total }
+            if purged < max(1, batchSize) { break }
         }
+        return total
     }
 }
 
