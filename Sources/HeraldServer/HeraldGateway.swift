@@ -54,7 +54,10 @@ public final class HeraldGateway: Service, Sendable {
         logger: Logger = Logger(label: "herald.gateway", factory: { _ in SwiftLogNoOpLogHandler() }),
         onListening: @escaping @Sendable (ListenAddress) async -> Void = { _ in }
     ) throws {
-        try self.init(configuration: configuration, roles: roles, registry: registry, logger: logger, stopGrace: .seconds(20), onListening: onListening)
+        try self.init(
+            configuration: configuration, roles: roles, registry: registry, logger: logger, stopGrace: configuration.workers.shutdownGrace,
+            onListening: onListening
+        )
     }
 
     init(

@@ -25,16 +25,24 @@ public final class HeraldStore: Service, Sendable {
         public var url: StoreURL
         /// How long a worker's claim lasts before its work goes back to the queue (workers renew it
         /// while they send). Default 60 s.
-        public var leaseDuration: Duration = .seconds(60)
+        public var leaseDuration = Defaults.leaseDuration
         /// Notifications without an apns-expiration are retried for this long. Default 24 hours.
-        public var maximumAge: Duration = .seconds(24 * 3600)
+        public var maximumAge = Defaults.maximumAge
         /// The first retry of a device that could not be reached waits this long, doubling up to
         /// ``maximumRetryDelay``. Default 5 s.
-        public var initialRetryDelay: Duration = .seconds(5)
+        public var initialRetryDelay = Defaults.initialRetryDelay
         /// Default 10 minutes.
-        public var maximumRetryDelay: Duration = .seconds(600)
+        public var maximumRetryDelay = Defaults.maximumRetryDelay
         /// PostgreSQL connections per process. Default 10.
         public var maximumConnections = 10
+
+        /// The queue's defaults, in one place: the store's and the gateway's configurations start from them.
+        public enum Defaults {
+            public static let leaseDuration: Duration = .seconds(60)
+            public static let maximumAge: Duration = .seconds(24 * 3600)
+            public static let initialRetryDelay: Duration = .seconds(5)
+            public static let maximumRetryDelay: Duration = .seconds(600)
+        }
 
         public init(url: StoreURL) {
             self.url = url

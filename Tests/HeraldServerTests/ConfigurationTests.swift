@@ -36,15 +36,20 @@ struct ConfigurationTests {
         #expect(configuration.apps.map(\.id) == ["shop"] && configuration.apps[0].environment == .sandbox)
         #expect(configuration.apiKeys.first?.apps == ["shop"])
         #expect(configuration.workers.count == 4 && configuration.queue.lease == .seconds(60))
+        // The gateway's queue defaults are the store's, one set of numbers.
+        let store = configuration.storeConfiguration
+        #expect(store.leaseDuration == HeraldStore.Configuration.Defaults.leaseDuration && store.maximumAge == HeraldStore.Configuration.Defaults.maximumAge)
+        #expect(store.initialRetryDelay == HeraldStore.Configuration.Defaults.initialRetryDelay && configuration.workers.shutdownGrace == .seconds(20))
 
         let tuned = try scratch.write(
             "tuned.json",
             json(app.replacingOccurrences(of: #""environment": "sandbox""#, with: #""environment": "https://127.0.0.1:2197""#))
-                .replacingOccurrences(of: #""listen": "127.0.0.1:9090","#, with: #""listen": "[::1]:0", "queue": {"leaseSeconds": 5}, "workers": {"count": 2},"#)
+                .replacingOccurrences(of: #""listen": "127.0.0.1:9090","#, with: #""listen": "[::1]:0", "queue": {"leaseSeconds": 5}, "workers": {"count": 2, "shutdownGraceSeconds": 3},"#)
         )
         let custom = try GatewayConfiguration.load(file: tuned)
         #expect(custom.apps[0].environment == .custom(host: "127.0.0.1", port: 2197))
         #expect(custom.listen == ListenAddress(host: "::1", port: 0) && custom.queue.lease == .seconds(5) && custom.workers.count == 2)
+        #expect(custom.workers.shutdownGrace == .seconds(3))
     }
 
     @Test("each mistake is refused with the file, the field and what is wrong")
@@ -69,6 +74,7 @@ struct ConfigurationTests {
             (json(app).replacingOccurrences(of: #""sha256": ""#, with: #""sha256": "zz"#), "apiKeys[0].sha256", "64 hex digits"),
             (json(app).replacingOccurrences(of: #""listen": "127.0.0.1:9090","#, with: #""listen": "127.0.0.1:9090", "workers": {"count": 0},"#), "workers.count", "1 to 64"),
             (json(app).replacingOccurrences(of: #""listen": "127.0.0.1:9090","#, with: #""listen": "127.0.0.1:9090", "queue": {"leaseSeconds": "long"},"#), "queue.leaseSeconds", "must be an integer"),
+            (json(app).replacingOccurrences(of: #""listen": "127.0.0.1:9090","#, with: #""listen": "127.0.0.1:9090", "workers": {"shutdownGraceSeconds": 0},"#), "workers.shutdownGraceSeconds", "1 to 300"),
         ]
         for (index, (text, field, words)) in cases.enumerated() {
             let file = try scratch.write("case\(index).json", text)

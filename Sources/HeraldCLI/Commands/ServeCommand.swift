@@ -22,7 +22,8 @@ struct ServeCommand: AsyncParsableCommand {
         discussion: """
             The configuration file (JSON) names the database, the apps with their APNs credentials \
             and the API keys; see the README's gateway section. SIGTERM or Ctrl-C stops it: the API \
-            first, then the workers finish or give back what they hold (at most 30 s).
+            first, then the workers finish what is in flight within workers.shutdownGraceSeconds (20 by \
+            default) and give back the rest; a second signal stops at once.
             """
     )
 
@@ -119,11 +120,11 @@ struct ServeCommand: AsyncParsableCommand {
         } catch {
             throw CommandFailure.usage("\(config): \(error)")
         }
-        // SIGTERM and SIGINT stop gracefully; a second one, or 25 s later, cancels what is left.
+        // SIGTERM and SIGINT stop gracefully; a second one, or the grace and its margin later, cancels what is left.
         let group = ServiceGroup(
             configuration: {
                 var group = ServiceGroupConfiguration(services: [.init(service: gateway)], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
-                group.maximumGracefulShutdownDuration = .seconds(25)
+                group.maximumGracefulShutdownDuration = configuration.workers.shutdownGrace + WorkerSettings.shutdownMargin
                 return group
             }()
         )

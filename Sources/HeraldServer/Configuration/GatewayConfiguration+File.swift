@@ -272,7 +272,7 @@ extension QueueSettings {
 extension WorkerSettings {
     init(_ fields: JSONFields) throws(FieldError) {
         self.init()
-        try fields.only(["count", "batchSize"])
+        try fields.only(["count", "batchSize", "shutdownGraceSeconds"])
         if let count = try fields.int("count") {
             guard (1...64).contains(count) else { throw FieldError(fields.at("count"), "must be 1 to 64") }
             self.count = count
@@ -280,6 +280,10 @@ extension WorkerSettings {
         if let batchSize = try fields.int("batchSize") {
             guard (1...10_000).contains(batchSize) else { throw FieldError(fields.at("batchSize"), "must be 1 to 10000") }
             self.batchSize = batchSize
+        }
+        if let seconds = try fields.int("shutdownGraceSeconds") {
+            guard (1...300).contains(seconds) else { throw FieldError(fields.at("shutdownGraceSeconds"), "must be 1 to 300") }
+            shutdownGrace = .seconds(seconds)
         }
     }
 }

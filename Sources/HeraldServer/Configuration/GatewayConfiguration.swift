@@ -98,13 +98,13 @@ public struct ListenAddress: Sendable, Hashable, CustomStringConvertible {
 public struct QueueSettings: Sendable, Hashable {
     /// How long a claim lasts before its devices go back to the queue (a killed worker's work is
     /// taken over after this). Default 60 s.
-    public var lease: Duration = .seconds(60)
+    public var lease = HeraldStore.Configuration.Defaults.leaseDuration
     /// How long a notification without `expiration` is retried. Default 24 hours.
-    public var maximumAge: Duration = .seconds(24 * 3600)
+    public var maximumAge = HeraldStore.Configuration.Defaults.maximumAge
     /// The first retry's delay, doubling to ``maximumRetryDelay``. Default 5 s.
-    public var initialRetryDelay: Duration = .seconds(5)
+    public var initialRetryDelay = HeraldStore.Configuration.Defaults.initialRetryDelay
     /// Default 10 minutes.
-    public var maximumRetryDelay: Duration = .seconds(600)
+    public var maximumRetryDelay = HeraldStore.Configuration.Defaults.maximumRetryDelay
     /// Finished notifications and their outcomes are deleted after this. Default 7 days.
     public var retention: Duration = .seconds(7 * 24 * 3600)
 
@@ -118,6 +118,13 @@ public struct WorkerSettings: Sendable, Hashable {
     public var count = 4
     /// Devices one claim takes. Default 1000.
     public var batchSize = 1000
+    /// On graceful shutdown (SIGTERM), how long batches in flight may take to finish; what is
+    /// still unanswered then goes back to the queue, and the process exits within
+    /// ``shutdownMargin`` more. Default 20 s.
+    public var shutdownGrace: Duration = .seconds(20)
+    /// After ``shutdownGrace``, the time to give back or record what the workers held and to
+    /// close the connections, after which what is left is cancelled.
+    public static let shutdownMargin: Duration = .seconds(5)
 
     public init() {}
 }
