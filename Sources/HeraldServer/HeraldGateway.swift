@@ -8,6 +8,7 @@ import Logging
 import NIOCore
 import Prometheus
 import ServiceLifecycle
+import Synchronization
 
 /// A push gateway: the HTTP API, delivery workers, one APNs client per app and the store, run as
 /// one swift-service-lifecycle `ServiceGroup`.
@@ -96,35 +97,75 @@ public final class HeraldGateway: Service, Sendable {
         try configuration.tls?.reload()
     }
 
-    /// Runs until graceful shutdown or cancellation: migrates the database, then serves.
+    /// Runs until graceful shutdown or cancellation: ``services()`` as one `ServiceGroup`.
     public func run() async throws {
-        let core = GatewayCore(gateway: self)
-        let services: [any Service] = [store] + clients.keys.sorted().map { clients[$0]! as any Service } + [core]
-        let group = ServiceGroup(services: services, gracefulShutdownSignals: [], cancellationSignals: [], logger: logger)
+        let group = ServiceGroup(services: services(), gracefulShutdownSignals: [], cancellationSignals: [], logger: logger)
         try await group.run()
     }
 
-    /// Migration, then the API and the workers side by side.
-    private struct GatewayCore: Service {
+    /// A fresh set of the gateway's services, for one `ServiceGroup` (`herald serve` runs them so, with its
+    /// signals): the store (its connections, and on PostgreSQL the listener that wakes idle
+    /// workers), one APNs client per app, the delivery workers, the housekeeping (gauges
+    /// refreshed, retention purged) and the HTTP API. A group shuts its services down in reverse
+    /// order: the API stops taking requests first, the workers then finish what is in flight
+    /// through the clients and the store, which close last. The API, the workers and the
+    /// housekeeping start once the database is migrated.
+    public func services() -> [any Service] {
+        let migrated = MigrationGate(gateway: self)
+        var services: [any Service] = [store]
+        services += clients.keys.sorted().map { clients[$0]! as any Service }
+        if roles.contains(.workers) {
+            let workers = DeliveryWorkers(
+                store: store, configuration: configuration, clients: clients, metrics: metrics, logger: logger, stopGrace: stopGrace
+            )
+            services.append(AfterMigration(gate: migrated, service: workers))
+        }
+        let housekeeping = Housekeeping(
+            store: store, settings: configuration.housekeeping, retention: configuration.queue.retention, metrics: metrics, backlog: api.backlog,
+            logger: logger
+        )
+        services.append(AfterMigration(gate: migrated, service: housekeeping))
+        services.append(AfterMigration(gate: migrated, service: HTTPService(gateway: self)))
+        return services
+    }
+
+    /// The HTTP API (and the probes, metrics and document, whatever the roles).
+    private struct HTTPService: Service {
         let gateway: HeraldGateway
+        func run() async throws { try await gateway.serveHTTP() }
+    }
+
+    /// Runs `service` once the database is migrated.
+    private struct AfterMigration: Service {
+        let gate: MigrationGate
+        let service: any Service
 
         func run() async throws {
-            try await gateway.migrate()
-            try await withThrowingTaskGroup(of: Void.self) { group in
-                if gateway.roles.contains(.workers) {
-                    let workers = DeliveryWorkers(
-                        store: gateway.store, configuration: gateway.configuration, clients: gateway.clients, metrics: gateway.metrics,
-                        logger: gateway.logger, stopGrace: gateway.stopGrace
-                    )
-                    group.addTask { try await workers.run() }
-                }
-                let housekeeping = Housekeeping(
-                    store: gateway.store, settings: gateway.configuration.housekeeping, retention: gateway.configuration.queue.retention,
-                    metrics: gateway.metrics, backlog: gateway.api.backlog, logger: gateway.logger
-                )
-                group.addTask { await housekeeping.run() }
-                group.addTask { try await gateway.serveHTTP() }
-                try await group.waitForAll()
+            try await gate.migrated()
+            try await service.run()
+        }
+    }
+
+    /// Migrates once for every service that waits for it: the first to ask runs the migration,
+    /// the others wait for its result.
+    private final class MigrationGate: Sendable {
+        private let gateway: HeraldGateway
+        private let task = Mutex<Task<Void, any Error>?>(nil)
+
+        init(gateway: HeraldGateway) { self.gateway = gateway }
+
+        func migrated() async throws {
+            let running = task.withLock { task in
+                if let task { return task }
+                let gateway = self.gateway
+                let started = Task { try await gateway.migrate() }
+                task = started
+                return started
+            }
+            try await withTaskCancellationHandler {
+                try await running.value
+            } onCancel: {
+                running.cancel()
             }
         }
     }

@@ -123,7 +123,9 @@ struct ServeCommand: AsyncParsableCommand {
         // SIGTERM and SIGINT stop gracefully; a second one, or the grace and its margin later, cancels what is left.
         let group = ServiceGroup(
             configuration: {
-                var group = ServiceGroupConfiguration(services: [.init(service: gateway)], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
+                var group = ServiceGroupConfiguration(
+                    services: gateway.services().map { .init(service: $0) }, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger
+                )
                 group.maximumGracefulShutdownDuration = configuration.workers.shutdownGrace + WorkerSettings.shutdownMargin
                 return group
             }()

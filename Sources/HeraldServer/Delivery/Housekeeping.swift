@@ -19,7 +19,7 @@ import Foundation
 ///   transaction or lock stalls sending. Rows purged are counted in `herald_purged_rows_total`.
 ///
 /// Every process runs it; on PostgreSQL two processes purging at once only share the rows.
-struct Housekeeping: Sendable {
+struct Housekeeping: Service {
     let store: HeraldStore
     let settings: HousekeepingSettings
     let retention: Duration
