@@ -46,7 +46,7 @@ struct KeySpaceTests {
     /// token space, as tokens split by their first digit would never be.
     func skewed(_ number: Int) -> String { token(number) }
 
-    @Test("a broadcast to devices sharing a prefix: each range goes to another worker at once, and every device is sent exactly once", arguments: Backend.allCases)
+    @Test("a broadcast to devices sharing a prefix: each range goes to another worker at once, one more splits a held one, and every device is sent exactly once", arguments: Backend.allCases)
     func skewedBroadcast(backend: Backend) async throws {
         try await withStore(backend) { store in
             let count = 3 * KeySpace.devicesPerRange - 1000
@@ -66,7 +66,10 @@ struct KeySpaceTests {
                     held += batches
                 }
                 #expect(ranges >= 2)
-                #expect(try await store.claim(owner: "one too many", limit: 4000).isEmpty, "\(ranges) ranges, all held")
+                // All ranges held: one more worker splits one of them (what its holder has not read).
+                let extra = try await store.claim(owner: "one more", limit: 4000)
+                #expect(extra.count == 1 && extra.first?.items.isEmpty == false, "\(ranges) ranges, all held: one is split")
+                held += extra
                 var sent = held.flatMap { $0.items.map(\.token) }
                 for batch in held { try await acceptAll(store, batch) }
                 sent += try await deliverAll(store, limit: 4000)
@@ -75,6 +78,46 @@ struct KeySpaceTests {
                 #expect(done.status == .done && done.counts.accepted == expected, "\(done.counts)")
             }
         }
+    }
+
+    @Test("a broadcast of one range is split on demand: workers that find no free range take part of a held one, and every device is sent exactly once", arguments: Backend.allCases)
+    func splitOnDemand(backend: Backend) async throws {
+        try await withStore(backend) { store in
+            let count = 5000
+            let stream = AsyncStream<DeviceRegistration> { continuation in
+                for number in 0..<count { continuation.yield(try! DeviceRegistration(token: token(number))) }
+                continuation.finish()
+            }
+            try await store.register(contentsOf: stream, app: app)
+            let (broadcast, _) = try await store.enqueue(NotificationRequest(app: app, audience: .all, payload: payload))
+            #expect(KeySpace.rangeCount(devices: count) == 1)
+            // Four workers at once, each holding its batch: each after the first splits what is left.
+            var held: [WorkBatch] = []
+            for worker in 0..<4 {
+                let batches = try await store.claim(owner: "worker-\(worker)", limit: 500)
+                #expect(batches.count == 1 && batches.first?.items.count == 500, "worker \(worker) got no part of the broadcast")
+                held += batches
+            }
+            let first = held.flatMap { $0.items.map(\.token) }
+            #expect(Set(first).count == first.count, "no device in two workers' batches")
+            for batch in held { try await acceptAll(store, batch) }
+            let rest = try await deliverAll(store, limit: 500)
+            let sent = first + rest
+            #expect(sent.count == count && Set(sent).count == count, "\(sent.count) sends, \(Set(sent).count) devices")
+            let done = try #require(try await store.notification(id: broadcast.id))
+            #expect(done.status == .done && done.counts.accepted == count, "\(done.counts)")
+        }
+    }
+
+    @Test("a range is split in the middle of what is left, only when more than its holder's batch is left")
+    func splitPoint() {
+        let size = KeySpace.size
+        #expect(KeySpace.split(lower: 0, upper: size, cursor: -1, read: size / 10) == size / 10 + (size - size / 10) / 2)
+        #expect(KeySpace.split(lower: 0, upper: size, cursor: -1, read: size / 2) == nil, "half read: one batch's worth left")
+        #expect(KeySpace.split(lower: 0, upper: size, cursor: -1, read: size / 3) != nil)
+        #expect(KeySpace.split(lower: 0, upper: size, cursor: -1, read: size) == nil)
+        #expect(KeySpace.split(lower: 0, upper: 1000, cursor: -1, read: 10) == nil, "too few keys to split")
+        #expect(KeySpace.splitNumber(0) == KeySpace.maximumRanges && KeySpace.splitNumber(size - 1) <= Int(Int32.max))
     }
 }
 

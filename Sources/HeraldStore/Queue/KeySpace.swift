@@ -33,6 +33,25 @@ enum KeySpace {
     /// The most (one row each): 10 M devices make 611 ranges, 100 M make 4,096.
     static let maximumRanges = 4096
 
+    /// The fewest keys a leased range must have left above what its holder read for another
+    /// worker to split them off.
+    static let minimumSplit: Int64 = 1 << 13
+
+    /// Where a range whose holder read up to `read` (from `cursor`, within `lower..<upper`) is
+    /// split, if it should be: when more keys are left than the holder's batch spanned, at the
+    /// middle of what is left. The part above goes to another worker.
+    static func split(lower: Int64, upper: Int64, cursor: Int64, read: Int64) -> Int64? {
+        let left = upper - read
+        let batch = max(read - max(cursor, lower - 1), 1)
+        guard left >= minimumSplit, left > batch else { return nil }
+        return read + left / 2
+    }
+
+    /// The number of a range split off at `middle`: unique among a notification's ranges (ranges
+    /// are disjoint, and split only when `minimumSplit` keys are left), and above every number a
+    /// broadcast starts with.
+    static func splitNumber(_ middle: Int64) -> Int { maximumRanges + Int(middle >> 2) }
+
     /// How many ranges a broadcast to about `devices` devices is cut into: more devices, more
     /// ranges, so the workers one broadcast can keep busy grow with it.
     static func rangeCount(devices: Int) -> Int {

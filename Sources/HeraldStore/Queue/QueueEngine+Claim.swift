@@ -135,12 +135,18 @@ extension QueueEngine {
         case unsendable(UnsendableWork)
     }
 
-    /// The next batch of the range due first: its devices read from the registry in key order.
+    /// The next batch of the range due first, or of one split off a range another worker holds:
+    /// its devices read from the registry in key order.
     private func claimRange(owner: String, limit: Int, lease: SQLValue, time: SQLValue, on connection: any SQLConnection) async throws -> RangeClaim {
-        guard let segment = try await connection.query(sql.pickSegment, [time]).first else { return .none }
+        var picked = try await connection.query(sql.pickSegment, [time]).first
+        if picked == nil { picked = try await split(at: time, on: connection) }
+        guard let segment = picked else { return .none }
         let notificationID = segment.text(0) ?? ""
         let number = segment.int(1, default: 0)
-        try await connection.query(sql.leaseSegment, [.text(owner), lease, time, .text(notificationID), .int(number)])
+        let upper = segment.int(3) ?? KeySpace.size
+        func leaseRange(readThrough read: Int64?) async throws {
+            try await connection.query(sql.leaseSegment, [.text(owner), lease, time, .text(notificationID), .int(number), .int(read)])
+        }
         let found = try await work([notificationID], on: connection)[notificationID]
         var stored = found?.notification ?? .failure(.quarantined("notification \(notificationID) does not exist"))
         if case .success = stored, found?.audience == nil {
@@ -149,13 +155,14 @@ extension QueueEngine {
         let notification: QueuedNotification
         switch stored {
         case .failure(let problem):
+            try await leaseRange(readThrough: nil)
             return .unsendable(UnsendableWork(notificationID: notificationID, notification: problem, segment: number))
         case .success(let queued):
             notification = queued
         }
         let cursor = RangeCursor(hash: segment.int(4) ?? RangeCursor.start.hash, token: segment.text(5) ?? "")
         var binds: [SQLValue] = [
-            .text(notification.app), .int(segment.int(2) ?? 0), .int(segment.int(3) ?? KeySpace.size), .int(cursor.hash), .text(cursor.token), .int(limit),
+            .text(notification.app), .int(segment.int(2) ?? 0), .int(upper), .int(cursor.hash), .text(cursor.token), .int(limit),
         ]
         var statement = sql.rangeOfAll
         if case .tags(let tags) = found?.audience {
@@ -172,16 +179,38 @@ extension QueueEngine {
             badges = try await raiseBadges(tokens, after: raised, app: notification.app, on: connection)
             if let last { try await connection.query(sql.raisedThrough, [.text(notificationID), .int(number), .int(last.hash), .text(last.token)]) }
         }
+        let exhausted = tokens.count < limit
+        // What lies above the batch may be split off by another worker meanwhile: none if it read to the end.
+        try await leaseRange(readThrough: exhausted ? upper : last?.hash ?? cursor.hash)
         let items = tokens.map { WorkItem(token: $0, badge: notification.badge == .increment ? badges[$0] ?? 1 : nil, attempt: 1) }
         return .batch(
             WorkBatch(
                 notification: notification, items: items, isResend: DeliveryState(code: segment.int(6)) == .claimed, owner: owner,
-                source: .segment(number: number, after: last ?? cursor, exhausted: tokens.count < limit)
+                source: .segment(number: number, after: last ?? cursor, exhausted: exhausted)
             )
         )
     }
 
     /// The lines of a joined list (addresses hold no newline: they are screened for control characters).
+    /// Splits the leased range with the most keys left above what its holder read, when no range
+    /// is free: the holder keeps the lower half of what is left, the upper half becomes a range of
+    /// its own, returned as ``QueueStatements/pickSegment`` returns a range. So one broadcast keeps
+    /// as many workers busy, in any number of processes, as its devices allow.
+    private func split(at time: SQLValue, on connection: any SQLConnection) async throws -> SQLRow? {
+        guard let row = try await connection.query(sql.pickSplittable, [time, .int(KeySpace.minimumSplit)]).first,
+            let notificationID = row.text(0), let number = row.int(1), let lower = row.int(2), let upper = row.int(3), let read = row.int(5),
+            let middle = KeySpace.split(lower: lower, upper: upper, cursor: row.int(4) ?? RangeCursor.start.hash, read: read)
+        else { return nil }
+        // Only while the range still ends where it was read to end (its holder may have moved on).
+        guard try await !connection.query(sql.shortenSegment, [.text(notificationID), .int(number), .int(middle), .int(upper)]).isEmpty else { return nil }
+        let split = KeySpace.splitNumber(middle)
+        try await connection.query(sql.insertSplit, [.text(notificationID), .int(split), .int(middle), .int(upper), time])
+        return SQLRow(values: [
+            .text(notificationID), .int(split), .int(middle), .int(upper), .int(RangeCursor.start.hash), .text(RangeCursor.start.token),
+            .code(SegmentState.pending), .null, .null,
+        ])
+    }
+
     /// Split on UTF-8 bytes: a `Character` split walks grapheme clusters, which for a batch of a
     /// thousand tokens cost more than the claim's statements.
     static func lines(_ joined: String?) -> [String] {

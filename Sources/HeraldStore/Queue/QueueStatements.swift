@@ -264,10 +264,35 @@ struct QueueStatements: Sendable {
         ORDER BY s.state DESC, s.last_claimed_at, s.number, s.created_at LIMIT 1\(d.skipLocked(of: "s"))
         """
     }
+    /// Leases a range to $1 until $2 at $3, noting how far the claim read it ($6): what is above
+    /// is what another worker may split off (``pickSplittable``).
     var leaseSegment: String {
         """
-        UPDATE segments SET state = \(SegmentState.claimed), lease_owner = $1, lease_expires_at = $2, attempts = attempts + 1, last_claimed_at = $3
+        UPDATE segments SET state = \(SegmentState.claimed), lease_owner = $1, lease_expires_at = $2, attempts = attempts + 1, last_claimed_at = $3,
+            read_hash = $6
         WHERE notification_id = $4 AND number = $5
+        """
+    }
+
+    /// The leased range (at $1) with the most keys left above what its holder read, at least $2,
+    /// of a notification not finished: when no range is free, a worker splits one.
+    var pickSplittable: String {
+        """
+        SELECT s.notification_id, s.number, s.lower_hash, s.upper_hash, s.cursor_hash, s.read_hash
+        FROM segments s JOIN notifications n ON n.id = s.notification_id AND n.status < \(NotificationState.finished)
+        WHERE s.state = \(SegmentState.claimed) AND s.lease_expires_at > $1 AND s.read_hash IS NOT NULL AND s.upper_hash - s.read_hash >= $2
+        ORDER BY s.upper_hash - s.read_hash DESC LIMIT 1\(d.skipLocked(of: "s"))
+        """
+    }
+    /// Range $2 of notification $1 ends at $3 (it ended at $4): its holder read below it.
+    var shortenSegment: String {
+        "UPDATE segments SET upper_hash = $3 WHERE notification_id = $1 AND number = $2 AND upper_hash = $4 RETURNING number"
+    }
+    /// The part split off: range $2 of notification $1, keys $3..<$4, from its start, at $5.
+    var insertSplit: String {
+        """
+        INSERT INTO segments (notification_id, number, lower_hash, upper_hash, cursor_hash, cursor, state, last_claimed_at, created_at)
+        VALUES ($1, $2, $3, $4, -1, '', \(SegmentState.pending), $5, $5)
         """
     }
 

@@ -113,6 +113,7 @@ enum SQLiteSchema {
             "ALTER TABLE segments ADD COLUMN upper_hash INTEGER NOT NULL DEFAULT 4294967296",
             "ALTER TABLE segments ADD COLUMN cursor_hash INTEGER NOT NULL DEFAULT -1",
             "ALTER TABLE segments ADD COLUMN raised_hash INTEGER",
+            "ALTER TABLE segments ADD COLUMN read_hash INTEGER",
             "UPDATE segments SET state = 2, lease_owner = NULL WHERE state < 2 AND number > 0",
             "UPDATE segments SET cursor = '', raised_through = NULL WHERE state < 2",
         ],
