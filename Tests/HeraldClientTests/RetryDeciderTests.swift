@@ -59,6 +59,20 @@ struct RetryDeciderTests {
         }
     }
 
+    @Test("RetryPolicy's delays are the shared Backoff's, the gateway queue's rule, for any attempt")
+    func retryPolicyUsesBackoff() {
+        for policy in [RetryPolicy.default, .none, RetryPolicy(maximumAttempts: 9, initialBackoff: .milliseconds(20), maximumBackoff: .seconds(3), jitter: 0.5, providerTokenUpdateDelay: .zero)] {
+            let backoff = Backoff(initial: policy.initialBackoff, maximum: policy.maximumBackoff, jitter: policy.jitter)
+            #expect(policy.backoff == backoff)
+            for attempt in [0, 1, 2, 3, 10, 31, 32, 64, Int.max] {
+                for random in [0, 0.25, 0.5, 0.999] {
+                    #expect(policy.backoff(afterAttempt: attempt, random: random) == backoff.delay(afterAttempt: attempt, random: random))
+                }
+            }
+            #expect(policy.backoff(afterAttempt: .max, random: 0) == policy.maximumBackoff)
+        }
+    }
+
     @Test("ExpiredProviderToken: a new token and one retry at once on another connection, then final")
     func expiredProviderToken() {
         #expect(decide(rejection("ExpiredProviderToken", status: 403)) == .retry(after: .zero, renewProviderToken: true, avoidConnection: true))

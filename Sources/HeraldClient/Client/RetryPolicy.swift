@@ -37,12 +37,14 @@ public struct RetryPolicy: Sendable, Hashable {
         self.providerTokenUpdateDelay = providerTokenUpdateDelay
     }
 
+    /// The back-off its delays follow: the same rule as the gateway's queue.
+    var backoff: Backoff {
+        Backoff(initial: initialBackoff, maximum: maximumBackoff, jitter: jitter)
+    }
+
     /// The delay before attempt `attempt + 1`, after `attempt` attempts (1-based), with jitter
     /// drawn from `random` (a value in 0..<1).
     func backoff(afterAttempt attempt: Int, random: Double) -> Duration {
-        let exponent = min(max(attempt - 1, 0), 30)
-        let base = min(initialBackoff * (1 << exponent), maximumBackoff)
-        let scale = 1 - jitter * random
-        return base * scale
+        backoff.delay(afterAttempt: attempt, random: random)
     }
 }
