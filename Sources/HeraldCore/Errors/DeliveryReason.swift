@@ -1,0 +1,135 @@
+/// Why a delivery to one device was rejected, retried or failed: an APNs reason (apns-spec §1.7),
+/// or one of the gateway's own, with ``other(_:)`` for a string this version of Herald does not know.
+///
+/// Its identity is its stable string (``description``): what the store keeps beside a delivery and
+/// the API returns. ``init(_:)`` parses any string back without losing it, so two reasons are equal
+/// exactly when their strings are, however they were made (`.other("Unregistered")` equals
+/// `.apns(.unregistered)`). A string literal is a reason too: `.retry(reason: "ServiceUnavailable")`.
+public enum DeliveryReason: Sendable, Hashable, CustomStringConvertible, LosslessStringConvertible, ExpressibleByStringLiteral {
+    /// APNs's reason, as APNs sent it (or as Herald's local validation refused the notification).
+    case apns(APNSReason)
+    /// A reason the gateway gives itself.
+    case gateway(Gateway)
+    /// The notification's deadline came while a device was still being retried: `Expired (last: …)`,
+    /// with the reason of its last retry.
+    indirect case expiredRetrying(last: DeliveryReason)
+    /// Stored work this Herald cannot send (written by hand, or damaged): `Quarantined: …`, with
+    /// what is wrong with it.
+    case quarantined(String)
+    /// A string that is none of the above (written by a newer Herald, or by hand), kept as it is.
+    case other(String)
+
+    /// The gateway's own reasons, each a fixed string. Adding one here gives it a metrics label of
+    /// its own (``code``), so nothing else needs to be told.
+    public enum Gateway: String, Sendable, Hashable, CaseIterable {
+        /// The notification's app is not served by this gateway process (its configuration changed):
+        /// retried, so a process that serves it, or this one restarted with it, sends it.
+        case unknownApp = "UnknownApp"
+        /// The stored payload is not a JSON object: it can never be sent.
+        case payloadInvalid = "PayloadInvalid"
+        /// The notification's apns-expiration passed before the client could deliver it.
+        case expired = "Expired"
+        /// The notification was cancelled before this device was sent to.
+        case cancelled = "Cancelled"
+        /// Sending stopped before APNs answered: the client was shut down, or the worker's grace
+        /// period ran out while the process stopped. Retried.
+        case shutdown = "shutdown"
+        // The APNs client gave up without an answer from APNs: HeraldClient's `APNSClientError`
+        // codes, by name.
+        /// No connection could be made.
+        case connectionFailed
+        /// TLS failed: the server is not trusted, or does not speak HTTP/2.
+        case tlsFailed
+        /// The connection was lost before an answer, every time.
+        case connectionLost
+        /// No answer within the request timeout, every time.
+        case timedOut
+        /// The client's own expiry check (the gateway records ``expired`` instead).
+        case clientExpired = "expired"
+        /// The credentials cannot be used for this notification.
+        case invalidCredentials
+        /// The client's configuration is out of range.
+        case invalidConfiguration
+        /// The server answered something that is not an APNs response.
+        case protocolError
+    }
+
+    /// Every reason with a fixed string: APNs's known reasons, then the gateway's. Each has a
+    /// different string, and each is its own ``code``.
+    public static let allKnown: [DeliveryReason] = APNSReason.allKnown.map(apns) + Gateway.allCases.map(gateway)
+
+    /// The reason a string stands for; never fails, and gives back exactly `text` as ``description``.
+    public init(_ text: String) {
+        // `Expired (last: …)` is unwrapped in a loop, a few levels deep at most: a string made to
+        // nest deeper stays `other` inside, as it was, instead of recursing without bound.
+        var inner = Substring(text)
+        var depth = 0
+        while depth < Self.maximumNesting, inner.hasPrefix(Self.expiredPrefix), inner.hasSuffix(")") {
+            inner = inner.dropFirst(Self.expiredPrefix.count).dropLast()
+            depth += 1
+        }
+        var reason: DeliveryReason
+        if let fixed = Self.fixed[String(inner)] {
+            reason = fixed
+        } else if inner.hasPrefix(Self.quarantinedPrefix) {
+            reason = .quarantined(String(inner.dropFirst(Self.quarantinedPrefix.count)))
+        } else {
+            reason = .other(String(inner))
+        }
+        for _ in 0..<depth { reason = .expiredRetrying(last: reason) }
+        self = reason
+    }
+
+    public init(stringLiteral value: String) {
+        self.init(value)
+    }
+
+    /// The stable string: what the store keeps and the API returns.
+    public var description: String {
+        switch self {
+        case .apns(let reason): reason.rawValue
+        case .gateway(let reason): reason.rawValue
+        case .expiredRetrying(let last): Self.expiredPrefix + last.description + ")"
+        case .quarantined(let what): Self.quarantinedPrefix + what
+        case .other(let text): text
+        }
+    }
+
+    /// The reason without its details, from a bounded set, for metrics labels: a known reason's
+    /// string, `Expired` for ``expiredRetrying(last:)``, `Quarantined` for ``quarantined(_:)``,
+    /// and `other` for a reason Herald does not know.
+    public var code: String {
+        switch Self(description) {
+        case .apns(.unknown), .other: "other"
+        case .apns(let reason): reason.rawValue
+        case .gateway(let reason): reason.rawValue
+        case .expiredRetrying: Gateway.expired.rawValue
+        case .quarantined: "Quarantined"
+        }
+    }
+
+    /// APNs's reason, when this is one Herald knows (whichever way the value was made).
+    public var apnsReason: APNSReason? {
+        // Parsing gives `.apns` only for known reasons.
+        if case .apns(let reason) = Self(description) { return reason }
+        return nil
+    }
+
+    public static func == (lhs: DeliveryReason, rhs: DeliveryReason) -> Bool {
+        lhs.description == rhs.description
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(description)
+    }
+
+    private static let expiredPrefix = "Expired (last: "
+    private static let quarantinedPrefix = "Quarantined: "
+    private static let maximumNesting = 4
+
+    /// The reasons with a fixed string, by string. Only exact strings: APNs's alternative
+    /// spellings (``APNSReason/init(rawValue:)``) stay ``other(_:)``, so every string round-trips.
+    private static let fixed: [String: DeliveryReason] = Dictionary(
+        allKnown.map { ($0.description, $0) }, uniquingKeysWith: { first, _ in first }
+    )
+}
