@@ -6,8 +6,8 @@ import Prometheus
 
 /// The gateway's metrics, recorded through swift-metrics into one Prometheus registry that
 /// `GET /metrics` writes out. Every label set is bounded: routes are the API's route templates,
-/// apps come from the configuration, outcomes are four, and reasons are APNs's known reasons (an
-/// unknown one counts as `other`).
+/// apps come from the configuration, outcomes are four, and reasons are ``DeliveryReason/code``s:
+/// the known reasons' strings, `Quarantined`, and `other` for any reason Herald does not know.
 final class GatewayMetrics: Sendable {
     let registry: PrometheusCollectorRegistry
     private let factory: PrometheusMetricsFactory
@@ -19,9 +19,6 @@ final class GatewayMetrics: Sendable {
     private let batchDuration: Metrics.Timer
     private let enqueued: Metrics.Counter
     private let purged: Metrics.Counter
-
-    /// Routes a request can be counted under; anything else is `other`.
-    private static let knownReasons = Set(APNSReason.allKnown.map(\.rawValue))
 
     struct RequestKey: Hashable {
         var route: String
@@ -106,17 +103,11 @@ final class GatewayMetrics: Sendable {
         activeNotifications.record(statistics.activeNotifications)
     }
 
-    /// A reason as a label: an APNs reason, or one of the gateway's own, else `other`.
-    static func label(_ reason: String) -> String {
-        if knownReasons.contains(reason) { return reason }
-        let word = reason.prefix { $0 != " " && $0 != ":" && $0 != "(" }
-        switch word {
-        case "Expired", "Cancelled", "connectionFailed", "tlsFailed", "connectionLost", "timedOut", "expired", "shutdown", "invalidCredentials",
-            "protocolError", "UnknownApp":
-            return String(word)
-        default:
-            return knownReasons.contains(String(word)) ? String(word) : "other"
-        }
+    /// A reason as a label: its ``DeliveryReason/code``, which every known reason
+    /// (``DeliveryReason/allKnown``) has of its own, and which is `other` for any reason Herald
+    /// does not know, so the label set stays bounded whatever APNs or the database says.
+    static func label(_ reason: DeliveryReason) -> String {
+        reason.code
     }
 
     /// The Prometheus text exposition of everything recorded.

@@ -56,23 +56,30 @@ enum BatchMessages {
     ///
     /// A device is rejected for good only for what APNs says about the device or the request; a
     /// gateway-side problem (credentials, connectivity, APNs overloaded) is retried with back-off
-    /// until the notification expires, so fixing the configuration delivers it.
+    /// until the notification expires, so fixing the configuration delivers it. A notification
+    /// Herald's own validation refused fails: sending it again would be refused again.
     static func outcome(_ result: APNSOutcome.Result) -> DeliveryOutcome.Result {
         switch result {
         case .accepted(let response):
             return .accepted(apnsID: response.apnsID)
         case .rejected(let error):
             if error.origin == .local {
-                return .failed(reason: error.reason.rawValue)
+                return .failed(reason: .apns(error.reason))
             }
             if error.isRetryable || credentialReasons.contains(error.reason) {
-                return .retry(reason: error.reason.rawValue)
+                return .retry(reason: .apns(error.reason))
             }
-            return .rejected(reason: error.reason.rawValue, timestamp: error.timestamp)
+            return .rejected(reason: .apns(error.reason), timestamp: error.timestamp)
         case .failed(let error):
             // The client gave up: APNs unreachable, no answer in time, the client stopping.
-            return error.code == .expired ? .failed(reason: "Expired") : .retry(reason: error.code.description)
+            return error.code == .expired ? .failed(reason: .gateway(.expired)) : .retry(reason: reason(error.code))
         }
+    }
+
+    /// A client failure's code as a reason: the gateway's reason of the same name (a code this
+    /// Herald does not know yet is kept by name).
+    static func reason(_ code: APNSClientError.Code) -> DeliveryReason {
+        DeliveryReason(code.description)
     }
 
     /// Rejections that say the gateway's credentials are wrong, not the device (apns-spec §1.7):

@@ -118,14 +118,14 @@ final class DeliveryWorkers: Service, Sendable {
             // Not this process's app (a configuration changed): retried until it expires, so a
             // process that has the app, or this one restarted with it, still sends it.
             logger.warning("a notification for an app this gateway does not serve; retrying later", metadata: ["devices": "\(batch.items.count)"])
-            await record(batch, batch.items.map { DeliveryOutcome(token: $0.token, result: .retry(reason: "UnknownApp")) }, logger: logger, start: start)
+            await record(batch, batch.items.map { DeliveryOutcome(token: $0.token, result: .retry(reason: .gateway(.unknownApp))) }, logger: logger, start: start)
             return
         }
         let messages: (notifications: [PushNotification], invalid: [String])
         do {
             messages = try BatchMessages.notifications(for: batch, topic: app.topic)
         } catch {
-            await record(batch, batch.items.map { DeliveryOutcome(token: $0.token, result: .failed(reason: "PayloadInvalid")) }, logger: logger, start: start)
+            await record(batch, batch.items.map { DeliveryOutcome(token: $0.token, result: .failed(reason: .gateway(.payloadInvalid))) }, logger: logger, start: start)
             return
         }
         let notifications = messages.notifications
@@ -167,9 +167,9 @@ final class DeliveryWorkers: Service, Sendable {
         await collector.wait()
         watchdog.cancel()
         _ = sender  // left to finish on its own if the grace period ran out
-        let results = collector.results(missing: .retry(reason: "shutdown"))
+        let results = collector.results(missing: .retry(reason: .gateway(.shutdown)))
         var outcomes = zip(notifications, results).map { DeliveryOutcome(token: $0.token.hex, result: $1) }
-        outcomes += messages.invalid.map { DeliveryOutcome(token: $0, result: .failed(reason: APNSReason.badDeviceToken.rawValue)) }
+        outcomes += messages.invalid.map { DeliveryOutcome(token: $0, result: .failed(reason: .apns(.badDeviceToken))) }
         await record(batch, outcomes, logger: logger, start: start)
     }
 

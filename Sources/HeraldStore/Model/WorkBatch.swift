@@ -61,12 +61,12 @@ public struct DeliveryOutcome: Sendable, Hashable {
         /// APNs accepted it.
         case accepted(apnsID: String?)
         /// APNs refused it, for good. A 410 carries when APNs saw the token go.
-        case rejected(reason: String, timestamp: Date?)
+        case rejected(reason: DeliveryReason, timestamp: Date?)
         /// It could not be delivered now (APNs unreachable, 5xx, 429): try again later, until
         /// the notification's deadline.
-        case retry(reason: String)
+        case retry(reason: DeliveryReason)
         /// It cannot be delivered, and trying again would not help.
-        case failed(reason: String)
+        case failed(reason: DeliveryReason)
     }
 
     public var token: String
