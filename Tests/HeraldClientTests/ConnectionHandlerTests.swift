@@ -80,7 +80,7 @@ struct ConnectionHandlerTests {
         let harness = try Harness()
         harness.submit(try Self.notification())
         #expect(harness.recorder.ids.withLock { $0 } == [0], "the pool asked for a connection")
-        try harness.channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 443)).wait()
+        try await harness.channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 443)).get()
         // The preface and SETTINGS, and no request before the server's SETTINGS.
         let preface = try harness.serverReads()
         #expect(preface.contains { if case .settings = $0 { true } else { false } })
@@ -124,7 +124,7 @@ struct ConnectionHandlerTests {
     func protocolError() async throws {
         let harness = try Harness()
         harness.submit(try Self.notification())
-        try harness.channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 443)).wait()
+        try await harness.channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 443)).get()
         _ = try harness.serverReads()
         // A DATA frame on stream 0 before any SETTINGS: a connection error (RFC 9113 §6.1).
         try harness.channel.writeInbound(ByteBuffer(bytes: [0, 0, 1, 0x0, 0x0, 0, 0, 0, 0, 0x41]))

@@ -127,7 +127,7 @@ package final class RawTLSClient: Sendable {
 
         func channelRead(context: ChannelHandlerContext, data: NIOAny) {
             var bytes = unwrapInboundIn(data)
-            received.withLockedValue { $0.bytes.writeBuffer(&bytes) }
+            received.withLockedValue { _ = $0.bytes.writeBuffer(&bytes) }
         }
 
         func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {

@@ -103,7 +103,7 @@ struct DeviceRegistryTests {
             let registered = Date(timeIntervalSince1970: 1_700_000_000)
             try await store.register(try registration(1), app: app, now: registered)
             try await store.register(try registration(2), app: app, now: registered)
-            try await store.enqueue(NotificationRequest(app: app, audience: .tokens([token(1), token(2)]), payload: payload), now: registered)
+            _ = try await store.enqueue(NotificationRequest(app: app, audience: .tokens([token(1), token(2)]), payload: payload), now: registered)
             let batch = try #require(try await store.claim(owner: "w", now: registered).first)
             // Device 1: APNs saw the token go an hour *before* it registered: it registered again, keep it.
             // Device 2: an hour after: it is gone.
@@ -134,7 +134,7 @@ struct DeviceRegistryTests {
     func invalidReasons(backend: Backend) async throws {
         try await withStore(backend) { store in
             for number in 1...3 { try await store.register(try registration(number), app: app) }
-            try await store.enqueue(NotificationRequest(app: app, audience: .tokens([1, 2, 3].map(token)), payload: payload))
+            _ = try await store.enqueue(NotificationRequest(app: app, audience: .tokens([1, 2, 3].map(token)), payload: payload))
             let batch = try #require(try await store.claim(owner: "w").first)
             try await store.complete(batch, outcomes: [
                 DeliveryOutcome(token: token(1), result: .rejected(reason: "BadDeviceToken", timestamp: nil)),

@@ -28,7 +28,7 @@ struct HostileQueueTests {
             #expect(try await store.device(app: app, token: token(1))?.badge == maximum)
 
             // A broadcast raising it again: still the largest.
-            try await store.enqueue(NotificationRequest(app: app, audience: .all, payload: payload, badge: .increment))
+            _ = try await store.enqueue(NotificationRequest(app: app, audience: .all, payload: payload, badge: .increment))
             let range = try await claimAll(store)
             #expect(range.flatMap(\.items).first { $0.token == token(1) }?.badge == maximum)
             #expect(range.flatMap(\.items).first { $0.token == token(2) }?.badge == 2)

@@ -191,7 +191,7 @@ struct QueueTests {
             try await store.register(try registration(1, badge: 5), app: app, now: t0)
             try await store.register(try registration(2), app: app, now: t0)
             for audience in [Audience.tokens([token(1), token(2)]), .all] {
-                try await store.enqueue(NotificationRequest(app: app, audience: audience, payload: payload, badge: .increment), now: t0)
+                _ = try await store.enqueue(NotificationRequest(app: app, audience: audience, payload: payload, badge: .increment), now: t0)
             }
             let explicit = try #require(try await store.claim(owner: "crashed", now: t0).first)
             #expect(Dictionary(uniqueKeysWithValues: explicit.items.map { ($0.token, $0.badge) }) == [token(1): 6, token(2): 1])
@@ -209,7 +209,7 @@ struct QueueTests {
 
             // The app was opened: it sets the badge to 0, and the next notification makes it 1.
             try await store.register(try registration(1, badge: 0), app: app)
-            try await store.enqueue(NotificationRequest(app: app, audience: .tokens([token(1)]), payload: payload, badge: .increment))
+            _ = try await store.enqueue(NotificationRequest(app: app, audience: .tokens([token(1)]), payload: payload, badge: .increment))
             #expect(try await store.claim(owner: "w").first?.items.first?.badge == 1)
         }
     }

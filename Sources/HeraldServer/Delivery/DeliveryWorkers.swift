@@ -244,7 +244,7 @@ final class DeliveryWorkers: Service, Sendable {
     }
 
     private static func cancelWhenGracefulShutdownIgnoringErrors(_ body: @escaping @Sendable () async -> Void) async {
-        _ = try? await cancelWhenGracefulShutdown { await body() }
+        await cancelWhenGracefulShutdown { await body() }
     }
 
     private static func hostName() -> String {
