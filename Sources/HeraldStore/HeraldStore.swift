@@ -33,6 +33,9 @@ public final class HeraldStore: Service, Sendable {
         public var initialRetryDelay = Defaults.initialRetryDelay
         /// Default 10 minutes.
         public var maximumRetryDelay = Defaults.maximumRetryDelay
+        /// The fraction of each retry's delay that is random (0: none, 1: anywhere from 0 to
+        /// the delay), so devices that failed together are not retried in one burst. Default 0.1.
+        public var retryJitter = Defaults.retryJitter
         /// PostgreSQL connections per process. Default 10.
         public var maximumConnections = 10
 
@@ -42,6 +45,7 @@ public final class HeraldStore: Service, Sendable {
             public static let maximumAge: Duration = .seconds(24 * 3600)
             public static let initialRetryDelay: Duration = .seconds(5)
             public static let maximumRetryDelay: Duration = .seconds(600)
+            public static let retryJitter = 0.1
         }
 
         public init(url: StoreURL) {
@@ -239,11 +243,7 @@ public final class HeraldStore: Service, Sendable {
     /// - Throws: ``StoreError`` with code `leaseLost` when the batch's lease ran out and another
     ///   worker took it over (its outcomes then count, not these).
     public func complete(_ batch: WorkBatch, outcomes: [DeliveryOutcome], now: Date = Date()) async throws {
-        let initial = configuration.initialRetryDelay.seconds
-        let maximum = configuration.maximumRetryDelay.seconds
-        try await backend.complete(batch, outcomes: outcomes, retryAt: { attempt in
-            now.addingTimeInterval(min(maximum, initial * Double(1 << min(max(attempt - 1, 0), 30))))
-        }, now: now)
+        try await backend.complete(batch, outcomes: outcomes, settings: RetrySettings(configuration, jitter: configuration.retryJitter), now: now)
     }
 
     /// Gives a batch back unsent (the worker is stopping): another worker may take it at once.

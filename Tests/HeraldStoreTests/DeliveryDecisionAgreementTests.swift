@@ -3,10 +3,10 @@ import HeraldCore
 @testable import HeraldStore
 import Testing
 
-/// ``DeliveryDecision`` decides what the store's `OutcomePlan` has always done with an outcome:
-/// the same row state, reason string and retry time, and the same devices invalidated. Once the
-/// store's queue carries out ``DeliveryDecision`` itself, this comparison can go.
-@Suite("Delivery decisions agree with the store's outcome plan")
+/// The store's `OutcomePlan` carries out each outcome's ``DeliveryDecision`` and nothing else:
+/// the row's state, reason string and retry time, and the devices invalidated, follow from the
+/// decision, for every outcome, attempt, deadline and cancel.
+@Suite("The store's outcome plan carries out the delivery decisions")
 struct DeliveryDecisionAgreementTests {
     static let now = Date(timeIntervalSince1970: 1_800_000_000)
     static let settings = RetrySettings(HeraldStore.Configuration(url: .sqlite(path: ":memory:")))
@@ -38,11 +38,7 @@ struct DeliveryDecisionAgreementTests {
                         source: .deliveries(tokens.indices.map(Int64.init))
                     )
                     let outcomes = zip(tokens, Self.results).map { DeliveryOutcome(token: $0, result: $1) }
-                    let backoff = Self.settings.backoff
-                    let plan = OutcomePlan(
-                        outcomes: outcomes, of: batch, cancelled: cancelled,
-                        retryAt: { Self.now.addingTimeInterval(backoff.delay(afterAttempt: $0, random: 0).seconds) }, now: Self.now
-                    )
+                    let plan = OutcomePlan(outcomes: outcomes, of: batch, cancelled: cancelled, settings: Self.settings, now: Self.now, random: { 0 })
                     #expect(plan.rows.count == outcomes.count)
                     let invalidations = Dictionary(plan.invalidations.map { ($0.token, $0) }, uniquingKeysWith: { first, _ in first })
                     for (row, outcome) in zip(plan.rows, outcomes) {

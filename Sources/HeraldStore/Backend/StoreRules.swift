@@ -88,42 +88,50 @@ struct OutcomePlan {
     var rows: [Row] = []
     var invalidations: [Invalidation] = []
 
+    /// Carries out each outcome's ``DeliveryDecision``.
+    ///
     /// - Parameters:
     ///   - batch: the batch the outcomes are for: a range keeps no row for a plain acceptance.
     ///   - cancelled: the notification was cancelled meanwhile: retries end as failed.
-    init(outcomes: [DeliveryOutcome], of batch: WorkBatch, cancelled: Bool, retryAt: (Int) -> Date, now: Date) {
+    ///   - random: draws each retry's jitter (a value in 0..<1).
+    init(
+        outcomes: [DeliveryOutcome], of batch: WorkBatch, cancelled: Bool, settings: RetrySettings, now: Date,
+        random: () -> Double = { Double.random(in: 0..<1) }
+    ) {
         var keepsAccepted = true
         if case .segment = batch.source { keepsAccepted = false }
-        let deadline = batch.notification.deadline
         // Attempt numbers are looked up only for retries, and only in batches that have them.
         var attempts: [String: Int]?
         for outcome in outcomes {
-            switch outcome.result {
-            case .accepted(let apnsID):
+            var attempt = 1
+            if case .retry = outcome.result {
+                if attempts == nil { attempts = Dictionary(batch.items.map { ($0.token, $0.attempt) }, uniquingKeysWith: max) }
+                attempt = attempts?[outcome.token] ?? 1
+            }
+            let decision = DeliveryDecision.decide(
+                outcome: outcome.result, attempt: attempt, deadline: batch.notification.deadline, cancelled: cancelled, now: now, settings: settings,
+                random: random()
+            )
+            switch decision {
+            case .accept(let apnsID):
                 accepted += 1
                 if keepsAccepted { rows.append(Row(token: outcome.token, state: .accepted, apnsID: apnsID)) }
-            case .rejected(let reason, let timestamp):
-                rejected[reason, default: 0] += 1
-                rows.append(Row(token: outcome.token, state: .rejected, reason: reason))
-                if Invalidation.status(for: reason) != nil {
-                    // A 410 without a usable timestamp counts from when APNs answered.
-                    invalidations.append(Invalidation(token: outcome.token, reason: reason, timestamp: timestamp ?? now))
-                }
-            case .retry(let reason):
-                if attempts == nil { attempts = Dictionary(batch.items.map { ($0.token, $0.attempt) }, uniquingKeysWith: max) }
-                let next = retryAt(attempts?[outcome.token] ?? 1)
-                if cancelled {
-                    failed += 1
-                    rows.append(Row(token: outcome.token, state: .failed, reason: "Cancelled"))
-                } else if next >= deadline {
-                    failed += 1
-                    rows.append(Row(token: outcome.token, state: .failed, reason: "Expired (last: \(reason))"))
-                } else {
-                    rows.append(Row(token: outcome.token, state: .pending, reason: reason, nextAttemptAt: next.milliseconds))
-                }
-            case .failed(let reason):
+            case .retry(let at, let reason):
+                rows.append(Row(token: outcome.token, state: .pending, reason: reason.description, nextAttemptAt: at.milliseconds))
+            case .retireDevice(let reason, let since):
+                rejected[reason.description, default: 0] += 1
+                rows.append(Row(token: outcome.token, state: .rejected, reason: reason.description))
+                invalidations.append(Invalidation(token: outcome.token, reason: reason.description, timestamp: since))
+            case .invalidateDevice(let reason):
+                rejected[reason.description, default: 0] += 1
+                rows.append(Row(token: outcome.token, state: .rejected, reason: reason.description))
+                invalidations.append(Invalidation(token: outcome.token, reason: reason.description, timestamp: now))
+            case .reject(let reason):
+                rejected[reason.description, default: 0] += 1
+                rows.append(Row(token: outcome.token, state: .rejected, reason: reason.description))
+            case .fail(let reason):
                 failed += 1
-                rows.append(Row(token: outcome.token, state: .failed, reason: reason))
+                rows.append(Row(token: outcome.token, state: .failed, reason: reason.description))
             }
         }
     }

@@ -21,7 +21,7 @@ extension QueueEngine {
         if renewed < held { throw StoreError.leaseLost(batch, renewed: renewed, of: held) }
     }
 
-    func complete(_ batch: WorkBatch, outcomes: [DeliveryOutcome], retryAt: @escaping @Sendable (Int) -> Date, now: Date) async throws {
+    func complete(_ batch: WorkBatch, outcomes: [DeliveryOutcome], settings: RetrySettings, now: Date) async throws {
         let retried = try await database.write(.bookkeeping) { [self] connection -> Bool in
             let id = batch.notification.id
             let time = now.milliseconds
@@ -29,7 +29,7 @@ extension QueueEngine {
             // so the last one sees every other range done and finishes it.
             let status = try await connection.query(sql.notificationStatus, [.text(id)]).first?.int(0)
             let plan = OutcomePlan(
-                outcomes: outcomes, of: batch, cancelled: NotificationState(code: status) == .cancelled || status == nil, retryAt: retryAt, now: now
+                outcomes: outcomes, of: batch, cancelled: NotificationState(code: status) == .cancelled || status == nil, settings: settings, now: now
             )
             var accepted = 0
             var rejected: [String: Int] = [:]
