@@ -13,9 +13,9 @@ struct QueueStatements: Sendable {
 
     var selectDevice: String { "SELECT \(Self.deviceColumns) FROM devices WHERE app = $1 AND token = $2" }
 
-    /// Upserts devices of app $1 given as rows `[token, user, tags, badge, key]` ($2) at $3: a
+    /// Upserts devices of app $1 given as rows `[token, user, tags, badge, hash]` ($2) at $3: a
     /// null user, tags or badge keeps what is stored (a cleared user is ""); registering makes
-    /// the device active again.
+    /// the device active again. A hash is the token's, never updated.
     var upsertDevices: String {
         """
         INSERT INTO devices (app, token, user_id, tags, badge, hash, status, created_at, updated_at)
@@ -25,7 +25,6 @@ struct QueueStatements: Sendable {
             user_id = COALESCE(excluded.user_id, devices.user_id),
             tags = COALESCE(excluded.tags, devices.tags),
             badge = COALESCE(excluded.badge, devices.badge),
-            hash = excluded.hash,
             status = \(DeviceCode.active), reason = NULL, invalidated_at = NULL,
             updated_at = excluded.updated_at
         """
