@@ -104,13 +104,16 @@ struct OutcomePlan {
         var attempts: [String: Int]?
         for outcome in outcomes {
             var attempt = 1
+            // Jitter is drawn for retries only: a random draw per accepted device would cost more than deciding.
+            var jitter = 0.0
             if case .retry = outcome.result {
                 if attempts == nil { attempts = Dictionary(batch.items.map { ($0.token, $0.attempt) }, uniquingKeysWith: max) }
                 attempt = attempts?[outcome.token] ?? 1
+                jitter = random()
             }
             let decision = DeliveryDecision.decide(
                 outcome: outcome.result, attempt: attempt, deadline: batch.notification.deadline, cancelled: cancelled, now: now, settings: settings,
-                random: random()
+                random: jitter
             )
             switch decision {
             case .accept(let apnsID):
