@@ -66,16 +66,21 @@ final class GatewayMetrics: Sendable {
     /// How the devices of one sent batch ended.
     func recordOutcomes(app: String, _ outcomes: [DeliveryOutcome], duration: Duration) {
         var counts: [DeliveryKey: Int] = [:]
+        // Acceptances, nearly every outcome, are counted without a key per device.
+        var accepted = 0
         for outcome in outcomes {
             let key: DeliveryKey
             switch outcome.result {
-            case .accepted: key = DeliveryKey(app: app, outcome: "accepted", reason: "")
+            case .accepted:
+                accepted += 1
+                continue
             case .rejected(let reason, _): key = DeliveryKey(app: app, outcome: "rejected", reason: Self.label(reason))
             case .retry(let reason): key = DeliveryKey(app: app, outcome: "retry", reason: Self.label(reason))
             case .failed(let reason): key = DeliveryKey(app: app, outcome: "failed", reason: Self.label(reason))
             }
             counts[key, default: 0] += 1
         }
+        if accepted > 0 { counts[DeliveryKey(app: app, outcome: "accepted", reason: ""), default: 0] += accepted }
         for (key, count) in counts {
             let counter = deliveries.withLockedValue { table in
                 if let existing = table[key] { return existing }

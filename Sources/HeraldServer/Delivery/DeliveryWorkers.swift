@@ -168,7 +168,11 @@ final class DeliveryWorkers: Service, Sendable {
         watchdog.cancel()
         _ = sender  // left to finish on its own if the grace period ran out
         let results = collector.results(missing: .retry(reason: .gateway(.shutdown)))
-        var outcomes = zip(notifications, results).map { DeliveryOutcome(token: $0.token.hex, result: $1) }
+        // The batch's own token strings, in the notifications' order (those that are not hex left
+        // out), not each token encoded to hex again: the store matches outcomes to rows by them.
+        let invalid = Set(messages.invalid)
+        let tokens = batch.items.lazy.map(\.token).filter { invalid.isEmpty || !invalid.contains($0) }
+        var outcomes = zip(tokens, results).map { DeliveryOutcome(token: $0, result: $1) }
         outcomes += messages.invalid.map { DeliveryOutcome(token: $0, result: .failed(reason: .apns(.badDeviceToken))) }
         await record(batch, outcomes, logger: logger, start: start)
     }
@@ -209,23 +213,26 @@ final class DeliveryWorkers: Service, Sendable {
                 }
             }
         }
-        var counts: [String: Int] = [:]
-        for outcome in outcomes {
-            switch outcome.result {
-            case .accepted: counts["accepted", default: 0] += 1
-            case .rejected: counts["rejected", default: 0] += 1
-            case .retry: counts["retry", default: 0] += 1
-            case .failed: counts["failed", default: 0] += 1
+        // Counted only when it is logged: a dictionary update per device costs more than recording it.
+        if logger.logLevel <= .info {
+            var counts: [String: Int] = [:]
+            for outcome in outcomes {
+                switch outcome.result {
+                case .accepted: counts["accepted", default: 0] += 1
+                case .rejected: counts["rejected", default: 0] += 1
+                case .retry: counts["retry", default: 0] += 1
+                case .failed: counts["failed", default: 0] += 1
+                }
             }
+            logger.info(
+                "batch sent",
+                metadata: [
+                    "devices": "\(outcomes.count)", "accepted": "\(counts["accepted", default: 0])", "rejected": "\(counts["rejected", default: 0])",
+                    "retry": "\(counts["retry", default: 0])", "failed": "\(counts["failed", default: 0])", "resend": "\(batch.isResend)",
+                    "ms": "\(elapsed.components.seconds * 1000 + elapsed.components.attoseconds / 1_000_000_000_000_000)",
+                ]
+            )
         }
-        logger.info(
-            "batch sent",
-            metadata: [
-                "devices": "\(outcomes.count)", "accepted": "\(counts["accepted", default: 0])", "rejected": "\(counts["rejected", default: 0])",
-                "retry": "\(counts["retry", default: 0])", "failed": "\(counts["failed", default: 0])", "resend": "\(batch.isResend)",
-                "ms": "\(elapsed.components.seconds * 1000 + elapsed.components.attoseconds / 1_000_000_000_000_000)",
-            ]
-        )
     }
 
     /// Waits for new work (or a retry coming due), at most a second, and not past a graceful shutdown.

@@ -56,8 +56,11 @@ extension QueueEngine {
                     .int(after.hash), .text(after.token), .code(exhausted ? SegmentState.done : .pending), .text(id), .int(number), .text(batch.owner),
                 ])
                 guard !advanced.isEmpty else { throw StoreError.leaseLost(batch, renewed: 0, of: 1) }
-                let badges = Dictionary(batch.items.map { ($0.token, $0.badge) }, uniquingKeysWith: { first, _ in first })
-                let kept: [[SQLValue]] = plan.rows.filter { $0.state != .accepted }.map { row in
+                let left = plan.rows.filter { $0.state != .accepted }
+                // The badge each device was sent, which a retry sends again (looked up only when some are kept).
+                let badges = left.isEmpty || batch.notification.badge != .increment
+                    ? [:] : Dictionary(batch.items.map { ($0.token, $0.badge) }, uniquingKeysWith: { first, _ in first })
+                let kept: [[SQLValue]] = left.map { row in
                     [.text(row.token), .code(row.state), .text(row.reason), .text(row.apnsID), .int(row.nextAttemptAt), (badges[row.token] ?? nil).map { .int($0) } ?? .null]
                 }
                 for part in Self.chunks(kept) { try await connection.query(sql.insertRangeDeliveries, [.text(id), .int(time), .rows(Array(part))]) }
