@@ -42,6 +42,19 @@ struct KeySpaceTests {
         #expect(KeySpace.hash("") >= 0 && KeySpace.hash(String(repeating: "f", count: 200)) < KeySpace.size)
     }
 
+    /// Registers devices 0..<count as `registration` makes them, in one streamed call.
+    func registerAll(_ store: HeraldStore, _ count: Int, _ registration: @escaping @Sendable (Int) throws -> DeviceRegistration) async throws {
+        let stream = AsyncThrowingStream<DeviceRegistration, any Error> { continuation in
+            do {
+                for number in 0..<count { continuation.yield(try registration(number)) }
+                continuation.finish()
+            } catch {
+                continuation.finish(throwing: error)
+            }
+        }
+        try await store.register(contentsOf: stream, app: app)
+    }
+
     /// A token whose first 60 hex digits are 0 (counting up): all of them in a sliver of the
     /// token space, as tokens split by their first digit would never be.
     func skewed(_ number: Int) -> String { token(number) }
@@ -50,11 +63,7 @@ struct KeySpaceTests {
     func skewedBroadcast(backend: Backend) async throws {
         try await withStore(backend) { store in
             let count = 3 * KeySpace.devicesPerRange - 1000
-            let stream = AsyncStream<DeviceRegistration> { continuation in
-                for number in 0..<count { continuation.yield(try! DeviceRegistration(token: skewed(number), tags: number % 2 == 0 ? ["even"] : nil)) }
-                continuation.finish()
-            }
-            try await store.register(contentsOf: stream, app: app)
+            try await registerAll(store, count) { try DeviceRegistration(token: skewed($0), tags: $0 % 2 == 0 ? ["even"] : nil) }
             for (audience, expected) in [(Audience.all, count), (.tags(["even"]), count / 2)] {
                 let (broadcast, _) = try await store.enqueue(NotificationRequest(app: app, audience: audience, payload: payload))
                 let ranges = KeySpace.rangeCount(devices: expected)
@@ -84,11 +93,7 @@ struct KeySpaceTests {
     func splitOnDemand(backend: Backend) async throws {
         try await withStore(backend) { store in
             let count = 5000
-            let stream = AsyncStream<DeviceRegistration> { continuation in
-                for number in 0..<count { continuation.yield(try! DeviceRegistration(token: token(number))) }
-                continuation.finish()
-            }
-            try await store.register(contentsOf: stream, app: app)
+            try await registerAll(store, count) { try DeviceRegistration(token: token($0)) }
             let (broadcast, _) = try await store.enqueue(NotificationRequest(app: app, audience: .all, payload: payload))
             #expect(KeySpace.rangeCount(devices: count) == 1)
             // Four workers at once, each holding its batch: each after the first splits what is left.

@@ -43,12 +43,12 @@ public enum DeliveryDecision: Sendable, Hashable {
         case .accepted(let apnsID):
             return .accept(apnsID: apnsID)
         case .rejected(let reason, let timestamp):
-            switch reason.apnsReason {
-            case .unregistered, .expiredToken:
+            switch Invalidation.status(for: reason) {
+            case .unregistered:
                 return .retireDevice(reason: reason, since: timestamp ?? now)
-            case .badDeviceToken, .deviceTokenNotForTopic:
+            case .invalid:
                 return .invalidateDevice(reason: reason)
-            default:
+            case .active, nil:
                 return .reject(reason: reason)
             }
         case .retry(let reason):

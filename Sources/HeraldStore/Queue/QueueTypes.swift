@@ -1,3 +1,5 @@
+import HeraldCore
+
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
@@ -28,9 +30,14 @@ struct Invalidation: Sendable, Hashable {
     /// `ExpiredToken` only if the device has not registered again since APNs's timestamp;
     /// `BadDeviceToken` and `DeviceTokenNotForTopic` at once.
     static func status(for reason: String) -> DeviceCode? {
-        switch reason {
-        case "Unregistered", "ExpiredToken": .unregistered
-        case "BadDeviceToken", "DeviceTokenNotForTopic": .invalid
+        status(for: DeliveryReason(reason))
+    }
+
+    /// The one table of reasons that end a device: ``DeliveryDecision`` decides by it too.
+    static func status(for reason: DeliveryReason) -> DeviceCode? {
+        switch reason.apnsReason {
+        case .unregistered, .expiredToken: .unregistered
+        case .badDeviceToken, .deviceTokenNotForTopic: .invalid
         default: nil
         }
     }

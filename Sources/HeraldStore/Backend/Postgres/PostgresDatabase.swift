@@ -99,16 +99,7 @@ final class PostgresDatabase: SQLDatabase {
     }
 
     func read<Result: Sendable>(_ body: @escaping @Sendable (any SQLConnection) async throws -> Result) async throws -> Result {
-        do {
-            return try await withDeadlines { leased in
-                try await self.client.withConnection { connection in
-                    leased.set()
-                    return try await body(PostgresSQLConnection(connection: connection, logger: self.logger))
-                }
-            }
-        } catch {
-            throw Self.storeError(error, database: description)
-        }
+        try await withConnection { [logger] connection in try await body(PostgresSQLConnection(connection: connection, logger: logger)) }
     }
 
     func announceWork(on connection: any SQLConnection) async throws {
