@@ -31,7 +31,9 @@ final class QueueEngine: Sendable {
     func run() async { await database.run() }
     func close() async throws { try await database.close() }
 
-    /// Applies the database's migrations, then gives rows from before migration 4 their hash.
+    /// Applies the database's migrations, then gives rows from before migration 4 their hash
+    /// (an index of the rows without one makes this a look at an empty index once done, and a
+    /// start after a crash midway finishes it).
     func migrate() async throws {
         try await database.migrate()
         try await fillHashes()

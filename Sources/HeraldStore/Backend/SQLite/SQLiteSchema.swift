@@ -109,6 +109,10 @@ enum SQLiteSchema {
             "ALTER TABLE device_tags ADD COLUMN hash INTEGER",
             "CREATE INDEX devices_hash ON devices (app, hash, token) WHERE status = 0",
             "CREATE INDEX device_tags_hash ON device_tags (app, tag, hash, token)",
+            // Rows still to be given a hash: empty once the engine has, so finding none at each
+            // start costs a look at an empty index, not a scan of the registry.
+            "CREATE INDEX devices_unhashed ON devices (app, token) WHERE hash IS NULL",
+            "CREATE INDEX device_tags_unhashed ON device_tags (app, token) WHERE hash IS NULL",
             "ALTER TABLE segments ADD COLUMN lower_hash INTEGER NOT NULL DEFAULT 0",
             "ALTER TABLE segments ADD COLUMN upper_hash INTEGER NOT NULL DEFAULT 4294967296",
             "ALTER TABLE segments ADD COLUMN cursor_hash INTEGER NOT NULL DEFAULT -1",
