@@ -89,8 +89,12 @@ struct GatewayBoundsTests {
                 try await harness.call(.get, "/v1/notifications/\(id)").status == 404
             }
             #expect(purged, "the notification is gone after its retention")
-            let text = try await harness.metricsText()
-            let line = text.split(separator: "\n").first { $0.hasPrefix("herald_purged_rows_total ") }
+            // The counter follows the purge's commit, which the 404 may see first.
+            var line: Substring?
+            _ = try await eventually(within: .seconds(5), every: .milliseconds(100)) {
+                line = try await harness.metricsText().split(separator: "\n").first { $0.hasPrefix("herald_purged_rows_total ") }
+                return (line.flatMap { Double($0.split(separator: " ").last ?? "") } ?? 0) >= 4
+            }
             #expect((line.flatMap { Double($0.split(separator: " ").last ?? "") } ?? 0) >= 4, "\(line ?? "no herald_purged_rows_total")")
         }
     }

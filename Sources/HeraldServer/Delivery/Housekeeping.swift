@@ -71,15 +71,18 @@ struct Housekeeping: Service {
             let purged: Int
             let batchStarted = ContinuousClock.now
             do {
-                purged = try await store.purgeOnce(finishedBefore: cutoff, limit: settings.purgeBatchSize)
-                    + store.purgeRetiredDevices(before: cutoff, limit: settings.purgeBatchSize)
+                // Each purge is counted as soon as it commits, not after the next one.
+                let finished = try await store.purgeOnce(finishedBefore: cutoff, limit: settings.purgeBatchSize)
+                metrics.recordPurged(finished)
+                let retired = try await store.purgeRetiredDevices(before: cutoff, limit: settings.purgeBatchSize)
+                metrics.recordPurged(retired)
+                purged = finished + retired
                 longest = max(longest, ContinuousClock.now - batchStarted)
             } catch {
                 logger.warning("cannot purge; retrying at the next interval", metadata: ["error": "\(error)"])
                 break
             }
             total += purged
-            metrics.recordPurged(purged)
             if purged < settings.purgeBatchSize { break }  // neither kind has a full batch left
             // Let workers' writes in between batches (SQLite has one writer).
             try? await Task.sleep(for: settings.purgePause)
