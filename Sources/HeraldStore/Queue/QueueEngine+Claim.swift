@@ -161,9 +161,8 @@ extension QueueEngine {
             notification = queued
         }
         let cursor = RangeCursor(hash: segment.int(4) ?? RangeCursor.start.hash, token: segment.text(5) ?? "")
-        var binds: [SQLValue] = [
-            .text(notification.app), .int(segment.int(2) ?? 0), .int(upper), .int(cursor.hash), .text(cursor.token), .int(limit),
-        ]
+        let from = cursor.reading(from: segment.int(2) ?? 0)
+        var binds: [SQLValue] = [.text(notification.app), .int(upper), .int(from.hash), .text(from.token), .int(limit)]
         var statement = sql.rangeOfAll
         if case .tags(let tags) = found?.audience {
             statement = sql.rangeOfTags

@@ -65,4 +65,13 @@ struct RangeCursor: Sendable, Hashable {
 
     /// Before every device of a range.
     static let start = RangeCursor(hash: -1, token: "")
+
+    /// Where reading a range that starts at `lower` begins: this cursor, or the range's start
+    /// when the cursor lies below it (a range split off starts there). Read as the one lower
+    /// bound `(hash, token) > cursor`, the index is entered at the cursor; with `hash >= lower`
+    /// beside it, SQLite entered it at `lower` and walked up to the cursor, so each batch cost
+    /// its offset into the range. No address is empty, so `(lower, "")` excludes none of `lower`'s.
+    func reading(from lower: Int64) -> RangeCursor {
+        hash < lower ? RangeCursor(hash: lower, token: "") : self
+    }
 }

@@ -295,25 +295,26 @@ struct QueueStatements: Sendable {
         """
     }
 
-    /// The next active devices of a range of app $1 (keys $2..<$3, after ($4, $5), at most $6),
-    /// as one row: their tokens joined by newlines in key order (a batch costs one row to hand
-    /// over, not thousands), the last key, and how many.
+    /// The next active devices of a range of app $1 (keys below $2, after ($3, $4), at most $5;
+    /// the cursor at or above the range's start: ``RangeCursor/reading(from:)``), as one row:
+    /// their tokens joined by newlines in key order (a batch costs one row to hand over, not
+    /// thousands), the last key, and how many.
     var rangeOfAll: String {
         """
         SELECT \(d.joinLines("token", orderBy: "hash, token")), MAX(hash), COUNT(*) FROM (
             SELECT hash, token FROM devices
-            WHERE app = $1 AND status = \(DeviceCode.active) AND hash >= $2 AND hash < $3 AND (hash, token) > ($4, $5)
-            ORDER BY hash, token LIMIT $6) AS r
+            WHERE app = $1 AND status = \(DeviceCode.active) AND (hash, token) > ($3, $4) AND hash < $2
+            ORDER BY hash, token LIMIT $5) AS r
         """
     }
-    /// As ``rangeOfAll``, for the devices with any of the tags $7.
+    /// As ``rangeOfAll``, for the devices with any of the tags $6.
     var rangeOfTags: String {
         """
         SELECT \(d.joinLines("token", orderBy: "hash, token")), MAX(hash), COUNT(*) FROM (
             SELECT DISTINCT t.hash AS hash, t.token AS token FROM device_tags t JOIN devices d ON d.app = t.app AND d.token = t.token
-            WHERE t.app = $1 AND t.tag IN (\(d.list(7, .text))) AND t.hash >= $2 AND t.hash < $3 AND (t.hash, t.token) > ($4, $5)
+            WHERE t.app = $1 AND t.tag IN (\(d.list(6, .text))) AND (t.hash, t.token) > ($3, $4) AND t.hash < $2
                 AND d.status = \(DeviceCode.active)
-            ORDER BY t.hash, t.token LIMIT $6) AS r
+            ORDER BY t.hash, t.token LIMIT $5) AS r
         """
     }
     var raisedThrough: String {

@@ -121,6 +121,13 @@ enum SQLiteSchema {
             "UPDATE segments SET state = 2, lease_owner = NULL WHERE state < 2 AND number > 0",
             "UPDATE segments SET cursor = '', raised_through = NULL WHERE state < 2",
         ],
+        // 5: a range is read from an index that holds all it reads. SQLite looks up the table
+        // row of every entry of a partial index (its WHERE is checked again), which made reading
+        // a range of a thousand devices cost a thousand B-tree descents: 12 times the covering read.
+        [
+            "DROP INDEX devices_hash",
+            "CREATE INDEX devices_hash ON devices (app, status, hash, token)",
+        ],
     ]
 
     static let createVersions = "CREATE TABLE IF NOT EXISTS herald_schema (version INTEGER PRIMARY KEY, applied_at INTEGER NOT NULL)"
