@@ -26,7 +26,8 @@ wait_for_port() {  # PORT [TENTHS]
 start_mock_and_key() {  # MOCK_PORT
     openssl ecparam -name prime256v1 -genkey -noout 2>/dev/null | openssl pkcs8 -topk8 -nocrypt -out "$WORK/AuthKey_BENCHKEY01.p8"
     "$HERALD" mock --port "$1" --write-ca "$WORK/ca.pem" >"$WORK/mock.log" 2>&1 &
-    PIDS+=($!)
+    MOCK_PID=$!
+    PIDS+=($MOCK_PID)
     wait_for_port "$1"
     KEY="hk_bench-$(openssl rand -hex 16)"
     DIGEST=$(printf '%s' "$KEY" | openssl dgst -sha256 -r | cut -d' ' -f1)

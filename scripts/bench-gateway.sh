@@ -25,7 +25,7 @@ API_PORT2=18581
 start_mock_and_key "$MOCK_PORT"  # $KEY, $DIGEST, $WORK/ca.pem, $WORK/AuthKey_BENCHKEY01.p8
 config() {  # DATABASE PORT
     cat <<EOF
-{ "listen": "127.0.0.1:$2", "database": "$1", "workers": { "count": ${WORKERS:-4} },
+{ "listen": "127.0.0.1:$2", "database": "$1", "workers": { "count": ${WORKERS:-4}, "batchSize": ${BATCH:-1000} },
   "apps": [ { "id": "bench", "topic": "com.example.herald", "environment": "https://127.0.0.1:$MOCK_PORT", "caFile": "$WORK/ca.pem",
               "authKey": { "file": "$WORK/AuthKey_BENCHKEY01.p8", "keyID": "BENCHKEY01", "teamID": "BENCHTEAM1" } },
             { "id": "skewed", "topic": "com.example.herald", "environment": "https://127.0.0.1:$MOCK_PORT", "caFile": "$WORK/ca.pem",
@@ -108,6 +108,9 @@ EOF
 drive() { python3 "$WORK/drive.py" "$@"; }
 hwm() { awk '/VmHWM/ { printf "%.1f", $2 / 1024 }' "/proc/$1/status"; }
 ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }  # user + system CPU, in clock ticks
+per_notification() {  # PID TICKS-BEFORE: its CPU since then, in µs per notification of COUNT
+    python3 -c "print('%.1f' % (($(ticks "$1") - $2) * 1e6 / $(getconf CLK_TCK) / $COUNT))"
+}
 declare -A CPU_US
 
 run_gateway() {  # LABEL DATABASE [second process: yes]; APP=skewed for the skewed registry
@@ -121,13 +124,15 @@ run_gateway() {  # LABEL DATABASE [second process: yes]; APP=skewed for the skew
     local rate
     # PERF=FILE: a profile of the gateway's first seconds of broadcasting (linux-perf).
     if [ -n "${PERF:-}" ]; then perf record -g -o "$PERF" -p "$first" -- sleep 4 >/dev/null 2>&1 & fi
-    local before_ticks
+    local before_ticks before_mock
     before_ticks=$(ticks "$first")
+    before_mock=$(ticks "$MOCK_PID")
     rate=$(drive "$API_PORT" "$KEY" broadcast)
-    local us
-    us=$(python3 -c "print('%.1f' % (($(ticks "$first") - $before_ticks) * 1e6 / $(getconf CLK_TCK) / $COUNT))")
+    local us mock_us
+    us=$(per_notification "$first" "$before_ticks")
+    mock_us=$(per_notification "$MOCK_PID" "$before_mock")
     CPU_US["$label"]=$us
-    echo "$label: broadcast of $COUNT: $rate/s, peak RSS $(hwm "$first") MiB, CPU $us µs per notification (this process)"
+    echo "$label: broadcast of $COUNT: $rate/s, peak RSS $(hwm "$first") MiB, CPU $us µs per notification (this process; the mock $mock_us µs)"
     BROADCAST_RATE=$rate
     if [ -z "$second" ] && [ "${APP:-bench}" = bench ]; then
         read -r p50 p99 post99 < <(drive "$API_PORT" "$KEY" latency "$RATE")
@@ -164,11 +169,12 @@ if [ -n "${POSTGRES:-}" ]; then
     APP=skewed case_ "serve (PostgreSQL, 1 process, skewed tokens)" "$POSTGRES" "${POSTGRES_BEFORE:-}"
 fi
 
+before_mock=$(ticks "$MOCK_PID")
 DIRECT=$("$HERALD" bench client --host "https://127.0.0.1:$MOCK_PORT" --ca-file "$WORK/ca.pem" --count "$COUNT" \
     --auth-key "$WORK/AuthKey_BENCHKEY01.p8" --key-id BENCHKEY01 --team-id BENCHTEAM1 --output json)
 DIRECT_RATE=$(printf '%s' "$DIRECT" | python3 -c 'import json,sys; d=json.load(sys.stdin); print("%.0f" % d["rate"])')
 DIRECT_US=$(printf '%s' "$DIRECT" | python3 -c "import json,sys; d=json.load(sys.stdin); print('%.1f' % (d['cpu_seconds'] * 1e6 / $COUNT))")
-echo "herald bench, straight to the mock: $DIRECT_RATE/s, CPU $DIRECT_US µs per notification"
+echo "herald bench, straight to the mock: $DIRECT_RATE/s, CPU $DIRECT_US µs per notification (the mock $(per_notification "$MOCK_PID" "$before_mock") µs)"
 for label in "${!CPU_US[@]}"; do
     python3 -c "print('CPU per notification, %s ÷ herald bench: %.2f' % ('$label', ${CPU_US[$label]} / $DIRECT_US))"
 done | sort

@@ -27,6 +27,12 @@ public struct DeviceToken: Sendable, Hashable, Comparable, CustomStringConvertib
                 "device token is \(text.utf8.count) characters; at most \(2 * Self.maximumByteCount) hex digits (\(Self.maximumByteCount) bytes) are accepted"
             )
         }
+        // Already lower-case hex of even length (every token from the registry): kept as it is,
+        // its storage shared, not copied.
+        if text.utf8.count % 2 == 0, text.utf8.allSatisfy(Self.isLowerHex) {
+            hex = text
+            return
+        }
         var normalised = [UInt8]()
         normalised.reserveCapacity(text.utf8.count)
         // Bytes, not Characters: a server parses millions of these. Only a bad token pays for
@@ -90,6 +96,10 @@ public struct DeviceToken: Sendable, Hashable, Comparable, CustomStringConvertib
             )
         }
         preconditionFailure("refuse(_:) is called only for a token with a character that is not a hex digit")
+    }
+
+    private static func isLowerHex(_ ascii: UInt8) -> Bool {
+        (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(ascii) || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains(ascii)
     }
 
     private static func lowerHex(_ ascii: UInt8) -> UInt8? {
