@@ -10,6 +10,9 @@
 # On SQLite (embedded) by default; with POSTGRES=postgres://USER@HOST:PORT/DB also on that
 # database with one process and with two (the second `--workers-only`), and with one process
 # for a skewed registry (every token in one sixteenth of the token space: its first hex digit 0).
+# WORKERS and BATCH set the gateway's workers.count and workers.batchSize (default 4 and 5000).
+# Each broadcast line also gives the mock's CPU per notification and how busy the machine's cores
+# were: at ~90 % or more the run is bound by CPU, and the ratio is the ratio of CPU per notification.
 # Usage: scripts/bench-gateway.sh [COUNT] [RATE]. Needs python3 and openssl.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -25,7 +28,7 @@ API_PORT2=18581
 start_mock_and_key "$MOCK_PORT"  # $KEY, $DIGEST, $WORK/ca.pem, $WORK/AuthKey_BENCHKEY01.p8
 config() {  # DATABASE PORT
     cat <<EOF
-{ "listen": "127.0.0.1:$2", "database": "$1", "workers": { "count": ${WORKERS:-4}, "batchSize": ${BATCH:-1000} },
+{ "listen": "127.0.0.1:$2", "database": "$1", "workers": { "count": ${WORKERS:-4}, "batchSize": ${BATCH:-5000} },
   "apps": [ { "id": "bench", "topic": "com.example.herald", "environment": "https://127.0.0.1:$MOCK_PORT", "caFile": "$WORK/ca.pem",
               "authKey": { "file": "$WORK/AuthKey_BENCHKEY01.p8", "keyID": "BENCHKEY01", "teamID": "BENCHTEAM1" } },
             { "id": "skewed", "topic": "com.example.herald", "environment": "https://127.0.0.1:$MOCK_PORT", "caFile": "$WORK/ca.pem",
@@ -108,6 +111,12 @@ EOF
 drive() { python3 "$WORK/drive.py" "$@"; }
 hwm() { awk '/VmHWM/ { printf "%.1f", $2 / 1024 }' "/proc/$1/status"; }
 ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }  # user + system CPU, in clock ticks
+busy() { awk '/^cpu / { print $2 + $3 + $4 + $7 + $8, $5 + $6 }' /proc/stat; }  # the machine's busy and idle ticks
+busy_percent() {  # "BUSY IDLE" before: the share of all cores busy since then
+    local before=($1) now
+    now=($(busy))
+    python3 -c "b = ${now[0]} - ${before[0]}; i = ${now[1]} - ${before[1]}; print('%.0f' % (100 * b / max(1, b + i)))"
+}
 per_notification() {  # PID TICKS-BEFORE: its CPU since then, in µs per notification of COUNT
     python3 -c "print('%.1f' % (($(ticks "$1") - $2) * 1e6 / $(getconf CLK_TCK) / $COUNT))"
 }
@@ -127,12 +136,15 @@ run_gateway() {  # LABEL DATABASE [second process: yes]; APP=skewed for the skew
     local before_ticks before_mock
     before_ticks=$(ticks "$first")
     before_mock=$(ticks "$MOCK_PID")
+    local machine
+    machine=$(busy)
     rate=$(drive "$API_PORT" "$KEY" broadcast)
+    machine=$(busy_percent "$machine")
     local us mock_us
     us=$(per_notification "$first" "$before_ticks")
     mock_us=$(per_notification "$MOCK_PID" "$before_mock")
     CPU_US["$label"]=$us
-    echo "$label: broadcast of $COUNT: $rate/s, peak RSS $(hwm "$first") MiB, CPU $us µs per notification (this process; the mock $mock_us µs)"
+    echo "$label: broadcast of $COUNT: $rate/s, peak RSS $(hwm "$first") MiB, CPU $us µs per notification (this process; the mock $mock_us µs; all cores $machine % busy)"
     BROADCAST_RATE=$rate
     if [ -z "$second" ] && [ "${APP:-bench}" = bench ]; then
         read -r p50 p99 post99 < <(drive "$API_PORT" "$KEY" latency "$RATE")
@@ -170,11 +182,12 @@ if [ -n "${POSTGRES:-}" ]; then
 fi
 
 before_mock=$(ticks "$MOCK_PID")
+machine=$(busy)
 DIRECT=$("$HERALD" bench client --host "https://127.0.0.1:$MOCK_PORT" --ca-file "$WORK/ca.pem" --count "$COUNT" \
     --auth-key "$WORK/AuthKey_BENCHKEY01.p8" --key-id BENCHKEY01 --team-id BENCHTEAM1 --output json)
 DIRECT_RATE=$(printf '%s' "$DIRECT" | python3 -c 'import json,sys; d=json.load(sys.stdin); print("%.0f" % d["rate"])')
 DIRECT_US=$(printf '%s' "$DIRECT" | python3 -c "import json,sys; d=json.load(sys.stdin); print('%.1f' % (d['cpu_seconds'] * 1e6 / $COUNT))")
-echo "herald bench, straight to the mock: $DIRECT_RATE/s, CPU $DIRECT_US µs per notification (the mock $(per_notification "$MOCK_PID" "$before_mock") µs)"
+echo "herald bench, straight to the mock: $DIRECT_RATE/s, CPU $DIRECT_US µs per notification (the mock $(per_notification "$MOCK_PID" "$before_mock") µs; all cores $(busy_percent "$machine") % busy)"
 for label in "${!CPU_US[@]}"; do
     python3 -c "print('CPU per notification, %s ÷ herald bench: %.2f' % ('$label', ${CPU_US[$label]} / $DIRECT_US))"
 done | sort
