@@ -10,7 +10,7 @@
 # On SQLite (embedded) by default; with POSTGRES=postgres://USER@HOST:PORT/DB also on that
 # database with one process and with two (the second `--workers-only`), and with one process
 # for a skewed registry (every token in one sixteenth of the token space: its first hex digit 0).
-# WORKERS and BATCH set the gateway's workers.count and workers.batchSize (default 4 and 5000).
+# WORKERS and BATCH set the gateway's workers.count (default 4) and workers.batchSize (default: the build's).
 # Each broadcast line also gives the mock's CPU per notification and how busy the machine's cores
 # were: at ~90 % or more the run is bound by CPU, and the ratio is the ratio of CPU per notification.
 # Usage: scripts/bench-gateway.sh [COUNT] [RATE]. Needs python3 and openssl.
@@ -26,9 +26,10 @@ API_PORT2=18581
 . scripts/bench-common.sh  # $HERALD, $WORK, PIDS and their cleanup, wait_for_port, start_mock_and_key
 
 start_mock_and_key "$MOCK_PORT"  # $KEY, $DIGEST, $WORK/ca.pem, $WORK/AuthKey_BENCHKEY01.p8
+BATCH_FIELD=${BATCH:+, \"batchSize\": $BATCH}  # unset: each build's own default
 config() {  # DATABASE PORT
     cat <<EOF
-{ "listen": "127.0.0.1:$2", "database": "$1", "workers": { "count": ${WORKERS:-4}, "batchSize": ${BATCH:-5000} },
+{ "listen": "127.0.0.1:$2", "database": "$1", "workers": { "count": ${WORKERS:-4}$BATCH_FIELD },
   "apps": [ { "id": "bench", "topic": "com.example.herald", "environment": "https://127.0.0.1:$MOCK_PORT", "caFile": "$WORK/ca.pem",
               "authKey": { "file": "$WORK/AuthKey_BENCHKEY01.p8", "keyID": "BENCHKEY01", "teamID": "BENCHTEAM1" } },
             { "id": "skewed", "topic": "com.example.herald", "environment": "https://127.0.0.1:$MOCK_PORT", "caFile": "$WORK/ca.pem",
