@@ -121,24 +121,45 @@ public final class HeraldStore: Service, Sendable {
         batch.reserveCapacity(min(batchSize, 50_000))
         var positions: [String: Int] = [:]
         var total = 0
+        // One batch is written while the next is read: reading (parsing an import) and writing
+        // take turns on different cores instead of waiting for each other. Batches are written
+        // in order, one at a time; a failed write stops the import with its error.
+        var writing: Task<Int, any Error>?
         func flush() async throws {
-            try await backend.register(batch: batch, app: app, now: now())
-            total += batch.count
+            if let previous = writing { total += try await previous.value }
+            let full = batch
+            let backend = self.backend
+            let time = now()
+            writing = Task {
+                try await backend.register(batch: full, app: app, now: time)
+                return full.count
+            }
             batch.removeAll(keepingCapacity: true)
             positions.removeAll(keepingCapacity: true)
         }
-        for try await registration in registrations {
-            try registration.checkBadge()
-            // A token twice in one batch is one registration: the later one's fields win.
-            if let position = positions[registration.token] {
-                batch[position].merge(registration)
-                continue
-            }
-            positions[registration.token] = batch.count
-            batch.append(registration)
-            if batch.count >= batchSize { try await flush() }
+        func finish() async throws {
+            if let previous = writing { total += try await previous.value }
+            writing = nil
         }
-        if !batch.isEmpty { try await flush() }
+        do {
+            for try await registration in registrations {
+                try registration.checkBadge()
+                // A token twice in one batch is one registration: the later one's fields win.
+                if let position = positions[registration.token] {
+                    batch[position].merge(registration)
+                    continue
+                }
+                positions[registration.token] = batch.count
+                batch.append(registration)
+                if batch.count >= batchSize { try await flush() }
+            }
+            if !batch.isEmpty { try await flush() }
+        } catch {
+            // What was read before the error is written, as when batches were written in turn.
+            _ = try? await writing?.value
+            throw error
+        }
+        try await finish()
         return total
     }
 

@@ -97,6 +97,25 @@ struct DeviceRegistryTests {
         }
     }
 
+    /// Batches are written while the next is read; a stream that fails midway still leaves every
+    /// batch read before the failure written (as when they were written in turn), and the error
+    /// reaches the caller.
+    @Test("a streamed registration that fails midway: the batches read before it are written, the error is thrown", arguments: Backend.allCases)
+    func bulkRegistrationFailing(backend: Backend) async throws {
+        struct Cut: Error {}
+        try await withStore(backend) { store async throws in
+            let stream = AsyncThrowingStream<DeviceRegistration, any Error> { continuation in
+                for number in 0..<2_500 { continuation.yield(try! registration(number)) }
+                continuation.finish(throwing: Cut())
+            }
+            await #expect(throws: Cut.self) { try await store.register(contentsOf: stream, app: app, batchSize: 1000) }
+            // Two whole batches; the half batch being read when the stream failed is not.
+            #expect(try await store.countDevices(app: app) == 2000)
+            #expect(try await store.device(app: app, token: token(1999)) != nil)
+            #expect(try await store.device(app: app, token: token(2000)) == nil)
+        }
+    }
+
     @Test("410 Unregistered with timestamp T ends a device only if T is not before its last registration (both ways)", arguments: Backend.allCases)
     func timestampRule(backend: Backend) async throws {
         try await withStore(backend) { store in

@@ -98,7 +98,9 @@ struct DeviceRoutes {
         let devices = DeviceImport(
             body: request.body, format: format, maximumElementSize: limits.maximumImportLineSize, maximumSize: limits.maximumImportSize, report: report
         )
-        let upserted = try await api.store.register(contentsOf: devices, app: app, batchSize: 10_000)
+        // 25,000 a transaction: 300,000 devices in 6.6 s with a peak of 117 MiB (10,000: 9.9 s,
+        // 93 MiB; 50,000: 5.1 s, 139 MiB), one batch read while the one before is written.
+        let upserted = try await api.store.register(contentsOf: devices, app: app, batchSize: 25_000)
         if report.stoppedAtLimit {
             throw APIError(
                 .contentTooLarge, "tooLarge",

@@ -24,26 +24,34 @@ extension QueueEngine {
     }
 
     private func upsert(_ registrations: [DeviceRegistration], app: String, now: Date, on connection: any SQLConnection) async throws {
-        var rows: [[SQLValue]] = []
-        rows.reserveCapacity(registrations.count)
+        // The rows are written as the statement's JSON parameter directly (no row of values per
+        // device first): an import holds a batch being read and one being written, and this is
+        // most of what a batch costs in memory.
+        var rows = JSONWriter(capacity: 120 * registrations.count + 2)
+        rows.beginArray()
         var tagged: [String] = []
         var pairs: [[SQLValue]] = []
         // In token order: rows land in the primary key's order, each page touched once.
         for registration in registrations.sorted(by: { $0.token < $1.token }) {
             let hash = KeySpace.hash(registration.token)
-            let user: SQLValue = switch registration.user {
-            case .none: .null
-            case .some(.none): .text("")
-            case .some(.some(let user)): .text(user)
-            }
             if let tags = registration.tags {
                 tagged.append(registration.token)
                 pairs += tags.sorted().map { [.text(registration.token), .text($0), .int(hash)] }
             }
-            rows.append([
-                .text(registration.token), user, .text(registration.tags.map(TagList.encode)), registration.badge.map { .int($0) } ?? .null, .int(hash),
-            ])
+            // [token, user ('' clears it, null keeps it), tags, badge, hash], as upsertDevices reads them.
+            rows.beginArray()
+            rows.string(registration.token)
+            switch registration.user {
+            case .none: rows.null()
+            case .some(.none): rows.string("")
+            case .some(.some(let user)): rows.string(user)
+            }
+            if let tags = registration.tags { rows.string(TagList.encode(tags)) } else { rows.null() }
+            if let badge = registration.badge { rows.int(badge) } else { rows.null() }
+            rows.int(Int(hash))
+            rows.endArray()
         }
+        rows.endArray()
         if !tagged.isEmpty {
             try await connection.query(sql.deleteTags, [.text(app), .texts(tagged)])
             try await connection.query(sql.insertTags, [.text(app), .rows(pairs)])
@@ -51,7 +59,7 @@ extension QueueEngine {
         // One statement for the whole batch (the facade cuts a stream into batches): on SQLite
         // each statement commits on its own, and a page changed by many rows of one commit is
         // written once, by many commits once each.
-        try await connection.query(sql.upsertDevices, [.text(app), .rows(rows), .int(now.milliseconds)])
+        try await connection.query(sql.upsertDevices, [.text(app), .json(rows), .int(now.milliseconds)])
     }
 
     func device(app: String, token: String) async throws -> Device? {

@@ -32,6 +32,11 @@ enum SQLValue: Sendable, Hashable {
         return .text(String(decoding: writer.bytes, as: UTF8.self))
     }
 
+    /// JSON written by the caller (an array of rows or values), as ``rows(_:)`` and ``texts(_:)`` write it.
+    static func json(_ writer: JSONWriter) -> SQLValue {
+        .text(String(decoding: writer.bytes, as: UTF8.self))
+    }
+
     /// Rows as one JSON array of arrays, which a statement reads with ``SQLDialect/rows(_:)``.
     static func rows(_ rows: [[SQLValue]]) -> SQLValue {
         var writer = JSONWriter(capacity: 64 * rows.count + 2)
