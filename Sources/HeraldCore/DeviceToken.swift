@@ -29,7 +29,7 @@ public struct DeviceToken: Sendable, Hashable, Comparable, CustomStringConvertib
         }
         // Already lower-case hex of even length (every token from the registry): kept as it is,
         // its storage shared, not copied.
-        if text.utf8.count % 2 == 0, text.utf8.allSatisfy(Self.isLowerHex) {
+        if text.utf8.count % 2 == 0, text.utf8.allSatisfy({ Self.lowerHex($0) == $0 }) {
             hex = text
             return
         }
@@ -96,10 +96,6 @@ public struct DeviceToken: Sendable, Hashable, Comparable, CustomStringConvertib
             )
         }
         preconditionFailure("refuse(_:) is called only for a token with a character that is not a hex digit")
-    }
-
-    private static func isLowerHex(_ ascii: UInt8) -> Bool {
-        (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(ascii) || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains(ascii)
     }
 
     private static func lowerHex(_ ascii: UInt8) -> UInt8? {

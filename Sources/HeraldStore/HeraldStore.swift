@@ -125,8 +125,12 @@ public final class HeraldStore: Service, Sendable {
         // take turns on different cores instead of waiting for each other. Batches are written
         // in order, one at a time; a failed write stops the import with its error.
         var writing: Task<Int, any Error>?
-        func flush() async throws {
+        func finish() async throws {
             if let previous = writing { total += try await previous.value }
+            writing = nil
+        }
+        func flush() async throws {
+            try await finish()
             let full = batch
             let backend = self.backend
             let time = now()
@@ -136,10 +140,6 @@ public final class HeraldStore: Service, Sendable {
             }
             batch.removeAll(keepingCapacity: true)
             positions.removeAll(keepingCapacity: true)
-        }
-        func finish() async throws {
-            if let previous = writing { total += try await previous.value }
-            writing = nil
         }
         do {
             for try await registration in registrations {

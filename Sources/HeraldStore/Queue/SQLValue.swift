@@ -20,7 +20,7 @@ enum SQLValue: Sendable, Hashable {
         writer.beginArray()
         for value in values { writer.string(value) }
         writer.endArray()
-        return .text(String(decoding: writer.bytes, as: UTF8.self))
+        return .json(writer)
     }
 
     /// A list of integers as one JSON array, which a statement reads with ``SQLDialect/list(_:_:)``.
@@ -29,7 +29,7 @@ enum SQLValue: Sendable, Hashable {
         writer.beginArray()
         for value in values { writer.int(Int(value)) }
         writer.endArray()
-        return .text(String(decoding: writer.bytes, as: UTF8.self))
+        return .json(writer)
     }
 
     /// JSON written by the caller (an array of rows or values), as ``rows(_:)`` and ``texts(_:)`` write it.
@@ -54,7 +54,7 @@ enum SQLValue: Sendable, Hashable {
             writer.endArray()
         }
         writer.endArray()
-        return .text(String(decoding: writer.bytes, as: UTF8.self))
+        return .json(writer)
     }
 
     /// The value as an integer, or `nil` when it is none or holds no integer exactly. A column
