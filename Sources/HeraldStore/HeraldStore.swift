@@ -173,7 +173,10 @@ public final class HeraldStore: Service, Sendable {
         try await backend.deleteDevice(app: app, token: token.lowercased())
     }
 
-    /// A page of an app's devices in token order, filtered; `after` is the previous page's `next`.
+    /// A page of an app's devices, filtered; `after` is the previous page's `next`. Pages follow
+    /// the order the database keeps devices in: SQLite by a hash of the token (so that a bulk
+    /// import writes one index, not two), PostgreSQL by token. Either is stable: paging from the
+    /// start lists each device once.
     public func devices(app: String, filter: DeviceFilter = DeviceFilter(), limit: Int = 100, after: String? = nil) async throws -> Page<Device> {
         try await backend.devices(app: app, filter: filter, limit: max(1, min(limit, 1000)), after: after)
     }

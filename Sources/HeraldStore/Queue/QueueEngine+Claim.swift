@@ -230,8 +230,8 @@ extension QueueEngine {
     private func raiseBadges(_ tokens: [String], after cursor: RangeCursor?, app: String, on connection: any SQLConnection) async throws -> [String: Int] {
         var badges: [String: Int] = [:]
         for part in Self.chunks(tokens) {
-            try await connection.query(sql.raiseBadges, [.text(app), .texts(part), .int(cursor?.hash), .text(cursor?.token)])
-            for row in try await connection.query(sql.selectBadges, [.text(app), .texts(part)]) {
+            try await connection.query(sql.raiseBadges, [.text(app), .devices(part), .int(cursor?.hash), .text(cursor?.token)])
+            for row in try await connection.query(sql.selectBadges, [.text(app), .devices(part)]) {
                 badges[row.text(0) ?? ""] = row.int(1, default: 0)
             }
         }

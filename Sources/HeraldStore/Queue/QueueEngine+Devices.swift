@@ -10,9 +10,9 @@ import Foundation
 extension QueueEngine {
     func register(_ registration: DeviceRegistration, app: String, now: Date) async throws -> (device: Device, created: Bool) {
         try await database.write(.durable) { [self] connection in
-            let existed = try await !connection.query(sql.selectDevice, [.text(app), .text(registration.token)]).isEmpty
+            let existed = try await !connection.query(sql.selectDevice, Self.device(registration.token, of: app)).isEmpty
             try await upsert([registration], app: app, now: now, on: connection)
-            let row = try await connection.query(sql.selectDevice, [.text(app), .text(registration.token)])
+            let row = try await connection.query(sql.selectDevice, Self.device(registration.token, of: app))
             return (Self.device(row[0]), !existed)
         }
     }
@@ -31,9 +31,10 @@ extension QueueEngine {
         rows.beginArray()
         var tagged: [String] = []
         var pairs: [[SQLValue]] = []
-        // In token order: rows land in the primary key's order, each page touched once.
-        for registration in registrations.sorted(by: { $0.token < $1.token }) {
-            let hash = KeySpace.hash(registration.token)
+        // In key order: rows land in the order the database keeps them, each page touched once.
+        let keyed = registrations.map { (hash: KeySpace.hash($0.token), registration: $0) }
+        let inKeyOrder = database.dialect.devicesInKeyOrder
+        for (hash, registration) in keyed.sorted(by: { inKeyOrder ? ($0.hash, $0.registration.token) < ($1.hash, $1.registration.token) : $0.registration.token < $1.registration.token }) {
             if let tags = registration.tags {
                 tagged.append(registration.token)
                 pairs += tags.sorted().map { [.text(registration.token), .text($0), .int(hash)] }
@@ -64,13 +65,13 @@ extension QueueEngine {
 
     func device(app: String, token: String) async throws -> Device? {
         try await database.read { [self] connection in
-            try await connection.query(sql.selectDevice, [.text(app), .text(token)]).first.map(Self.device)
+            try await connection.query(sql.selectDevice, Self.device(token, of: app)).first.map(Self.device)
         }
     }
 
     func deleteDevice(app: String, token: String) async throws -> Bool {
         try await database.write(.durable) { [self] connection in
-            let deleted = try await connection.query(sql.deleteDevice, [.text(app), .text(token)])
+            let deleted = try await connection.query(sql.deleteDevice, Self.device(token, of: app))
             try await connection.query(sql.deleteDeviceTags, [.text(app), .text(token)])
             return !deleted.isEmpty
         }
@@ -79,6 +80,7 @@ extension QueueEngine {
     func devices(app: String, filter: DeviceFilter, limit: Int, after: String?) async throws -> Page<Device> {
         try await database.read { [self] connection in
             var binds: [SQLValue] = [.text(app), .text(after ?? ""), .int(limit + 1)]
+            if database.dialect.devicesInKeyOrder { binds.append(.int(after.flatMap { $0.isEmpty ? nil : KeySpace.hash($0) } ?? -1)) }
             if let tag = filter.tag { binds.append(.text(tag)) }
             if let status = filter.status { binds.append(.code(DeviceCode(status))) }
             if let user = filter.user { binds.append(.text(user)) }
@@ -108,14 +110,17 @@ extension QueueEngine {
         let bad = reports.filter { Invalidation.status(for: $0.reason) == .invalid }
         var changed = 0
         for part in Self.chunks(gone) {
-            let rows: [[SQLValue]] = part.map { [.text($0.token), .text($0.reason), .int(($0.timestamp ?? Date()).milliseconds)] }
+            let rows: [[SQLValue]] = part.map { [.text($0.token), .text($0.reason), .int(($0.timestamp ?? Date()).milliseconds), .int(KeySpace.hash($0.token))] }
             changed += try await connection.query(sql.unregisterDevices, [.text(app), .rows(rows)]).count
         }
         for part in Self.chunks(bad) {
-            changed += try await connection.query(sql.invalidateDevices, [.text(app), .rows(part.map { [.text($0.token), .text($0.reason)] })]).count
+            changed += try await connection.query(sql.invalidateDevices, [.text(app), .rows(part.map { [.text($0.token), .text($0.reason), .int(KeySpace.hash($0.token))] })]).count
         }
         return changed
     }
+
+    /// The parameters that find device `token` of `app`: app, token and the token's key.
+    static func device(_ token: String, of app: String) -> [SQLValue] { [.text(app), .text(token), .int(KeySpace.hash(token))] }
 
     /// A device from a row of ``QueueStatements/deviceColumns``.
     static func device(_ row: SQLRow) -> Device {

@@ -37,8 +37,10 @@ extension QueueEngine {
         try await database.write(.durable) { [self] connection in
             let keys = try await connection.query(sql.retiredDevices, [.int(cutoff.milliseconds), .int(limit)])
             guard !keys.isEmpty else { return 0 }
-            let rows: [[SQLValue]] = keys.map { [.text($0.text(0)), .text($0.text(1))] }
-            for statement in sql.deleteDevices { try await connection.query(statement, [.rows(rows)]) }
+            for (app, devices) in Dictionary(grouping: keys, by: { $0.text(0) ?? "" }) {
+                let rows: [[SQLValue]] = devices.map { [.text($0.text(1)), $0[2]] }
+                for statement in sql.deleteDevices { try await connection.query(statement, [.text(app), .rows(rows)]) }
+            }
             return keys.count
         }
     }

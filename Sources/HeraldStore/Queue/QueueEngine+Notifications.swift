@@ -74,7 +74,7 @@ extension QueueEngine {
     ) async throws -> [(token: String, state: DeliveryState, reason: String?)] {
         var known: [String: (status: DeviceCode?, reason: String?)] = [:]
         for part in Self.chunks(tokens) {
-            for row in try await connection.query(sql.knownDevices, [.text(app), .texts(part)]) {
+            for row in try await connection.query(sql.knownDevices, [.text(app), .devices(part)]) {
                 known[row.text(0) ?? ""] = (DeviceCode(code: row.int(1)), row.text(2))
             }
         }

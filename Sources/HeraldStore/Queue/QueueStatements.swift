@@ -11,7 +11,9 @@ struct QueueStatements: Sendable {
 
     static let deviceColumns = "app, token, user_id, tags, badge, status, reason, invalidated_at, created_at, updated_at"
 
-    var selectDevice: String { "SELECT \(Self.deviceColumns) FROM devices WHERE app = $1 AND token = $2" }
+    /// Device $2 (its key $3) of app $1. A device is found by its hash as well as its token: SQLite
+    /// keeps devices in key order (``SQLDialect/deviceKey``); PostgreSQL finds it by token.
+    var selectDevice: String { "SELECT \(Self.deviceColumns) FROM devices WHERE app = $1 AND hash = $3 AND token = $2" }
 
     /// Upserts devices of app $1 given as rows `[token, user, tags, badge, hash]` ($2) at $3: a
     /// null user, tags or badge keeps what is stored (a cleared user is ""); registering makes
@@ -21,7 +23,7 @@ struct QueueStatements: Sendable {
         INSERT INTO devices (app, token, user_id, tags, badge, hash, status, created_at, updated_at)
         SELECT $1, \(e(0, .text)), \(e(1, .text)), \(e(2, .text)), \(e(3, .integer)), \(e(4, .bigint)), \(DeviceCode.active), $3, $3
         FROM \(d.rows(2)) AS j WHERE true
-        ON CONFLICT (app, token) DO UPDATE SET
+        ON CONFLICT \(d.deviceKey) DO UPDATE SET
             user_id = COALESCE(excluded.user_id, devices.user_id),
             tags = COALESCE(excluded.tags, devices.tags),
             badge = COALESCE(excluded.badge, devices.badge),
@@ -37,46 +39,50 @@ struct QueueStatements: Sendable {
         FROM \(d.rows(2)) AS j WHERE true ON CONFLICT DO NOTHING
         """
     }
-    var deleteDevice: String { "DELETE FROM devices WHERE app = $1 AND token = $2 RETURNING token" }
+    var deleteDevice: String { "DELETE FROM devices WHERE app = $1 AND hash = $3 AND token = $2 RETURNING token" }
     var deleteDeviceTags: String { "DELETE FROM device_tags WHERE app = $1 AND token = $2" }
 
-    /// Keyset pagination by token, optionally by status, user or tag.
+    /// Keyset pagination after token $2 ("": from the start), at most $3, optionally by status,
+    /// user or tag, in the order the database keeps devices: by key (``SQLDialect/devicesInKeyOrder``:
+    /// then $4 is $2's hash, -1 from the start) or by token.
     func listDevices(status: Bool, user: Bool, tag: Bool) -> String {
         var sql = "SELECT d.app, d.token, d.user_id, d.tags, d.badge, d.status, d.reason, d.invalidated_at, d.created_at, d.updated_at FROM devices d"
-        var next = 4
+        var next = d.devicesInKeyOrder ? 5 : 4
         if tag {
-            sql += " JOIN device_tags t ON t.app = d.app AND t.token = d.token AND t.tag = $\(next)"
+            sql += " JOIN device_tags t ON t.app = d.app AND t.hash = d.hash AND t.token = d.token AND t.tag = $\(next)"
             next += 1
         }
-        sql += " WHERE d.app = $1 AND d.token > $2"
+        sql += d.devicesInKeyOrder ? " WHERE d.app = $1 AND (d.hash, d.token) > ($4, $2)" : " WHERE d.app = $1 AND d.token > $2"
         if status {
             sql += " AND d.status = $\(next)"
             next += 1
         }
         if user { sql += " AND d.user_id = $\(next)" }
-        return sql + " ORDER BY d.token LIMIT $3"
+        return sql + (d.devicesInKeyOrder ? " ORDER BY d.hash, d.token LIMIT $3" : " ORDER BY d.token LIMIT $3")
     }
 
     func countDevices(status: Bool) -> String {
         "SELECT COUNT(*) FROM devices WHERE app = $1" + (status ? " AND status = $2" : "")
     }
 
-    /// `Unregistered` (rows `[token, reason, at]`, $2): only if the device has not registered
+    /// `Unregistered` (rows `[token, reason, at, hash]`, $2): only if the device has not registered
     /// since APNs's timestamp (apns-spec §1.6).
     var unregisterDevices: String {
         """
         UPDATE devices SET status = \(DeviceCode.unregistered), reason = r.r_reason, invalidated_at = r.r_at
         FROM (SELECT \(e(0, .text)) AS r_token, \(e(1, .text)) AS r_reason, \(e(2, .bigint)) AS r_at FROM \(d.rows(2)) AS j) AS r
-        WHERE devices.app = $1 AND devices.token = r.r_token AND devices.status = \(DeviceCode.active) AND devices.updated_at <= r.r_at
+        WHERE devices.app = $1 AND \(d.devices("devices", in: 2, hashAt: 3)) AND devices.token = r.r_token
+            AND devices.status = \(DeviceCode.active) AND devices.updated_at <= r.r_at
         RETURNING token
         """
     }
-    /// `BadDeviceToken` and the like (rows `[token, reason]`, $2): at once.
+    /// `BadDeviceToken` and the like (rows `[token, reason, hash]`, $2): at once.
     var invalidateDevices: String {
         """
         UPDATE devices SET status = \(DeviceCode.invalid), reason = r.r_reason
         FROM (SELECT \(e(0, .text)) AS r_token, \(e(1, .text)) AS r_reason FROM \(d.rows(2)) AS j) AS r
-        WHERE devices.app = $1 AND devices.token = r.r_token AND devices.status = \(DeviceCode.active)
+        WHERE devices.app = $1 AND \(d.devices("devices", in: 2, hashAt: 2)) AND devices.token = r.r_token
+            AND devices.status = \(DeviceCode.active)
         RETURNING token
         """
     }
@@ -102,13 +108,14 @@ struct QueueStatements: Sendable {
         RETURNING id
         """
     }
-    var knownDevices: String { "SELECT token, status, reason FROM devices WHERE app = $1 AND token IN (\(d.list(2, .text)))" }
+    /// The devices of app $1 among rows `[token, hash]` ($2).
+    var knownDevices: String { "SELECT token, status, reason FROM devices WHERE app = $1 AND \(d.devices("devices", in: 2, hashAt: 1))" }
     var devicesOfUsers: String {
         "SELECT token FROM devices WHERE app = $1 AND status = \(DeviceCode.active) AND user_id IN (\(d.list(2, .text))) ORDER BY token"
     }
     var countTagged: String {
         """
-        SELECT COUNT(DISTINCT t.token) FROM device_tags t JOIN devices d ON d.app = t.app AND d.token = t.token
+        SELECT COUNT(DISTINCT t.token) FROM device_tags t JOIN devices d ON d.app = t.app AND d.hash = t.hash AND d.token = t.token
         WHERE t.app = $1 AND t.tag IN (\(d.list(2, .text))) AND d.status = \(DeviceCode.active)
         """
     }
@@ -228,7 +235,7 @@ struct QueueStatements: Sendable {
         "CAST(\(d.least(d.greatest("COALESCE(badge, 0)", "0"), String(maximum))) AS INTEGER)"
     }
 
-    /// Raises the badges of app $1's devices $2 by one, only those after ($3, $4) in key order
+    /// Raises the badges of app $1's devices (rows `[token, hash]`, $2) by one, only those after ($3, $4) in key order
     /// unless $3 is NULL. A badge stops at the largest APNs accepts (one more would overflow the
     /// column and fail the claim). Each claim raises a device once per delivery row (which keeps
     /// the raised badge) or range (which keeps how far it raised), so a notification claimed
@@ -236,12 +243,12 @@ struct QueueStatements: Sendable {
     var raiseBadges: String {
         """
         UPDATE devices SET badge = \(badgeInRange(maximum: DeviceRegistration.maximumBadge - 1)) + 1
-        WHERE app = $1 AND token IN (\(d.list(2, .text)))
+        WHERE app = $1 AND \(d.devices("devices", in: 2, hashAt: 1))
             AND (\(d.parameter(3, .bigint)) IS NULL OR (hash, token) > (\(d.parameter(3, .bigint)), \(d.parameter(4, .text))))
         """
     }
     var selectBadges: String {
-        "SELECT token, \(badgeInRange(maximum: DeviceRegistration.maximumBadge)) FROM devices WHERE app = $1 AND token IN (\(d.list(2, .text)))"
+        "SELECT token, \(badgeInRange(maximum: DeviceRegistration.maximumBadge)) FROM devices WHERE app = $1 AND \(d.devices("devices", in: 2, hashAt: 1))"
     }
     /// The badges raised for notification $1's deliveries, rows `[token, badge]` ($2).
     var setDeliveryBadges: String {
@@ -311,7 +318,7 @@ struct QueueStatements: Sendable {
     var rangeOfTags: String {
         """
         SELECT \(d.joinLines("token", orderBy: "hash, token")), MAX(hash), COUNT(*) FROM (
-            SELECT DISTINCT t.hash AS hash, t.token AS token FROM device_tags t JOIN devices d ON d.app = t.app AND d.token = t.token
+            SELECT DISTINCT t.hash AS hash, t.token AS token FROM device_tags t JOIN devices d ON d.app = t.app AND d.hash = t.hash AND d.token = t.token
             WHERE t.app = $1 AND t.tag IN (\(d.list(6, .text))) AND (t.hash, t.token) > ($3, $4) AND t.hash < $2
                 AND d.status = \(DeviceCode.active)
             ORDER BY t.hash, t.token LIMIT $5) AS r
@@ -440,13 +447,14 @@ struct QueueStatements: Sendable {
     /// Devices retired (unregistered or invalid) before $1; locked, skipping those another
     /// process is purging.
     var retiredDevices: String {
-        "SELECT app, token FROM devices WHERE status <> \(DeviceCode.active) AND invalidated_at < $1 LIMIT $2\(d.skipLocked(of: nil))"
+        "SELECT app, token, hash FROM devices WHERE status <> \(DeviceCode.active) AND invalidated_at < $1 LIMIT $2\(d.skipLocked(of: nil))"
     }
-    /// The devices (rows `[app, token]`, $1) and their tags.
+    /// App $1's devices (rows `[token, hash]`, $2) and their tags.
     var deleteDevices: [String] {
-        ["device_tags", "devices"].map { table in
-            "DELETE FROM \(table) WHERE (app, token) IN (SELECT \(e(0, .text)), \(e(1, .text)) FROM \(d.rows(1)) AS j)"
-        }
+        [
+            "DELETE FROM device_tags WHERE app = $1 AND token IN (SELECT \(e(0, .text)) FROM \(d.rows(2)) AS j)",
+            "DELETE FROM devices WHERE app = $1 AND \(d.devices("devices", in: 2, hashAt: 1))",
+        ]
     }
     /// Deliveries not yet ended, per app, from the active notifications' counts.
     var pendingByApp: String {

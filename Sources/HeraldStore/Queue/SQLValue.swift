@@ -23,6 +23,21 @@ enum SQLValue: Sendable, Hashable {
         return .json(writer)
     }
 
+    /// Devices by address, as rows `[token, hash]` (each token's ``KeySpace/hash(_:)``), which a
+    /// statement reads with ``SQLDialect/devices(_:in:hashAt:)``.
+    static func devices(_ tokens: some Sequence<String>) -> SQLValue {
+        var writer = JSONWriter(capacity: 256)
+        writer.beginArray()
+        for token in tokens {
+            writer.beginArray()
+            writer.string(token)
+            writer.int(Int(KeySpace.hash(token)))
+            writer.endArray()
+        }
+        writer.endArray()
+        return .json(writer)
+    }
+
     /// A list of integers as one JSON array, which a statement reads with ``SQLDialect/list(_:_:)``.
     static func ints(_ values: some Sequence<Int64>) -> SQLValue {
         var writer = JSONWriter(capacity: 256)
@@ -128,6 +143,16 @@ protocol SQLDialect: Sendable {
     func least(_ a: String, _ b: String) -> String
     /// `expression` of every row joined by newlines, in `order`.
     func joinLines(_ expression: String, orderBy order: String) -> String
+    /// Whether devices are kept in key order, `(app, hash, token)`, rather than by token: then a
+    /// device is found by its hash and token, and lists of devices page in key order. SQLite:
+    /// yes (a bulk import then writes one B-tree in random order, not two); PostgreSQL: no.
+    var devicesInKeyOrder: Bool { get }
+    /// The conflict target of a device row: its primary key.
+    var deviceKey: String { get }
+    /// `alias`'s token is among the rows of JSON parameter `index`, whose element 0 is a token
+    /// and element `hashAt` its hash (``SQLValue/devices(_:)`` writes `[token, hash]`): by hash
+    /// and token where devices are kept in key order, by token otherwise.
+    func devices(_ alias: String, in index: Int, hashAt: Int) -> String
     /// The statement as the database reads it (SQLite: `?1` for `$1`).
     func spell(_ sql: String) -> String
 }

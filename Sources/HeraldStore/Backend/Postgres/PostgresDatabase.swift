@@ -286,6 +286,12 @@ struct PostgresDialect: SQLDialect {
     func greatest(_ a: String, _ b: String) -> String { "GREATEST(\(a), \(b))" }
     func least(_ a: String, _ b: String) -> String { "LEAST(\(a), \(b))" }
     func joinLines(_ expression: String, orderBy order: String) -> String { "string_agg(\(expression), E'\\n' ORDER BY \(order))" }
+    /// Devices are a heap with the primary key `(app, token)`; the broadcast's key index is apart.
+    var devicesInKeyOrder: Bool { false }
+    var deviceKey: String { "(app, token)" }
+    func devices(_ alias: String, in index: Int, hashAt: Int) -> String {
+        "\(alias).token IN (SELECT \(element("l", 0, .text)) FROM \(rows(index)) AS l)"
+    }
     func spell(_ sql: String) -> String { sql }
 }
 

@@ -132,6 +132,7 @@ final class SQLiteDatabase: SQLDatabase {
                 )
             }
             for version in (current + 1)...max(known, current + 1) where version <= known {
+                if version == 6 { try await SQLiteSchema.keyDevices(on: connection) }
                 for statement in SQLiteSchema.migrations[version - 1] { try await connection.query(statement) }
                 try await connection.query(SQLiteSchema.recordVersion, [.int(version), .int(Date().milliseconds)])
                 logger.info("store migrated", metadata: ["schema": "\(version)", "database": "\(path)"])
@@ -193,6 +194,12 @@ struct SQLiteDialect: SQLDialect {
     func greatest(_ a: String, _ b: String) -> String { "MAX(\(a), \(b))" }
     func least(_ a: String, _ b: String) -> String { "MIN(\(a), \(b))" }
     func joinLines(_ expression: String, orderBy order: String) -> String { "group_concat(\(expression), char(10) ORDER BY \(order))" }
+    /// Devices are kept by `(app, hash, token)` (``SQLiteSchema``, migration 6).
+    var devicesInKeyOrder: Bool { true }
+    var deviceKey: String { "(app, hash, token)" }
+    func devices(_ alias: String, in index: Int, hashAt: Int) -> String {
+        "(\(alias).hash, \(alias).token) IN (SELECT \(element("l", hashAt, .bigint)), \(element("l", 0, .text)) FROM \(rows(index)) AS l)"
+    }
 
     /// `$1` becomes `?1` (SQLite's numbered parameter); nothing else in the queue's SQL holds a `$`
     /// followed by a digit.

@@ -128,7 +128,55 @@ enum SQLiteSchema {
             "DROP INDEX devices_hash",
             "CREATE INDEX devices_hash ON devices (app, status, hash, token)",
         ],
+        // 6: devices are kept in key order, (app, hash, token), and the broadcast reads that
+        // table: a bulk import of random tokens wrote two B-trees in random order (the table by
+        // token, and devices_hash), and every commit rewrote nearly every page of both; now one.
+        // A device is found by its hash and token (``SQLDialect/devicesInKeyOrder``); lists page
+        // in key order. Rows without a hash get one first (``keyDevices(on:)``).
+        [
+            """
+            CREATE TABLE devices_by_key (
+                app TEXT NOT NULL,
+                hash INTEGER NOT NULL,        -- KeySpace.hash(token)
+                token TEXT NOT NULL,
+                user_id TEXT,                 -- '' or NULL: none
+                tags TEXT,                    -- comma-separated, sorted; '' or NULL: none
+                badge INTEGER,                -- NULL: 0
+                status INTEGER NOT NULL DEFAULT 0,
+                reason TEXT,
+                invalidated_at INTEGER,
+                created_at INTEGER NOT NULL,
+                updated_at INTEGER NOT NULL,
+                PRIMARY KEY (app, hash, token)
+            ) WITHOUT ROWID
+            """,
+            """
+            INSERT INTO devices_by_key (app, hash, token, user_id, tags, badge, status, reason, invalidated_at, created_at, updated_at)
+            SELECT app, hash, token, user_id, tags, badge, status, reason, invalidated_at, created_at, updated_at FROM devices
+            ORDER BY app, hash, token
+            """,
+            "DROP TABLE devices",
+            "ALTER TABLE devices_by_key RENAME TO devices",
+            "CREATE INDEX devices_user ON devices (app, user_id, hash, token) WHERE user_id IS NOT NULL AND user_id <> ''",
+            "CREATE INDEX devices_status ON devices (app, status, hash, token) WHERE status <> 0",
+            // Always empty (hash is part of the key), so finding rows without a hash at each
+            // start stays a look at an empty index.
+            "CREATE INDEX devices_unhashed ON devices (app, token) WHERE hash IS NULL",
+        ],
     ]
+
+    /// Before migration 6: gives every device without a hash (stored before migration 4, and
+    /// not yet filled in by the engine) its hash, which becomes part of its key.
+    static func keyDevices(on connection: any SQLConnection) async throws {
+        for _ in 0..<100_000 {
+            let rows = try await connection.query("SELECT app, token FROM devices WHERE hash IS NULL LIMIT 10000")
+            if rows.isEmpty { return }
+            for row in rows {
+                let token = row.text(1) ?? ""
+                try await connection.query("UPDATE devices SET hash = $3 WHERE app = $1 AND token = $2", [row[0], .text(token), .int(KeySpace.hash(token))])
+            }
+        }
+    }
 
     static let createVersions = "CREATE TABLE IF NOT EXISTS herald_schema (version INTEGER PRIMARY KEY, applied_at INTEGER NOT NULL)"
     static let currentVersion = "SELECT COALESCE(MAX(version), 0) AS version FROM herald_schema"

@@ -1,0 +1,64 @@
+import Foundation
+import HeraldCore
+@testable import HeraldStore
+import HeraldTestSupport
+import Testing
+
+/// An SQLite database written by an earlier Herald, opened by this one: migration 6 keeps devices
+/// by key, and everything stored before it is found, listed and sent to as before.
+@Suite("SQLite upgrade", .timeLimit(.minutes(2)))
+struct SQLiteUpgradeTests {
+    @Test("a database at schema 5, with devices stored before hashes were, keeps every device, its fields and its tags")
+    func fromSchema5() async throws {
+        let scratch = try ScratchDirectory()
+        let path = scratch.file("store.db")
+        // Schema 5 as an earlier Herald left it: devices 0…3 with their hash, 4…5 stored before
+        // migration 4 (no hash yet), device 3 unregistered, 0 and 4 tagged.
+        var script = SQLiteSchema.migrations[0..<5].joined().map { $0 + ";\n" }.joined()
+        script += SQLiteSchema.createVersions + ";\n"
+        script += (1...5).map { "INSERT INTO herald_schema VALUES (\($0), 0);\n" }.joined()
+        for number in 0..<6 {
+            let hash = number < 4 ? String(KeySpace.hash(token(number))) : "NULL"
+            let status = number == 3 ? 1 : 0
+            script += """
+                INSERT INTO devices (app, token, user_id, tags, badge, status, created_at, updated_at, hash)
+                VALUES ('\(app)', '\(token(number))', 'user-\(number % 2)', \(number % 4 == 0 ? "'vip'" : "NULL"), \(number), \(status), 1, 2, \(hash));\n
+                """
+        }
+        for number in [0, 4] {
+            let hash = number < 4 ? String(KeySpace.hash(token(number))) : "NULL"
+            script += "INSERT INTO device_tags (app, tag, token, hash) VALUES ('\(app)', 'vip', '\(token(number))', \(hash));\n"
+        }
+        let python = "import sqlite3, sys; c = sqlite3.connect(sys.argv[1]); c.executescript(sys.argv[2]); c.commit()"
+        _ = try runCommand("python3", ["-c", python, path, script])
+
+        try await withHeraldStore(configuration: try HeraldStore.Configuration(url: "sqlite:\(path)")) { store in
+            try await store.checkReady()
+            for number in 0..<6 {
+                let device = try #require(try await store.device(app: app, token: token(number)), "device \(number) is found by its token")
+                #expect(device.user == "user-\(number % 2)" && device.badge == number && device.createdAt == Date(milliseconds: 1))
+                #expect(device.tags == (number % 4 == 0 ? ["vip"] : []))
+                #expect(device.status == (number == 3 ? .unregistered : .active))
+            }
+            let listed = try await store.devices(app: app, limit: 100).items.map(\.token)
+            #expect(listed.sorted() == (0..<6).map(token), "every device listed once")
+            #expect(try await store.devices(app: app, filter: DeviceFilter(user: "user-1"), limit: 100).items.map(\.token).sorted() == [1, 3, 5].map(token))
+            #expect(try await store.devices(app: app, filter: DeviceFilter(status: .unregistered), limit: 100).items.map(\.token) == [token(3)])
+            #expect(try await store.devices(app: app, filter: DeviceFilter(tag: "vip"), limit: 100).items.map(\.token).sorted() == [0, 4].map(token))
+
+            // Registering again updates the row it was (no second row under another key).
+            try await store.register(try registration(5, badge: 9), app: app)
+            #expect(try await store.countDevices(app: app) == 6)
+            #expect(try await store.device(app: app, token: token(5))?.badge == 9)
+
+            // A broadcast reaches the active devices, a tag send its tagged ones.
+            _ = try await store.enqueue(NotificationRequest(app: app, audience: .all, payload: payload))
+            #expect(try await deliverAll(store).sorted() == [0, 1, 2, 4, 5].map(token))
+            _ = try await store.enqueue(NotificationRequest(app: app, audience: .tags(["vip"]), payload: payload))
+            #expect(try await deliverAll(store).sorted() == [0, 4].map(token))
+
+            #expect(try await store.deleteDevice(app: app, token: token(4)))
+            #expect(try await store.device(app: app, token: token(4)) == nil)
+        }
+    }
+}
