@@ -130,13 +130,15 @@ public final class HeraldStore: Service, Sendable {
             writing = nil
         }
         func flush() async throws {
+            // The rows are made here, while the batch before is written: the writer holds the
+            // database for its statements alone.
+            let rows = backend.rows(batch)
             try await finish()
-            let full = batch
             let backend = self.backend
             let time = now()
             writing = Task {
-                try await backend.register(batch: full, app: app, now: time)
-                return full.count
+                try await backend.register(batch: rows, app: app, now: time)
+                return rows.count
             }
             batch.removeAll(keepingCapacity: true)
             positions.removeAll(keepingCapacity: true)

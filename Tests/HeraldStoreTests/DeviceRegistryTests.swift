@@ -85,6 +85,37 @@ struct DeviceRegistryTests {
         }
     }
 
+    @Test("a bulk import of bare tokens and of full registrations: a bare token keeps what is stored and is active again, a field given replaces", arguments: Backend.allCases)
+    func bulkBareAndFull(backend: Backend) async throws {
+        try await withStore(backend) { store in
+            for number in 0..<4 {
+                try await store.register(try registration(number, user: .some("user-\(number)"), tags: ["old"], badge: 3), app: app)
+            }
+            _ = try await store.recordFeedback(app: app, [(token(1), Date().addingTimeInterval(60))])
+            #expect(try await store.device(app: app, token: token(1))?.status == .unregistered)
+            // 0 and 1 bare, 2 with a new user, 3 with new tags, 4 and 5 new (bare and full).
+            let batch = [
+                try registration(0), try registration(1), try registration(2, user: .some("user-new")), try registration(3, tags: ["new"]),
+                try registration(4), try registration(5, badge: 7),
+            ]
+            let stream = AsyncStream<DeviceRegistration> { continuation in
+                for registration in batch { continuation.yield(registration) }
+                continuation.finish()
+            }
+            #expect(try await store.register(contentsOf: stream, app: app) == 6)
+            var devices: [Device] = []
+            for number in 0..<6 { devices.append(try #require(try await store.device(app: app, token: token(number)))) }
+            #expect(devices[0].user == "user-0" && devices[0].tags == ["old"] && devices[0].badge == 3 && devices[0].status == .active)
+            #expect(devices[1].user == "user-1" && devices[1].tags == ["old"] && devices[1].badge == 3 && devices[1].status == .active, "a bare token reactivates")
+            #expect(devices[2].user == "user-new" && devices[2].tags == ["old"])
+            #expect(devices[3].user == "user-3" && devices[3].tags == ["new"] && devices[3].badge == 3)
+            #expect(devices[4].user == nil && devices[4].tags == [] && devices[4].badge == 0 && devices[4].status == .active)
+            #expect(devices[5].badge == 7)
+            #expect(try await store.devices(app: app, filter: DeviceFilter(tag: "old"), limit: 10).items.map(\.token).sorted() == [0, 1, 2].map(token))
+            #expect(try await store.countDevices(app: app) == 6)
+        }
+    }
+
     @Test("100,000 devices in one streamed call", arguments: Backend.allCases)
     func bulkRegistration(backend: Backend) async throws {
         try await withStore(backend) { store in

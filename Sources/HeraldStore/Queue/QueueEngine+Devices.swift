@@ -18,49 +18,32 @@ extension QueueEngine {
     }
 
     /// Registers a batch with one statement per table; tags go first, so a batch cut short
-    /// leaves devices as they were, and running it again finishes it.
-    func register(batch: [DeviceRegistration], app: String, now: Date) async throws {
-        try await database.write(.statements) { [self] connection in try await upsert(batch, app: app, now: now, on: connection) }
+    /// leaves devices as they were, and running it again finishes it. The rows are made by
+    /// ``DeviceRows/init(_:devicesInKeyOrder:)`` beforehand (an import makes the next batch's
+    /// while this one is written), so the connection is held for the statements alone.
+    func register(batch rows: DeviceRows, app: String, now: Date) async throws {
+        try await database.write(.statements) { [self] connection in try await upsert(rows, app: app, now: now, on: connection) }
+    }
+
+    /// The rows of `registrations` as this engine's database writes them.
+    func rows(_ registrations: [DeviceRegistration]) -> DeviceRows {
+        DeviceRows(registrations, devicesInKeyOrder: database.dialect.devicesInKeyOrder)
     }
 
     private func upsert(_ registrations: [DeviceRegistration], app: String, now: Date, on connection: any SQLConnection) async throws {
-        // The rows are written as the statement's JSON parameter directly (no row of values per
-        // device first): an import holds a batch being read and one being written, and this is
-        // most of what a batch costs in memory.
-        var rows = JSONWriter(capacity: 120 * registrations.count + 2)
-        rows.beginArray()
-        var tagged: [String] = []
-        var pairs: [[SQLValue]] = []
-        // In key order: rows land in the order the database keeps them, each page touched once.
-        let keyed = registrations.map { (hash: KeySpace.hash($0.token), registration: $0) }
-        let inKeyOrder = database.dialect.devicesInKeyOrder
-        for (hash, registration) in keyed.sorted(by: { inKeyOrder ? ($0.hash, $0.registration.token) < ($1.hash, $1.registration.token) : $0.registration.token < $1.registration.token }) {
-            if let tags = registration.tags {
-                tagged.append(registration.token)
-                pairs += tags.sorted().map { [.text(registration.token), .text($0), .int(hash)] }
-            }
-            // [token, user ('' clears it, null keeps it), tags, badge, hash], as upsertDevices reads them.
-            rows.beginArray()
-            rows.string(registration.token)
-            switch registration.user {
-            case .none: rows.null()
-            case .some(.none): rows.string("")
-            case .some(.some(let user)): rows.string(user)
-            }
-            if let tags = registration.tags { rows.string(TagList.encode(tags)) } else { rows.null() }
-            if let badge = registration.badge { rows.int(badge) } else { rows.null() }
-            rows.int(Int(hash))
-            rows.endArray()
-        }
-        rows.endArray()
-        if !tagged.isEmpty {
-            try await connection.query(sql.deleteTags, [.text(app), .texts(tagged)])
-            try await connection.query(sql.insertTags, [.text(app), .rows(pairs)])
+        try await upsert(rows(registrations), app: app, now: now, on: connection)
+    }
+
+    private func upsert(_ rows: DeviceRows, app: String, now: Date, on connection: any SQLConnection) async throws {
+        if !rows.tagged.isEmpty {
+            try await connection.query(sql.deleteTags, [.text(app), .texts(rows.tagged)])
+            try await connection.query(sql.insertTags, [.text(app), .rows(rows.tagPairs)])
         }
         // One statement for the whole batch (the facade cuts a stream into batches): on SQLite
         // each statement commits on its own, and a page changed by many rows of one commit is
         // written once, by many commits once each.
-        try await connection.query(sql.upsertDevices, [.text(app), .json(rows), .int(now.milliseconds)])
+        if rows.full.bytes.count > 2 { try await connection.query(sql.upsertDevices, [.text(app), .json(rows.full), .int(now.milliseconds)]) }
+        if rows.bare.bytes.count > 2 { try await connection.query(sql.upsertBareDevices, [.text(app), .json(rows.bare), .int(now.milliseconds)]) }
     }
 
     func device(app: String, token: String) async throws -> Device? {

@@ -31,6 +31,17 @@ struct QueueStatements: Sendable {
             updated_at = excluded.updated_at
         """
     }
+    /// As ``upsertDevices``, for devices registered with their token alone (rows `[token, hash]`,
+    /// $2): what a bulk import of tokens mostly is, two elements a row to read rather than five.
+    var upsertBareDevices: String {
+        """
+        INSERT INTO devices (app, token, hash, status, created_at, updated_at)
+        SELECT $1, \(e(0, .text)), \(e(1, .bigint)), \(DeviceCode.active), $3, $3
+        FROM \(d.rows(2)) AS j WHERE true
+        ON CONFLICT \(d.deviceKey) DO UPDATE SET
+            status = \(DeviceCode.active), reason = NULL, invalidated_at = NULL, updated_at = excluded.updated_at
+        """
+    }
     /// The tags of the tokens $2 of app $1 go, before rows `[token, tag, key]` ($2) replace them.
     var deleteTags: String { "DELETE FROM device_tags WHERE app = $1 AND token IN (\(d.list(2, .text)))" }
     var insertTags: String {
