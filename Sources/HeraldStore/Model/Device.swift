@@ -59,8 +59,13 @@ public struct Device: Sendable, Hashable {
 public struct DeviceRegistration: Sendable, Hashable {
     /// The device token, lower-case hex (checked by ``init(token:user:tags:badge:)``).
     public private(set) var token: String
-    public var user: String??
-    public var tags: Set<String>?
+    /// `nil` keeps the stored user; `.some(nil)` clears it (checked by ``init(token:user:tags:badge:)``,
+    /// and read-only after it, so no check can be bypassed).
+    public private(set) var user: String??
+    /// `nil` keeps the stored tags (checked by ``init(token:user:tags:badge:)``).
+    public private(set) var tags: Set<String>?
+    /// `nil` keeps the stored badge (checked by ``init(token:user:tags:badge:)``, and again by the
+    /// store when registered, so it may be changed).
     public var badge: Int?
 
     /// The most tags a device may have, and their longest length.
