@@ -11,6 +11,59 @@ import Testing
 /// both backends.
 @Suite("Gateway delivery", .serialized, .timeLimit(.minutes(3)))
 struct GatewayDeliveryTests {
+    @Test("token kinds: a push type reaches only the tokens of its kind, with its topic; a registered token of another kind is rejected, never sent", arguments: Backend.allCases)
+    func tokenKinds(backend: Backend) async throws {
+        try await GatewayHarness.run(backend) { harness in
+            // 0..<6 alert tokens (the default), 6..<10 voip, 10 a widgets token; even numbers tagged.
+            try await harness.register(0..<6, user: { _ in "ann" }, tags: { $0 % 2 == 0 ? ["even"] : [] })
+            for number in 6..<11 {
+                let kind = number < 10 ? "voip" : "widgets"
+                let answer = try await harness.call(
+                    .put, "/v1/apps/\(appID)/devices/\(token(number))", ["kind": .string(kind), "user": "ann", "tags": number % 2 == 0 ? ["even"] : []]
+                )
+                #expect(answer.status == 201 && answer.json?["kind"]?.stringValue == kind, "\(answer.json?.jsonString ?? "")")
+            }
+            func send(_ to: JSONValue, pushType: String, marker: String) async throws -> JSONValue {
+                let payload: JSONValue = pushType == "voip" ? ["aps": [:], "marker": .string(marker)] : ["aps": ["alert": .string(marker)], "marker": .string(marker)]
+                let body: JSONValue = ["to": to, "payload": payload, "pushType": .string(pushType)]
+                let answer = try await harness.call(.post, "/v1/apps/\(appID)/notifications", body)
+                #expect(answer.status == 202, "\(answer.json?.jsonString ?? "")")
+                return try await harness.waitUntilDone(try #require(answer.json?["id"]?.stringValue))
+            }
+            func received(_ marker: String) -> [String: String] {
+                var topics: [String: String] = [:]
+                for record in harness.mock.accepted where (try? JSONValue(parsing: record.payload))?["marker"]?.stringValue == marker {
+                    topics[record.token] = "\(record.pushType)@\(record.topic)"
+                }
+                return topics
+            }
+            let voipAll = try await send(["all": true], pushType: "voip", marker: "voip-all")
+            #expect(voipAll.count("targeted") == 4 && voipAll["targetedByKind"]?["voip"]?.intValue == 4, "\(voipAll.jsonString)")
+            #expect(received("voip-all") == Dictionary(uniqueKeysWithValues: (6..<10).map { (token($0), "voip@\(bundleID).voip") }))
+
+            let alertAll = try await send(["all": true], pushType: "alert", marker: "alert-all")
+            #expect(alertAll.count("targeted") == 6 && alertAll["targetedByKind"]?["alert"]?.intValue == 6)
+            #expect(Set(received("alert-all").keys) == Set((0..<6).map(token)))
+
+            let voipTags = try await send(["tags": ["even"]], pushType: "voip", marker: "voip-tags")
+            #expect(voipTags.count("targeted") == 2 && Set(received("voip-tags").keys) == [token(6), token(8)])
+            let voipUser = try await send(["users": ["ann"]], pushType: "voip", marker: "voip-user")
+            #expect(voipUser.count("targeted") == 4 && Set(received("voip-user").keys) == Set((6..<10).map(token)))
+            let widgets = try await send(["users": ["ann"]], pushType: "widgets", marker: "widgets")
+            #expect(received("widgets") == [token(10): "widgets@\(bundleID).push-type.widgets"])
+
+            // Explicit tokens: a registered alert token is not a VoIP token; an unknown one is sent as asked.
+            let explicit = try await send(["tokens": [.string(token(1)), .string(token(7)), .string(token(99))]], pushType: "voip", marker: "voip-tokens")
+            #expect(explicit.count("accepted") == 2 && explicit["rejected"]?["TokenKindMismatch"]?.intValue == 1, "\(explicit.jsonString)")
+            #expect(Set(received("voip-tokens").keys) == [token(7), token(99)])
+            #expect(try await harness.call(.get, "/v1/apps/\(appID)/devices/\(token(1))").json?["status"]?.stringValue == "active", "the alert token is left as it was")
+
+            // Lists by kind.
+            let voips = try await harness.call(.get, "/v1/apps/\(appID)/devices?kind=voip&limit=100")
+            #expect(Set(voips.json?["devices"]?.arrayItems.compactMap { $0["token"]?.stringValue } ?? []) == Set((6..<10).map(token)))
+        }
+    }
+
     @Test("tokens, users, tags and all: each device gets it once, the counts add up, deliveries are listed", arguments: Backend.allCases)
     func audiences(backend: Backend) async throws {
         try await GatewayHarness.run(backend) { harness in

@@ -31,6 +31,9 @@ public enum DeliveryReason: Sendable, Hashable, CustomStringConvertible, Lossles
         case expired = "Expired"
         /// The notification was cancelled before this device was sent to.
         case cancelled = "Cancelled"
+        /// The device is registered as another kind of token than the notification's push type
+        /// goes to (a VoIP push to an alert token): refused at once, never sent.
+        case tokenKindMismatch = "TokenKindMismatch"
         /// Sending stopped before APNs answered: the client was shut down, or the worker's grace
         /// period ran out while the process stopped. Retried.
         case shutdown = "shutdown"

@@ -121,8 +121,7 @@ struct DeviceImport: AsyncSequence {
             do {
                 let fields = try JSONFields(value, path: "")
                 let token = try fields.requiredString("token")
-                let (user, tags, badge) = try DeviceRoutes.deviceFields(fields, allowsToken: true)
-                return try DeviceRegistration(token: token, user: user, tags: tags, badge: badge)
+                return try DeviceRoutes.deviceFields(fields, allowsToken: true).registration(token: token)
             } catch let error as FieldError {
                 throw error.apiError
             } catch let error as APIError {

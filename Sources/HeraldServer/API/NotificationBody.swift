@@ -37,6 +37,16 @@ struct NotificationBody {
                 guard let parsed = PushType(rawValue: name) else {
                     throw APIError(.badRequest, APNSReason.invalidPushType.rawValue, "pushType: '\(PeerText(name, limit: 32))' is not one of \(PushType.allCases.map(\.rawValue).joined(separator: ", "))")
                 }
+                // A push type goes to the app's tokens of one kind (TokenKind, apns-spec §1.5).
+                switch TokenKind(for: parsed) {
+                case nil:
+                    throw APIError.invalid("pushType: mdm pushes go to an MDM enrolment's own topic, not to an app's device tokens; send them with the library (HeraldClient)")
+                case .liveactivity?:
+                    throw APIError.invalid(
+                        "pushType: liveactivity pushes go to the tokens of one Live Activity type with its attributes and content state, not through /v1/apps/{app}/notifications; this gateway does not send them yet (register push-to-start tokens with kind liveactivity meanwhile)"
+                    )
+                default: break
+                }
                 pushType = parsed
             } else {
                 // As `herald push` does: a content-available-only payload is a background push.

@@ -39,6 +39,7 @@ struct NotificationRoutes {
             writer.member("id", notification.id)
             writer.member("status", notification.status.rawValue)
             writer.member("targeted", notification.counts.targeted)
+            Self.writeTargetedByKind(notification, to: &writer)
         }
         if !created { response.headers[HTTPField.Name("Idempotent-Replayed")!] = "true" }
         response.headers[.location] = "/v1/notifications/\(notification.id)"
@@ -101,12 +102,23 @@ struct NotificationRoutes {
         return notification
     }
 
+    /// The devices targeted, by token kind: a push type reaches the app's tokens of one kind
+    /// (``TokenKind/init(for:)``), never a token of another.
+    static func writeTargetedByKind(_ notification: StoredNotification, to writer: inout JSONWriter) {
+        writer.key("targetedByKind")
+        writer.beginObject()
+        if let kind = TokenKind(for: notification.request.pushType) { writer.member(kind.rawValue, notification.counts.targeted) }
+        writer.endObject()
+    }
+
     static func write(_ notification: StoredNotification, to writer: inout JSONWriter) {
         let counts = notification.counts
         writer.member("id", notification.id)
         writer.member("app", notification.request.app)
         writer.member("status", notification.status.rawValue)
+        writer.member("pushType", notification.request.pushType.rawValue)
         writer.member("targeted", counts.targeted)
+        writeTargetedByKind(notification, to: &writer)
         writer.member("accepted", counts.accepted)
         writer.key("rejected")
         writer.beginObject()

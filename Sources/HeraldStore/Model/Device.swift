@@ -36,13 +36,19 @@ public struct Device: Sendable, Hashable {
     public var createdAt: Date
     /// Every registration sets it; APNs's timestamp rule compares against it.
     public var updatedAt: Date
+    /// Which of the app's tokens this is: which push types reach it.
+    public var kind: TokenKind
+    /// For a ``TokenKind/liveactivity`` (push-to-start) token: the Live Activity's attributes type.
+    public var activityType: String?
 
     public init(
         app: String, token: String, user: String? = nil, tags: Set<String> = [], badge: Int = 0, status: DeviceStatus = .active,
-        reason: String? = nil, invalidatedAt: Date? = nil, createdAt: Date, updatedAt: Date
+        reason: String? = nil, invalidatedAt: Date? = nil, createdAt: Date, updatedAt: Date, kind: TokenKind = .alert, activityType: String? = nil
     ) {
         self.app = app
         self.token = token
+        self.kind = kind
+        self.activityType = activityType
         self.user = user
         self.tags = tags
         self.badge = badge
@@ -67,19 +73,29 @@ public struct DeviceRegistration: Sendable, Hashable {
     /// `nil` keeps the stored badge (checked by ``init(token:user:tags:badge:)``, and again by the
     /// store when registered, so it may be changed).
     public var badge: Int?
+    /// `nil` keeps the stored kind (a new device: ``TokenKind/alert``); a kind given replaces it
+    /// and its activity type.
+    public private(set) var kind: TokenKind?
+    /// The attributes type of a ``TokenKind/liveactivity`` token's Live Activity: required with
+    /// that kind, refused with any other.
+    public private(set) var activityType: String?
 
     /// The most tags a device may have, and their longest length.
     public static let maximumTags = 32
     public static let maximumTagLength = 64
     /// The longest user ID.
     public static let maximumUserLength = 256
+    /// The longest Live Activity attributes type name.
+    public static let maximumActivityTypeLength = 128
     /// The largest badge APNs accepts (`aps.badge` is a 32-bit signed number); increments stop here.
     public static let maximumBadge = Int(Int32.max)
 
     /// - Parameters:
     ///   - user: `nil` keeps the stored user; `.some(nil)` clears it.
     /// - Throws: ``StoreError`` with code `invalidInput`, saying what is wrong.
-    public init(token: String, user: String?? = nil, tags: Set<String>? = nil, badge: Int? = nil) throws(StoreError) {
+    public init(
+        token: String, user: String?? = nil, tags: Set<String>? = nil, badge: Int? = nil, kind: TokenKind? = nil, activityType: String? = nil
+    ) throws(StoreError) {
         do {
             self.token = try DeviceToken(token).hex
         } catch {
@@ -96,10 +112,34 @@ public struct DeviceRegistration: Sendable, Hashable {
                 throw StoreError(.invalidInput, "tags: \(String(reflecting: PeerText(tag, limit: 80).description)) must be 1 to \(Self.maximumTagLength) of A-Z a-z 0-9 . _ : -")
             }
         }
+        if kind == .liveactivity {
+            // The type name is an identifier in the app's Swift code (`ActivityAttributes`).
+            guard let activityType, Self.isValidActivityType(activityType) else {
+                throw StoreError(
+                    .invalidInput,
+                    "activityType: a liveactivity token needs its Live Activity's attributes type, 1 to \(Self.maximumActivityTypeLength) of A-Z a-z 0-9 _ ."
+                )
+            }
+        } else if activityType != nil {
+            throw StoreError(.invalidInput, "activityType: only a liveactivity token has one (kind is \(kind.map(\.rawValue) ?? "not given"))")
+        }
         self.user = user
         self.tags = tags
         self.badge = badge
+        self.kind = kind
+        self.activityType = activityType
         try checkBadge()
+    }
+
+    /// Whether it says nothing but its token: registering it keeps every stored field.
+    var isBare: Bool { user == nil && tags == nil && badge == nil && kind == nil }
+
+    /// A Live Activity attributes type name: 1 to 128 of letters, digits, `_` and `.`.
+    public static func isValidActivityType(_ name: String) -> Bool {
+        let bytes = name.utf8
+        return !bytes.isEmpty && bytes.count <= maximumActivityTypeLength && bytes.allSatisfy { byte in
+            (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A) || byte == 0x5F || byte == 0x2E
+        }
     }
 
     /// Throws unless the badge is `nil` or one APNs accepts: ``badge`` is a `var`, so the store
@@ -115,6 +155,10 @@ public struct DeviceRegistration: Sendable, Hashable {
         if let user = later.user { self.user = user }
         if let tags = later.tags { self.tags = tags }
         if let badge = later.badge { self.badge = badge }
+        if let kind = later.kind {
+            self.kind = kind
+            self.activityType = later.activityType
+        }
     }
 
     /// A tag: 1 to 64 characters of letters, digits, `.`, `_`, `:` and `-`.
@@ -132,11 +176,13 @@ public struct DeviceFilter: Sendable, Hashable {
     public var status: DeviceStatus?
     public var user: String?
     public var tag: String?
+    public var kind: TokenKind?
 
-    public init(status: DeviceStatus? = nil, user: String? = nil, tag: String? = nil) {
+    public init(status: DeviceStatus? = nil, user: String? = nil, tag: String? = nil, kind: TokenKind? = nil) {
         self.status = status
         self.user = user
         self.tag = tag
+        self.kind = kind
     }
 }
 

@@ -6,9 +6,11 @@ import HeraldCore
 /// an import holds a batch being read and one being written, and this is most of what a batch
 /// costs in memory.
 struct DeviceRows: Sendable {
-    /// `[token, user ('' clears it, null keeps it), tags, badge, hash]`, as
-    /// ``QueueStatements/upsertDevices`` reads them.
+    /// `[token, user ('' clears it, null keeps it), tags, badge, hash, kind, activity type]`, as
+    /// ``QueueStatements/upsertDevices(settingKind:)`` reads them: those that keep their stored
+    /// kind, and those that give one.
     private(set) var full: JSONWriter
+    private(set) var kinded: JSONWriter
     /// `[token, hash]` of devices registered with their token alone, as
     /// ``QueueStatements/upsertBareDevices`` reads them: what a bulk import mostly is.
     private(set) var bare: JSONWriter
@@ -21,8 +23,10 @@ struct DeviceRows: Sendable {
     init(_ registrations: [DeviceRegistration], devicesInKeyOrder: Bool) {
         count = registrations.count
         full = JSONWriter(capacity: 2)
+        kinded = JSONWriter(capacity: 2)
         bare = JSONWriter(capacity: 56 + 80 * registrations.count)
         full.beginArray()
+        kinded.beginArray()
         bare.beginArray()
         var keyed = registrations.map { (hash: KeySpace.hash($0.token), registration: $0) }
         if devicesInKeyOrder {
@@ -31,7 +35,7 @@ struct DeviceRows: Sendable {
             keyed.sort { $0.registration.token < $1.registration.token }
         }
         for (hash, registration) in keyed {
-            if registration.user == nil, registration.tags == nil, registration.badge == nil {
+            if registration.isBare {
                 bare.beginArray()
                 bare.string(registration.token)
                 bare.int(Int(hash))
@@ -42,19 +46,30 @@ struct DeviceRows: Sendable {
                 tagged.append(registration.token)
                 tagPairs += tags.sorted().map { [.text(registration.token), .text($0), .int(hash)] }
             }
-            full.beginArray()
-            full.string(registration.token)
-            switch registration.user {
-            case .none: full.null()
-            case .some(.none): full.string("")
-            case .some(.some(let user)): full.string(user)
+            if registration.kind == nil {
+                Self.write(registration, hash: hash, into: &full)
+            } else {
+                Self.write(registration, hash: hash, into: &kinded)
             }
-            if let tags = registration.tags { full.string(TagList.encode(tags)) } else { full.null() }
-            if let badge = registration.badge { full.int(badge) } else { full.null() }
-            full.int(Int(hash))
-            full.endArray()
         }
         full.endArray()
+        kinded.endArray()
         bare.endArray()
+    }
+
+    private static func write(_ registration: DeviceRegistration, hash: Int64, into rows: inout JSONWriter) {
+        rows.beginArray()
+        rows.string(registration.token)
+        switch registration.user {
+        case .none: rows.null()
+        case .some(.none): rows.string("")
+        case .some(.some(let user)): rows.string(user)
+        }
+        if let tags = registration.tags { rows.string(TagList.encode(tags)) } else { rows.null() }
+        if let badge = registration.badge { rows.int(badge) } else { rows.null() }
+        rows.int(Int(hash))
+        if let kind = registration.kind { rows.int(KindCode(kind).rawValue) } else { rows.null() }
+        if let activityType = registration.activityType { rows.string(activityType) } else { rows.null() }
+        rows.endArray()
     }
 }

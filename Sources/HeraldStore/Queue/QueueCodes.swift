@@ -138,3 +138,44 @@ enum TagList {
         return Set(tags.split(separator: ",").map(String.init))
     }
 }
+
+/// A device's token kind as stored (`devices.kind`, migration 7).
+enum KindCode: Int, StoredCode {
+    case alert = 0
+    case voip = 1
+    case complication = 2
+    case fileprovider = 3
+    case location = 4
+    case pushtotalk = 5
+    case widgets = 6
+    case controls = 7
+    case liveactivity = 8
+
+    init(_ kind: TokenKind) {
+        switch kind {
+        case .alert: self = .alert
+        case .voip: self = .voip
+        case .complication: self = .complication
+        case .fileprovider: self = .fileprovider
+        case .location: self = .location
+        case .pushtotalk: self = .pushtotalk
+        case .widgets: self = .widgets
+        case .controls: self = .controls
+        case .liveactivity: self = .liveactivity
+        }
+    }
+
+    var kind: TokenKind {
+        switch self {
+        case .alert: .alert
+        case .voip: .voip
+        case .complication: .complication
+        case .fileprovider: .fileprovider
+        case .location: .location
+        case .pushtotalk: .pushtotalk
+        case .widgets: .widgets
+        case .controls: .controls
+        case .liveactivity: .liveactivity
+        }
+    }
+}

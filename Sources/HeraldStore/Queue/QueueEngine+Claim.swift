@@ -162,7 +162,8 @@ extension QueueEngine {
         }
         let cursor = RangeCursor(hash: segment.int(4) ?? RangeCursor.start.hash, token: segment.text(5) ?? "")
         let from = cursor.reading(from: segment.int(2) ?? 0)
-        var binds: [SQLValue] = [.text(notification.app), .int(upper), .int(from.hash), .text(from.token), .int(limit)]
+        let kind: SQLValue = (try? Self.kind(of: notification.pushType)).map { .code($0) } ?? .int(-1)
+        var binds: [SQLValue] = [.text(notification.app), .int(upper), .int(from.hash), .text(from.token), .int(limit), kind]
         var statement = sql.rangeOfAll
         if case .tags(let tags) = found?.audience {
             statement = sql.rangeOfTags

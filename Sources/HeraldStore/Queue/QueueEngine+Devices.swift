@@ -42,7 +42,8 @@ extension QueueEngine {
         // One statement for the whole batch (the facade cuts a stream into batches): on SQLite
         // each statement commits on its own, and a page changed by many rows of one commit is
         // written once, by many commits once each.
-        if rows.full.bytes.count > 2 { try await connection.query(sql.upsertDevices, [.text(app), .json(rows.full), .int(now.milliseconds)]) }
+        if rows.full.bytes.count > 2 { try await connection.query(sql.upsertDevices(settingKind: false), [.text(app), .json(rows.full), .int(now.milliseconds)]) }
+        if rows.kinded.bytes.count > 2 { try await connection.query(sql.upsertDevices(settingKind: true), [.text(app), .json(rows.kinded), .int(now.milliseconds)]) }
         if rows.bare.bytes.count > 2 { try await connection.query(sql.upsertBareDevices, [.text(app), .json(rows.bare), .int(now.milliseconds)]) }
     }
 
@@ -67,7 +68,8 @@ extension QueueEngine {
             if let tag = filter.tag { binds.append(.text(tag)) }
             if let status = filter.status { binds.append(.code(DeviceCode(status))) }
             if let user = filter.user { binds.append(.text(user)) }
-            let statement = sql.listDevices(status: filter.status != nil, user: filter.user != nil, tag: filter.tag != nil)
+            if let kind = filter.kind { binds.append(.code(KindCode(kind))) }
+            let statement = sql.listDevices(status: filter.status != nil, user: filter.user != nil, tag: filter.tag != nil, kind: filter.kind != nil)
             var devices = try await connection.query(statement, binds).map(Self.device)
             let more = devices.count > limit
             if more { devices.removeLast() }
@@ -112,7 +114,7 @@ extension QueueEngine {
             app: row.text(0) ?? "", token: row.text(1) ?? "", user: user?.isEmpty == false ? user : nil, tags: TagList.decode(row.text(3)),
             badge: row.int(4, default: 0), status: DeviceCode(code: row.int(5))?.status ?? .active, reason: row.text(6),
             invalidatedAt: row.int(7).map(Date.init(milliseconds:)), createdAt: Date(milliseconds: row.int(8) ?? 0),
-            updatedAt: Date(milliseconds: row.int(9) ?? 0)
+            updatedAt: Date(milliseconds: row.int(9) ?? 0), kind: KindCode(code: row.int(10))?.kind ?? .alert, activityType: row.text(11)
         )
     }
 

@@ -9,6 +9,7 @@ import Foundation
 /// Notifications: enqueue, read, cancel.
 extension QueueEngine {
     func enqueue(_ request: NotificationRequest, id: String, deadline: Date, now: Date) async throws -> (notification: StoredNotification, created: Bool) {
+        let kind = try Self.kind(of: request.pushType)
         let result = try await database.write(.durable) { [self] connection -> (StoredNotification, Bool) in
             if let existing = try await existing(request, on: connection) { return (existing, false) }
             let time = now.milliseconds
@@ -16,16 +17,16 @@ extension QueueEngine {
             var deliveries: [(token: String, state: DeliveryState, reason: String?)] = []
             switch request.audience {
             case .tokens(let tokens):
-                deliveries = try await explicitDeliveries(Array(Set(tokens)).sorted(), app: request.app, on: connection)
+                deliveries = try await explicitDeliveries(Array(Set(tokens)).sorted(), kind: kind, app: request.app, on: connection)
             case .users(let users):
                 for part in Self.chunks(users) {
-                    let rows = try await connection.query(sql.devicesOfUsers, [.text(request.app), .texts(part)])
+                    let rows = try await connection.query(sql.devicesOfUsers, [.text(request.app), .texts(part), .code(kind)])
                     deliveries += rows.compactMap { $0.text(0) }.map { ($0, .pending, nil) }
                 }
             case .tags(let tags):
-                targeted = try await connection.query(sql.countTagged, [.text(request.app), .texts(tags)]).first?.int(0, default: 0) ?? 0
+                targeted = try await connection.query(sql.countTagged, [.text(request.app), .texts(tags), .code(kind)]).first?.int(0, default: 0) ?? 0
             case .all:
-                targeted = try await connection.query(sql.countActive, [.text(request.app)]).first?.int(0, default: 0) ?? 0
+                targeted = try await connection.query(sql.countActive, [.text(request.app), .code(kind)]).first?.int(0, default: 0) ?? 0
             }
             if !request.audience.isRange { targeted = deliveries.count }
             let audience = AudienceKind.encode(request.audience)
@@ -68,18 +69,33 @@ extension QueueEngine {
         return try await notification(row, on: connection)
     }
 
-    /// One delivery row per token: pending, or rejected at once when the store knows the device is gone.
+    /// The kind of token a push type goes to through a notification: `mdm` goes to no app token,
+    /// and a Live Activity push needs the activity type of its tokens.
+    static func kind(of pushType: PushType) throws(StoreError) -> KindCode {
+        guard let kind = TokenKind(for: pushType) else {
+            throw StoreError(.invalidInput, "pushType: mdm pushes go to an MDM enrolment's topic, not to an app's device tokens")
+        }
+        guard kind != .liveactivity else {
+            throw StoreError(.invalidInput, "pushType: a liveactivity push goes to the tokens of one Live Activity type, not through a notification")
+        }
+        return KindCode(kind)
+    }
+
+    /// One delivery row per token: pending, or rejected at once when the store knows the device is
+    /// gone, or is a token of another kind than the push type goes to.
     private func explicitDeliveries(
-        _ tokens: [String], app: String, on connection: any SQLConnection
+        _ tokens: [String], kind: KindCode, app: String, on connection: any SQLConnection
     ) async throws -> [(token: String, state: DeliveryState, reason: String?)] {
-        var known: [String: (status: DeviceCode?, reason: String?)] = [:]
+        var known: [String: (status: DeviceCode?, reason: String?, kind: KindCode?)] = [:]
         for part in Self.chunks(tokens) {
             for row in try await connection.query(sql.knownDevices, [.text(app), .devices(part)]) {
-                known[row.text(0) ?? ""] = (DeviceCode(code: row.int(1)), row.text(2))
+                known[row.text(0) ?? ""] = (DeviceCode(code: row.int(1)), row.text(2), KindCode(code: row.int(3)))
             }
         }
         return tokens.map { token in
-            guard let device = known[token], device.status != .active else { return (token, .pending, nil) }
+            guard let device = known[token] else { return (token, .pending, nil) }
+            if device.kind != kind { return (token, .rejected, DeliveryReason.gateway(.tokenKindMismatch).description) }
+            guard device.status != .active else { return (token, .pending, nil) }
             return (token, .rejected, device.reason ?? "Unregistered")
         }
     }

@@ -9,24 +9,27 @@ struct QueueStatements: Sendable {
 
     // MARK: Devices
 
-    static let deviceColumns = "app, token, user_id, tags, badge, status, reason, invalidated_at, created_at, updated_at"
+    static let deviceColumns = "app, token, user_id, tags, badge, status, reason, invalidated_at, created_at, updated_at, kind, activity_type"
 
     /// Device $2 (its key $3) of app $1. A device is found by its hash as well as its token: SQLite
     /// keeps devices in key order (``SQLDialect/deviceKey``); PostgreSQL finds it by token.
     var selectDevice: String { "SELECT \(Self.deviceColumns) FROM devices WHERE app = $1 AND hash = $3 AND token = $2" }
 
-    /// Upserts devices of app $1 given as rows `[token, user, tags, badge, hash]` ($2) at $3: a
-    /// null user, tags or badge keeps what is stored (a cleared user is ""); registering makes
-    /// the device active again. A hash is the token's, never updated.
-    var upsertDevices: String {
+    /// Upserts devices of app $1 given as rows `[token, user, tags, badge, hash, kind, activity
+    /// type]` ($2) at $3: a null user, tags or badge keeps what is stored (a cleared user is "");
+    /// registering makes the device active again. A hash is the token's, never updated. A new
+    /// device without a kind is an alert token; `settingKind`: the rows' kinds (and activity
+    /// types) replace those stored, otherwise stored kinds are kept.
+    func upsertDevices(settingKind: Bool) -> String {
         """
-        INSERT INTO devices (app, token, user_id, tags, badge, hash, status, created_at, updated_at)
-        SELECT $1, \(e(0, .text)), \(e(1, .text)), \(e(2, .text)), \(e(3, .integer)), \(e(4, .bigint)), \(DeviceCode.active), $3, $3
+        INSERT INTO devices (app, token, user_id, tags, badge, hash, kind, activity_type, status, created_at, updated_at)
+        SELECT $1, \(e(0, .text)), \(e(1, .text)), \(e(2, .text)), \(e(3, .integer)), \(e(4, .bigint)),
+            COALESCE(\(e(5, .smallint)), \(KindCode.alert)), \(e(6, .text)), \(DeviceCode.active), $3, $3
         FROM \(d.rows(2)) AS j WHERE true
         ON CONFLICT \(d.deviceKey) DO UPDATE SET
             user_id = COALESCE(excluded.user_id, devices.user_id),
             tags = COALESCE(excluded.tags, devices.tags),
-            badge = COALESCE(excluded.badge, devices.badge),
+            badge = COALESCE(excluded.badge, devices.badge),\(settingKind ? "\n    kind = excluded.kind, activity_type = excluded.activity_type," : "")
             status = \(DeviceCode.active), reason = NULL, invalidated_at = NULL,
             updated_at = excluded.updated_at
         """
@@ -35,8 +38,8 @@ struct QueueStatements: Sendable {
     /// $2): what a bulk import of tokens mostly is, two elements a row to read rather than five.
     var upsertBareDevices: String {
         """
-        INSERT INTO devices (app, token, hash, status, created_at, updated_at)
-        SELECT $1, \(e(0, .text)), \(e(1, .bigint)), \(DeviceCode.active), $3, $3
+        INSERT INTO devices (app, token, hash, kind, status, created_at, updated_at)
+        SELECT $1, \(e(0, .text)), \(e(1, .bigint)), \(KindCode.alert), \(DeviceCode.active), $3, $3
         FROM \(d.rows(2)) AS j WHERE true
         ON CONFLICT \(d.deviceKey) DO UPDATE SET
             status = \(DeviceCode.active), reason = NULL, invalidated_at = NULL, updated_at = excluded.updated_at
@@ -56,19 +59,25 @@ struct QueueStatements: Sendable {
     /// Keyset pagination after token $2 ("": from the start), at most $3, optionally by status,
     /// user or tag, in the order the database keeps devices: by key (``SQLDialect/devicesInKeyOrder``:
     /// then $4 is $2's hash, -1 from the start) or by token.
-    func listDevices(status: Bool, user: Bool, tag: Bool) -> String {
+    func listDevices(status: Bool, user: Bool, tag: Bool, kind: Bool) -> String {
         var sql = "SELECT d.app, d.token, d.user_id, d.tags, d.badge, d.status, d.reason, d.invalidated_at, d.created_at, d.updated_at FROM devices d"
         var next = d.devicesInKeyOrder ? 5 : 4
+        var conditions = ""
         if tag {
             sql += " JOIN device_tags t ON t.app = d.app AND t.hash = d.hash AND t.token = d.token AND t.tag = $\(next)"
             next += 1
         }
         sql += d.devicesInKeyOrder ? " WHERE d.app = $1 AND (d.hash, d.token) > ($4, $2)" : " WHERE d.app = $1 AND d.token > $2"
         if status {
-            sql += " AND d.status = $\(next)"
+            conditions += " AND d.status = $\(next)"
             next += 1
         }
-        if user { sql += " AND d.user_id = $\(next)" }
+        if user {
+            conditions += " AND d.user_id = $\(next)"
+            next += 1
+        }
+        if kind { conditions += " AND d.kind = $\(next)" }
+        sql += conditions
         return sql + (d.devicesInKeyOrder ? " ORDER BY d.hash, d.token LIMIT $3" : " ORDER BY d.token LIMIT $3")
     }
 
@@ -120,17 +129,20 @@ struct QueueStatements: Sendable {
         """
     }
     /// The devices of app $1 among rows `[token, hash]` ($2).
-    var knownDevices: String { "SELECT token, status, reason FROM devices WHERE app = $1 AND \(d.devices("devices", in: 2, hashAt: 1))" }
+    var knownDevices: String { "SELECT token, status, reason, kind FROM devices WHERE app = $1 AND \(d.devices("devices", in: 2, hashAt: 1))" }
+    /// The active devices of kind $3 of app $1's users $2.
     var devicesOfUsers: String {
-        "SELECT token FROM devices WHERE app = $1 AND status = \(DeviceCode.active) AND user_id IN (\(d.list(2, .text))) ORDER BY token"
+        "SELECT token FROM devices WHERE app = $1 AND status = \(DeviceCode.active) AND kind = $3 AND user_id IN (\(d.list(2, .text))) ORDER BY token"
     }
+    /// The active devices of kind $3 of app $1 with any of the tags $2.
     var countTagged: String {
         """
         SELECT COUNT(DISTINCT t.token) FROM device_tags t JOIN devices d ON d.app = t.app AND d.hash = t.hash AND d.token = t.token
-        WHERE t.app = $1 AND t.tag IN (\(d.list(2, .text))) AND d.status = \(DeviceCode.active)
+        WHERE t.app = $1 AND t.tag IN (\(d.list(2, .text))) AND d.status = \(DeviceCode.active) AND d.kind = $3
         """
     }
-    var countActive: String { "SELECT COUNT(*) FROM devices WHERE app = $1 AND status = \(DeviceCode.active)" }
+    /// The active devices of kind $2 of app $1.
+    var countActive: String { "SELECT COUNT(*) FROM devices WHERE app = $1 AND status = \(DeviceCode.active) AND kind = $2" }
 
     /// Deliveries of notification $1 at $2, rows `[token, state, reason]` ($3).
     var insertDeliveries: String {
@@ -313,7 +325,7 @@ struct QueueStatements: Sendable {
         """
     }
 
-    /// The next active devices of a range of app $1 (keys below $2, after ($3, $4), at most $5;
+    /// The next active devices of kind $6 of a range of app $1 (keys below $2, after ($3, $4), at most $5;
     /// the cursor at or above the range's start: ``RangeCursor/reading(from:)``), as one row:
     /// their tokens joined by newlines in key order (a batch costs one row to hand over, not
     /// thousands), the last key, and how many.
@@ -321,17 +333,17 @@ struct QueueStatements: Sendable {
         """
         SELECT \(d.joinLines("token", orderBy: "hash, token")), MAX(hash), COUNT(*) FROM (
             SELECT hash, token FROM devices
-            WHERE app = $1 AND status = \(DeviceCode.active) AND (hash, token) > ($3, $4) AND hash < $2
+            WHERE app = $1 AND status = \(DeviceCode.active) AND kind = $6 AND (hash, token) > ($3, $4) AND hash < $2
             ORDER BY hash, token LIMIT $5) AS r
         """
     }
-    /// As ``rangeOfAll``, for the devices with any of the tags $6.
+    /// As ``rangeOfAll``, for the devices with any of the tags $7.
     var rangeOfTags: String {
         """
         SELECT \(d.joinLines("token", orderBy: "hash, token")), MAX(hash), COUNT(*) FROM (
             SELECT DISTINCT t.hash AS hash, t.token AS token FROM device_tags t JOIN devices d ON d.app = t.app AND d.hash = t.hash AND d.token = t.token
-            WHERE t.app = $1 AND t.tag IN (\(d.list(6, .text))) AND (t.hash, t.token) > ($3, $4) AND t.hash < $2
-                AND d.status = \(DeviceCode.active)
+            WHERE t.app = $1 AND t.tag IN (\(d.list(7, .text))) AND (t.hash, t.token) > ($3, $4) AND t.hash < $2
+                AND d.status = \(DeviceCode.active) AND d.kind = $6
             ORDER BY t.hash, t.token LIMIT $5) AS r
         """
     }

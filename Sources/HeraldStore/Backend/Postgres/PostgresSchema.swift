@@ -127,6 +127,15 @@ enum PostgresSchema {
             "UPDATE segments SET state = 2, lease_owner = NULL WHERE state < 2 AND number > 0",
             "UPDATE segments SET cursor = '', raised_through = NULL WHERE state < 2",
         ],
+        // 5: which of an app's tokens a device is (``KindCode``; every device stored before is an
+        // alert token) and, for a Live Activity push-to-start token, its attributes type. A
+        // broadcast reads the devices of its push type's kind, from an index that holds it.
+        [
+            "ALTER TABLE devices ADD COLUMN kind SMALLINT NOT NULL DEFAULT 0",
+            "ALTER TABLE devices ADD COLUMN activity_type TEXT",
+            "DROP INDEX devices_hash",
+            "CREATE INDEX devices_hash ON devices (app, kind, hash, token) WHERE status = 0",
+        ],
     ]
 
     static let createVersions = "CREATE TABLE IF NOT EXISTS herald_schema (version INTEGER PRIMARY KEY, applied_at BIGINT NOT NULL)"

@@ -163,6 +163,12 @@ enum SQLiteSchema {
             // start stays a look at an empty index.
             "CREATE INDEX devices_unhashed ON devices (app, token) WHERE hash IS NULL",
         ],
+        // 7: which of an app's tokens a device is (``KindCode``; every device stored before is an
+        // alert token) and, for a Live Activity push-to-start token, its attributes type.
+        [
+            "ALTER TABLE devices ADD COLUMN kind INTEGER NOT NULL DEFAULT 0",
+            "ALTER TABLE devices ADD COLUMN activity_type TEXT",
+        ],
     ]
 
     /// Before migration 6: gives every device without a hash (stored before migration 4, and
