@@ -38,7 +38,7 @@ public final class HeraldGateway: Service, Sendable {
     public let store: HeraldStore
     /// The API, for tests that drive its router without a socket.
     public let api: GatewayAPI
-    let clients: [String: APNSClient]
+    let clients: [AppEnvironment: APNSClient]
     let metrics: GatewayMetrics
     private let logger: Logger
     private let onListening: @Sendable (ListenAddress) async -> Void
@@ -73,16 +73,21 @@ public final class HeraldGateway: Service, Sendable {
         metrics = GatewayMetrics(registry: registry)
         store = HeraldStore(configuration: configuration.storeConfiguration, logger: logger)
         api = GatewayAPI(configuration: configuration, store: store, metrics: metrics)
-        var clients: [String: APNSClient] = [:]
+        var clients: [AppEnvironment: APNSClient] = [:]
         if roles.contains(.workers) {
+            // A client per app and token environment; one connects only when it has something
+            // to send, so an app without sandbox devices never opens a sandbox connection.
             for app in configuration.apps {
-                var client = APNSClient.Configuration(environment: app.environment, credentials: app.credentials)
-                client.trustRoots = app.trustRoots
-                client.pool.maximumConnections = app.connections
-                client.metrics.dimensions = [("app", app.id)]
-                var clientLogger = logger
-                clientLogger[metadataKey: "app"] = "\(app.id)"
-                clients[app.id] = try APNSClient(configuration: client, logger: clientLogger)
+                for tokenEnvironment in TokenEnvironment.allCases {
+                    var client = APNSClient.Configuration(environment: app.host(for: tokenEnvironment), credentials: app.credentials)
+                    client.trustRoots = app.trustRoots
+                    client.pool.maximumConnections = app.connections
+                    client.metrics.dimensions = [("app", app.id)]
+                    var clientLogger = logger
+                    clientLogger[metadataKey: "app"] = "\(app.id)"
+                    clientLogger[metadataKey: "environment"] = "\(tokenEnvironment)"
+                    clients[AppEnvironment(app: app.id, environment: tokenEnvironment)] = try APNSClient(configuration: client, logger: clientLogger)
+                }
             }
         }
         self.clients = clients
@@ -113,7 +118,7 @@ public final class HeraldGateway: Service, Sendable {
     public func services() -> [any Service] {
         let migrated = MigrationGate(gateway: self)
         var services: [any Service] = [store]
-        services += clients.keys.sorted().map { clients[$0]! as any Service }
+        services += clients.keys.sorted { ($0.app, $0.environment.rawValue) < ($1.app, $1.environment.rawValue) }.map { clients[$0]! as any Service }
         if roles.contains(.workers) {
             let workers = DeliveryWorkers(
                 store: store, configuration: configuration, clients: clients, metrics: metrics, logger: logger, stopGrace: stopGrace

@@ -64,6 +64,8 @@ struct ConfigurationTests {
             (json(""), "apps", "at least one app"),
             (json(app.replacingOccurrences(of: #""id": "shop""#, with: #""id": "Shop/1""#)), "apps[0].id", "a-z 0-9"),
             (json(app.replacingOccurrences(of: "sandbox", with: "staging")), "apps[0].environment", "sandbox, production or https://HOST:PORT"),
+            (json(app.replacingOccurrences(of: #""environment": "sandbox""#, with: #""environment": "sandbox", "environments": {"sandbox": "http://x"}"#)), "apps[0].environments.sandbox", "https://HOST:PORT"),
+            (json(app.replacingOccurrences(of: #""environment": "sandbox""#, with: #""environment": "sandbox", "environments": {"staging": "https://x"}"#)), "apps[0].environments.staging", "unknown field"),
             (json(app.replacingOccurrences(of: "AuthKey_ABC123DEFG.p8", with: "missing.p8")), "apps[0].authKey.file", "missing.p8"),
             (json(app.replacingOccurrences(of: #""keyID": "ABC123DEFG", "#, with: "")), "apps[0].authKey.keyID", "is required"),
             (json(app.replacingOccurrences(of: #", "authKey": { "file": "AuthKey_ABC123DEFG.p8", "keyID": "ABC123DEFG", "teamID": "DEF123GHIJ" }"#, with: "")), "apps[0]", "authKey"),
@@ -85,6 +87,20 @@ struct ConfigurationTests {
         }
         let missing = #expect(throws: ConfigurationError.self) { try GatewayConfiguration.load(file: scratch.file("nope.json")) }
         #expect(missing?.description.contains("nope.json") == true)
+    }
+
+    @Test("environments: the app's environment is where devices without one go; each token environment goes to Apple's host for it unless environments names another")
+    func environments() throws {
+        let (scratch, json) = try fixture()
+        let sandbox = try GatewayConfiguration.load(file: try scratch.write("sandbox.json", json(app))).apps[0]
+        #expect(sandbox.defaultEnvironment == .sandbox && sandbox.host(for: .sandbox) == .sandbox && sandbox.host(for: .production) == .production)
+        let mocked = app.replacingOccurrences(
+            of: #""environment": "sandbox""#, with: #""environment": "https://127.0.0.1:2197", "environments": {"sandbox": "https://127.0.0.1:2198"}"#
+        )
+        let custom = try GatewayConfiguration.load(file: try scratch.write("mocked.json", json(mocked))).apps[0]
+        #expect(custom.defaultEnvironment == .production, "a host of its own counts as production")
+        #expect(custom.host(for: .production) == .custom(host: "127.0.0.1", port: 2197))
+        #expect(custom.host(for: .sandbox) == .custom(host: "127.0.0.1", port: 2198))
     }
 
     @Test("secrets stay out: a PostgreSQL password comes from PGPASSWORD, and is never shown")

@@ -64,6 +64,47 @@ struct GatewayDeliveryTests {
         }
     }
 
+    @Test("environments: each device is sent to its own environment's host, a device without one to the app's; listed and filtered by environment", arguments: Backend.allCases)
+    func environments(backend: Backend) async throws {
+        // A CA of its own name: trust stores find a CA by its name, and the first mock's has the default one.
+        let sandboxAuthority = try MockCertificateAuthority(name: "Herald Mock APNs sandbox CA")
+        let sandboxCA = try sandboxAuthority.tlsCertificate
+        var sandboxConfiguration = MockAPNSServer.Configuration()
+        sandboxConfiguration.sandbox = true
+        sandboxConfiguration.tlsIdentity = try sandboxAuthority.issueServerIdentity()
+        let sandbox = try MockAPNSServer(configuration: sandboxConfiguration)
+        try await sandbox.start()
+        defer { Task { try? await sandbox.shutdown() } }
+        try await GatewayHarness.run(backend, gateway: { configuration in
+            configuration.apps[0].environments[.sandbox] = sandbox.environment
+            if case .only(let roots) = configuration.apps[0].trustRoots { configuration.apps[0].trustRoots = .only(roots + [sandboxCA]) }
+        }) { harness in
+            // 0..<3 sandbox (a debug build), 3..<6 production, 6..<8 registered without one.
+            for number in 0..<8 {
+                let fields: JSONValue = number < 3 ? ["environment": "sandbox"] : number < 6 ? ["environment": "production"] : [:]
+                let answer = try await harness.call(.put, "/v1/apps/\(appID)/devices/\(token(number))", fields)
+                #expect(answer.status == 201 && answer.json?["environment"]?.stringValue == (number < 3 ? "sandbox" : "production"), "\(answer.json?.jsonString ?? "")")
+            }
+            // A registration without one keeps it.
+            #expect(try await harness.call(.put, "/v1/apps/\(appID)/devices/\(token(0))", ["badge": 1]).json?["environment"]?.stringValue == "sandbox")
+            let listed = try await harness.call(.get, "/v1/apps/\(appID)/devices?environment=sandbox")
+            #expect(Set(listed.json?["devices"]?.arrayItems.compactMap { $0["token"]?.stringValue } ?? []) == Set((0..<3).map(token)))
+
+            let all = try await harness.waitUntilDone(try await harness.send(["all": true], alert: "everyone"))
+            #expect(all.count("accepted") == 8, "\(all.jsonString)")
+            let explicit = try await harness.waitUntilDone(try await harness.send(["tokens": [.string(token(1)), .string(token(4)), .string(token(99))]], alert: "explicit"))
+            #expect(explicit.count("accepted") == 3)
+            func received(_ mock: MockAPNSServer, _ alert: String) -> Set<String> {
+                Set(mock.accepted.filter { (try? JSONValue(parsing: $0.payload))?["aps"]?["alert"]?.stringValue == alert }.map(\.token))
+            }
+            #expect(received(sandbox, "everyone") == Set((0..<3).map(token)))
+            #expect(received(harness.mock, "everyone") == Set((3..<8).map(token)))
+            #expect(received(sandbox, "explicit") == [token(1)])
+            #expect(received(harness.mock, "explicit") == [token(4), token(99)], "an unknown token goes to the app's environment")
+        }
+        try await sandbox.shutdown()
+    }
+
     @Test("tokens, users, tags and all: each device gets it once, the counts add up, deliveries are listed", arguments: Backend.allCases)
     func audiences(backend: Backend) async throws {
         try await GatewayHarness.run(backend) { harness in

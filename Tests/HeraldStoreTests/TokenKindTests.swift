@@ -84,4 +84,41 @@ struct TokenKindTests {
             }
         }
     }
+
+    @Test("an environment is stored, kept by a registration without one, and carried to every claimed device: ranges, explicit tokens, users, retries", arguments: Backend.allCases)
+    func environments(backend: Backend) async throws {
+        try await withStore(backend) { store in
+            // 0, 1: sandbox; 2: production; 3: none (the app's).
+            for number in 0..<4 {
+                let environment: TokenEnvironment? = number < 2 ? .sandbox : number == 2 ? .production : nil
+                try await store.register(try DeviceRegistration(token: token(number), user: .some("ann"), tags: ["t"], environment: environment), app: app)
+            }
+            try await store.register(try registration(0, badge: 4), app: app)
+            #expect(try await store.device(app: app, token: token(0))?.environment == .sandbox, "kept by a registration without one")
+            #expect(try await store.device(app: app, token: token(3))?.environment == nil)
+            let sandbox = try await store.devices(app: app, filter: DeviceFilter(environment: .sandbox), limit: 10).items.map(\.token)
+            #expect(sandbox.sorted() == [token(0), token(1)])
+            let production = try await store.devices(app: app, filter: DeviceFilter(environment: .production, defaultEnvironment: .production), limit: 10)
+            #expect(production.items.map(\.token).sorted() == [token(2), token(3)], "a device without one counts as the app's")
+            let unset = try await store.devices(app: app, filter: DeviceFilter(environment: .sandbox, defaultEnvironment: .sandbox), limit: 10)
+            #expect(unset.items.map(\.token).sorted() == [token(0), token(1), token(3)])
+
+            let expected: [String: TokenEnvironment?] = [token(0): .sandbox, token(1): .sandbox, token(2): .production, token(3): nil]
+            for audience in [Audience.all, .tags(["t"]), .users(["ann"]), .tokens((0..<4).map(token))] {
+                let (queued, _) = try await store.enqueue(NotificationRequest(app: app, audience: audience, payload: payload))
+                let batches = try await claimAll(store)
+                var claimed: [String: TokenEnvironment?] = [:]
+                for item in batches.flatMap(\.items) { claimed[item.token] = item.environment }
+                #expect(claimed == expected, "\(audience)")
+                // A retry keeps its environment.
+                for batch in batches {
+                    try await store.complete(batch, outcomes: batch.items.map { DeliveryOutcome(token: $0.token, result: .retry(reason: .apns(.serviceUnavailable))) })
+                }
+                var retried: [String: TokenEnvironment?] = [:]
+                for item in try await claimAll(store, now: Date().addingTimeInterval(3600)).flatMap(\.items) { retried[item.token] = item.environment }
+                #expect(retried == expected, "retries of \(audience)")
+                _ = try await store.cancel(id: queued.id)
+            }
+        }
+    }
 }

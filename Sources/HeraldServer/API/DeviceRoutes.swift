@@ -24,7 +24,8 @@ struct DeviceRoutes {
         }
         let registration = try fields.registration(token: token)
         let (device, created) = try await api.store.register(registration, app: app)
-        return JSONBody.object(created ? .created : .ok) { Self.write(device, to: &$0) }
+        let defaultEnvironment = api.defaultEnvironment(of: app)
+        return JSONBody.object(created ? .created : .ok) { Self.write(device, defaultEnvironment: defaultEnvironment, to: &$0) }
     }
 
     @Sendable func read(request: Request, context: GatewayContext) async throws -> Response {
@@ -33,7 +34,8 @@ struct DeviceRoutes {
         guard let device = try await api.store.device(app: app, token: token) else {
             throw APIError.notFound("no device \(token) is registered with \(app)")
         }
-        return JSONBody.object { Self.write(device, to: &$0) }
+        let defaultEnvironment = api.defaultEnvironment(of: app)
+        return JSONBody.object { Self.write(device, defaultEnvironment: defaultEnvironment, to: &$0) }
     }
 
     @Sendable func delete(request: Request, context: GatewayContext) async throws -> Response {
@@ -48,7 +50,7 @@ struct DeviceRoutes {
     @Sendable func list(request: Request, context: GatewayContext) async throws -> Response {
         let app = try api.authorizedApp(context)
         let query = request.uri.queryParameters
-        var filter = DeviceFilter()
+        var filter = DeviceFilter(defaultEnvironment: api.defaultEnvironment(of: app))
         if let status = query["status"] {
             guard let parsed = DeviceStatus(rawValue: String(status)) else {
                 throw APIError.invalid("status must be active, unregistered or invalid")
@@ -70,6 +72,10 @@ struct DeviceRoutes {
             guard let parsed = TokenKind(rawValue: String(kind)) else { throw APIError.invalid("kind must be one of \(Self.kinds)") }
             filter.kind = parsed
         }
+        if let environment = query["environment"] {
+            guard let parsed = TokenEnvironment(rawValue: String(environment)) else { throw APIError.invalid("environment must be production or sandbox") }
+            filter.environment = parsed
+        }
         let limit = try GatewayAPI.limit(query["limit"])
         let cursor = try GatewayAPI.cursor(query["cursor"])
         let page = try await api.store.devices(app: app, filter: filter, limit: limit, after: cursor)
@@ -78,7 +84,7 @@ struct DeviceRoutes {
             writer.beginArray()
             for device in page.items {
                 writer.beginObject()
-                Self.write(device, to: &writer)
+                Self.write(device, defaultEnvironment: filter.defaultEnvironment, to: &writer)
                 writer.endObject()
             }
             writer.endArray()
@@ -135,19 +141,20 @@ struct DeviceRoutes {
         var badge: Int?
         var kind: TokenKind?
         var activityType: String?
+        var environment: TokenEnvironment?
 
         func registration(token: String) throws(StoreError) -> DeviceRegistration {
-            try DeviceRegistration(token: token, user: user, tags: tags, badge: badge, kind: kind, activityType: activityType)
+            try DeviceRegistration(token: token, user: user, tags: tags, badge: badge, kind: kind, activityType: activityType, environment: environment)
         }
     }
 
     /// The token kinds, as the API names them.
     static let kinds = TokenKind.allCases.map(\.rawValue).joined(separator: ", ")
 
-    /// `user`, `tags`, `badge`, `kind` and `activityType` of a device object.
+    /// `user`, `tags`, `badge`, `kind`, `activityType` and `environment` of a device object.
     static func deviceFields(_ fields: JSONFields, allowsToken: Bool) throws(APIError) -> DeviceFields {
         do throws(FieldError) {
-            let names = ["user", "tags", "badge", "kind", "activityType"]
+            let names = ["user", "tags", "badge", "kind", "activityType", "environment"]
             try fields.only(Set(allowsToken ? ["token"] + names : names))
             var device = DeviceFields()
             device.user = fields.has("user") ? .some(try fields.string("user")) : nil
@@ -158,6 +165,10 @@ struct DeviceRoutes {
                 device.kind = parsed
             }
             device.activityType = try fields.string("activityType")
+            if let environment = try fields.string("environment") {
+                guard let parsed = TokenEnvironment(rawValue: environment) else { throw FieldError(fields.at("environment"), "must be production or sandbox") }
+                device.environment = parsed
+            }
             return device
         } catch {
             throw error.apiError
@@ -173,7 +184,8 @@ struct DeviceRoutes {
         }
     }
 
-    static func write(_ device: Device, to writer: inout JSONWriter) {
+    /// A device as the API shows it; one registered without an environment is in the app's.
+    static func write(_ device: Device, defaultEnvironment: TokenEnvironment, to writer: inout JSONWriter) {
         writer.member("token", device.token)
         writer.member("user", device.user)
         writer.key("tags")
@@ -186,5 +198,6 @@ struct DeviceRoutes {
         writer.member("updatedAt", device.updatedAt)
         writer.member("kind", device.kind.rawValue)
         if let activityType = device.activityType { writer.member("activityType", activityType) }
+        writer.member("environment", (device.environment ?? defaultEnvironment).rawValue)
     }
 }

@@ -41,6 +41,11 @@ public struct GatewayAPI: Sendable {
     }
 
     /// The app named in the path, if the request's key may use it.
+    /// Where `app`'s devices registered without an environment are sent.
+    func defaultEnvironment(of app: String) -> TokenEnvironment {
+        configuration.app(app)?.defaultEnvironment ?? .production
+    }
+
     func authorizedApp(_ context: GatewayContext) throws -> String {
         let app = try context.parameters.require("app")
         guard configuration.app(app) != nil else {

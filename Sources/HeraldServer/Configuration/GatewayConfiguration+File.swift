@@ -124,7 +124,7 @@ extension GatewayConfiguration {
 
 extension GatewayConfiguration.App {
     init(_ fields: JSONFields, directory: String, environment: [String: String]) throws(FieldError) {
-        try fields.only(["id", "topic", "environment", "authKey", "certificate", "caFile", "connections"])
+        try fields.only(["id", "topic", "environment", "environments", "authKey", "certificate", "caFile", "connections"])
         let id = try fields.requiredString("id")
         guard Self.isValidID(id) else { throw FieldError(fields.at("id"), "must be 1 to 64 of a-z 0-9 . _ - (it is part of the API's paths)") }
         let topic = try fields.requiredString("topic")
@@ -187,6 +187,18 @@ extension GatewayConfiguration.App {
             throw FieldError(fields.path, "authKey and certificate exclude each other; give one")
         }
         self.init(id: id, topic: topic, environment: apnsEnvironment, credentials: credentials)
+        // Hosts per token environment (mocks and tests); caFile applies to each.
+        if let hosts = try fields.object("environments") {
+            try hosts.only(Set(TokenEnvironment.allCases.map(\.rawValue)))
+            for tokenEnvironment in TokenEnvironment.allCases {
+                guard let url = try hosts.string(tokenEnvironment.rawValue) else { continue }
+                do {
+                    environments[tokenEnvironment] = try APNSEnvironment(url: url)
+                } catch {
+                    throw FieldError(hosts.at(tokenEnvironment.rawValue), "must be https://HOST:PORT (\(error.message))")
+                }
+            }
+        }
         if let caFile = try fields.string("caFile") {
             let path = Self.resolve(caFile, in: directory)
             let certificates: [NIOSSLCertificate]

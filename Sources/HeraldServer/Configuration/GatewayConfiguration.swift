@@ -15,7 +15,13 @@ public struct GatewayConfiguration: Sendable {
         public var id: String
         /// The app's bundle ID: `apns-topic` for alerts; other push types add their suffix.
         public var topic: String
+        /// Where the app's devices are sent by default: Apple's production or sandbox host, or
+        /// another (a mock), which counts as production.
         public var environment: APNSEnvironment
+        /// Where devices registered in an environment are sent, when not Apple's host for it
+        /// (mocks and tests): `environments` in the file. The app's ``environment`` serves its
+        /// own environment unless this names another host for it.
+        public var environments: [TokenEnvironment: APNSEnvironment] = [:]
         public var credentials: APNSCredentials
         /// The CAs trusted for APNs's certificate (a mock's CA with `caFile`).
         public var trustRoots: APNSClient.TrustRoots = .system
@@ -27,6 +33,17 @@ public struct GatewayConfiguration: Sendable {
             self.topic = topic
             self.environment = environment
             self.credentials = credentials
+        }
+
+        /// The environment of a device registered without one: sandbox when the app's
+        /// ``environment`` is Apple's sandbox, production otherwise.
+        public var defaultEnvironment: TokenEnvironment { environment.kind == .sandbox ? .sandbox : .production }
+
+        /// Where a device of `tokenEnvironment` is sent (apns-spec §1.1).
+        public func host(for tokenEnvironment: TokenEnvironment) -> APNSEnvironment {
+            if let host = environments[tokenEnvironment] { return host }
+            if tokenEnvironment == defaultEnvironment { return environment }
+            return tokenEnvironment == .sandbox ? .sandbox : .production
         }
     }
 

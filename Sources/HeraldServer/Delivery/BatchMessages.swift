@@ -41,6 +41,19 @@ enum BatchMessages {
         return (notifications, invalid)
     }
 
+    /// The notifications of ``notifications(for:topic:)`` (positions in its list) by the token
+    /// environment of their devices, in order; a device without one goes to `defaultEnvironment`.
+    static func groups(of batch: WorkBatch, invalid: [String], defaultEnvironment: TokenEnvironment) -> [(TokenEnvironment, [Int])] {
+        let invalid = Set(invalid)
+        let items = invalid.isEmpty ? batch.items : batch.items.filter { !invalid.contains($0.token) }
+        if !items.contains(where: { ($0.environment ?? defaultEnvironment) != defaultEnvironment }) {
+            return [(defaultEnvironment, Array(items.indices))]
+        }
+        var groups: [TokenEnvironment: [Int]] = [:]
+        for (index, item) in items.enumerated() { groups[item.environment ?? defaultEnvironment, default: []].append(index) }
+        return TokenEnvironment.allCases.compactMap { environment in groups[environment].map { (environment, $0) } }
+    }
+
     /// The payload with `aps.badge` set (an `aps` added when there is none).
     static func withBadge(_ badge: Int, _ payload: EncodedPayload) -> EncodedPayload {
         guard case .object(var members) = payload.json else { return payload }

@@ -25,7 +25,7 @@ import Foundation
 final class DeliveryWorkers: Service, Sendable {
     let store: HeraldStore
     let configuration: GatewayConfiguration
-    let clients: [String: APNSClient]
+    let clients: [AppEnvironment: APNSClient]
     let metrics: GatewayMetrics
     let logger: Logger
     /// Names this process's workers in the store's leases.
@@ -34,7 +34,7 @@ final class DeliveryWorkers: Service, Sendable {
     let stopGrace: Duration
 
     init(
-        store: HeraldStore, configuration: GatewayConfiguration, clients: [String: APNSClient], metrics: GatewayMetrics, logger: Logger,
+        store: HeraldStore, configuration: GatewayConfiguration, clients: [AppEnvironment: APNSClient], metrics: GatewayMetrics, logger: Logger,
         stopGrace: Duration = .seconds(20)
     ) {
         self.store = store
@@ -114,7 +114,7 @@ final class DeliveryWorkers: Service, Sendable {
         var logger = self.logger
         logger[metadataKey: "notification"] = "\(queued.id)"
         logger[metadataKey: "app"] = "\(queued.app)"
-        guard let app = configuration.app(queued.app), let client = clients[app.id] else {
+        guard let app = configuration.app(queued.app) else {
             // Not this process's app (a configuration changed): retried until it expires, so a
             // process that has the app, or this one restarted with it, still sends it.
             logger.warning("a notification for an app this gateway does not serve; retrying later", metadata: ["devices": "\(batch.items.count)"])
@@ -130,13 +130,25 @@ final class DeliveryWorkers: Service, Sendable {
         }
         let notifications = messages.notifications
         let collector = OutcomeCollector(count: notifications.count)
-        let sender = Task {
-            do {
-                for try await outcome in client.send(contentsOf: notifications, logger: logger) {
-                    collector.record(BatchMessages.outcome(outcome.result), at: outcome.index)
+        // Each device goes to its own environment's client (most batches: all to one).
+        let groups = BatchMessages.groups(of: batch, invalid: messages.invalid, defaultEnvironment: app.defaultEnvironment)
+        let clients = self.clients
+        let appID = app.id
+        let sender = Task { [logger] in
+            await withTaskGroup(of: Void.self) { senders in
+                for (environment, indices) in groups {
+                    guard let client = clients[AppEnvironment(app: appID, environment: environment)] else { continue }
+                    senders.addTask {
+                        let part = indices.count == notifications.count ? notifications : indices.map { notifications[$0] }
+                        do {
+                            for try await outcome in client.send(contentsOf: part, logger: logger) {
+                                collector.record(BatchMessages.outcome(outcome.result), at: indices[outcome.index])
+                            }
+                        } catch {
+                            logger.error("the send ended early", metadata: ["error": "\(error)", "environment": "\(environment)"])
+                        }
+                    }
                 }
-            } catch {
-                logger.error("the send ended early", metadata: ["error": "\(error)"])
             }
             collector.stop()
         }
@@ -259,4 +271,10 @@ final class DeliveryWorkers: Service, Sendable {
         guard gethostname(&buffer, buffer.count - 1) == 0 else { return "host" }
         return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
+}
+
+/// An app's APNs client for the devices of one token environment.
+struct AppEnvironment: Hashable, Sendable {
+    var app: String
+    var environment: TokenEnvironment
 }

@@ -40,11 +40,15 @@ public struct Device: Sendable, Hashable {
     public var kind: TokenKind
     /// For a ``TokenKind/liveactivity`` (push-to-start) token: the Live Activity's attributes type.
     public var activityType: String?
+    /// The environment its token belongs to; `nil`: the app's.
+    public var environment: TokenEnvironment?
 
     public init(
         app: String, token: String, user: String? = nil, tags: Set<String> = [], badge: Int = 0, status: DeviceStatus = .active,
-        reason: String? = nil, invalidatedAt: Date? = nil, createdAt: Date, updatedAt: Date, kind: TokenKind = .alert, activityType: String? = nil
+        reason: String? = nil, invalidatedAt: Date? = nil, createdAt: Date, updatedAt: Date, kind: TokenKind = .alert, activityType: String? = nil,
+        environment: TokenEnvironment? = nil
     ) {
+        self.environment = environment
         self.app = app
         self.token = token
         self.kind = kind
@@ -79,6 +83,8 @@ public struct DeviceRegistration: Sendable, Hashable {
     /// The attributes type of a ``TokenKind/liveactivity`` token's Live Activity: required with
     /// that kind, refused with any other.
     public private(set) var activityType: String?
+    /// The environment the token belongs to: `nil` keeps the stored one (a new device: the app's).
+    public var environment: TokenEnvironment?
 
     /// The most tags a device may have, and their longest length.
     public static let maximumTags = 32
@@ -94,8 +100,10 @@ public struct DeviceRegistration: Sendable, Hashable {
     ///   - user: `nil` keeps the stored user; `.some(nil)` clears it.
     /// - Throws: ``StoreError`` with code `invalidInput`, saying what is wrong.
     public init(
-        token: String, user: String?? = nil, tags: Set<String>? = nil, badge: Int? = nil, kind: TokenKind? = nil, activityType: String? = nil
+        token: String, user: String?? = nil, tags: Set<String>? = nil, badge: Int? = nil, kind: TokenKind? = nil, activityType: String? = nil,
+        environment: TokenEnvironment? = nil
     ) throws(StoreError) {
+        self.environment = environment
         do {
             self.token = try DeviceToken(token).hex
         } catch {
@@ -132,7 +140,7 @@ public struct DeviceRegistration: Sendable, Hashable {
     }
 
     /// Whether it says nothing but its token: registering it keeps every stored field.
-    var isBare: Bool { user == nil && tags == nil && badge == nil && kind == nil }
+    var isBare: Bool { user == nil && tags == nil && badge == nil && kind == nil && environment == nil }
 
     /// A Live Activity attributes type name: 1 to 128 of letters, digits, `_` and `.`.
     public static func isValidActivityType(_ name: String) -> Bool {
@@ -155,6 +163,7 @@ public struct DeviceRegistration: Sendable, Hashable {
         if let user = later.user { self.user = user }
         if let tags = later.tags { self.tags = tags }
         if let badge = later.badge { self.badge = badge }
+        if let environment = later.environment { self.environment = environment }
         if let kind = later.kind {
             self.kind = kind
             self.activityType = later.activityType
@@ -177,12 +186,21 @@ public struct DeviceFilter: Sendable, Hashable {
     public var user: String?
     public var tag: String?
     public var kind: TokenKind?
+    /// Devices of this environment; those registered without one count as `defaultEnvironment`'s.
+    public var environment: TokenEnvironment?
+    /// The app's environment: where a device registered without one is sent.
+    public var defaultEnvironment: TokenEnvironment
 
-    public init(status: DeviceStatus? = nil, user: String? = nil, tag: String? = nil, kind: TokenKind? = nil) {
+    public init(
+        status: DeviceStatus? = nil, user: String? = nil, tag: String? = nil, kind: TokenKind? = nil, environment: TokenEnvironment? = nil,
+        defaultEnvironment: TokenEnvironment = .production
+    ) {
         self.status = status
         self.user = user
         self.tag = tag
         self.kind = kind
+        self.environment = environment
+        self.defaultEnvironment = defaultEnvironment
     }
 }
 

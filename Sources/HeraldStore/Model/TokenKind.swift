@@ -50,3 +50,13 @@ public enum TokenKind: String, Sendable, Hashable, CaseIterable, CustomStringCon
     /// The push types a token of this kind takes.
     public var pushTypes: [PushType] { PushType.allCases.filter { TokenKind(for: $0) == self } }
 }
+
+/// Which of Apple's two push environments a device token belongs to (apns-spec §1.1): a debug
+/// build of the app gets sandbox (development) tokens, an App Store or TestFlight build
+/// production ones, and APNs refuses a token sent to the other (`BadDeviceToken`).
+public enum TokenEnvironment: String, Sendable, Hashable, CaseIterable, CustomStringConvertible {
+    case production
+    case sandbox
+
+    public var description: String { rawValue }
+}

@@ -37,6 +37,8 @@ public struct WorkItem: Sendable, Hashable {
     public var badge: Int?
     /// How many times this device was claimed for this notification, this time included.
     public var attempt: Int
+    /// The environment the device's token belongs to; `nil`: the app's.
+    public var environment: TokenEnvironment? = nil
 }
 
 /// What a worker needs to know to send a notification.

@@ -6,7 +6,8 @@ import HeraldCore
 /// an import holds a batch being read and one being written, and this is most of what a batch
 /// costs in memory.
 struct DeviceRows: Sendable {
-    /// `[token, user ('' clears it, null keeps it), tags, badge, hash, kind, activity type]`, as
+    /// `[token, user ('' clears it, null keeps it), tags, badge, hash, kind, activity type,
+    /// environment]`, as
     /// ``QueueStatements/upsertDevices(settingKind:)`` reads them: those that keep their stored
     /// kind, and those that give one.
     private(set) var full: JSONWriter
@@ -70,6 +71,7 @@ struct DeviceRows: Sendable {
         rows.int(Int(hash))
         if let kind = registration.kind { rows.int(KindCode(kind).rawValue) } else { rows.null() }
         if let activityType = registration.activityType { rows.string(activityType) } else { rows.null() }
+        if let environment = registration.environment { rows.int(EnvironmentCode(environment).rawValue) } else { rows.null() }
         rows.endArray()
     }
 }

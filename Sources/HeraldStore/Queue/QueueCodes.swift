@@ -179,3 +179,16 @@ enum KindCode: Int, StoredCode {
         }
     }
 }
+
+/// A device's environment as stored (`devices.environment`, `deliveries.environment`); NULL:
+/// the app's own.
+enum EnvironmentCode: Int, StoredCode {
+    case production = 0
+    case sandbox = 1
+
+    init(_ environment: TokenEnvironment) { self = environment == .sandbox ? .sandbox : .production }
+    var environment: TokenEnvironment { self == .sandbox ? .sandbox : .production }
+
+    /// A stored environment, `nil` for NULL (the app's) or a code this Herald never writes.
+    static func environment(_ code: Int64?) -> TokenEnvironment? { EnvironmentCode(code: code)?.environment }
+}

@@ -116,7 +116,7 @@ extension QueueEngine {
                 let token = row.text(2) ?? ""
                 return WorkItem(
                     token: token, badge: notification.badge == .increment ? row.int(4).map { Int($0) } ?? badges[token] ?? 1 : nil,
-                    attempt: row.int(3, default: 1)
+                    attempt: row.int(3, default: 1), environment: EnvironmentCode.environment(row.int(5))
                 )
             }
             batches.append(
@@ -170,7 +170,7 @@ extension QueueEngine {
             binds.append(.texts(tags))
         }
         let range = try await connection.query(statement, binds).first
-        let tokens = Self.lines(range?.text(0))
+        let (tokens, environments) = Self.lines(range?.text(0))
         let last = tokens.last.map { RangeCursor(hash: range?.int(1) ?? cursor.hash, token: $0) }
         var badges: [String: Int] = [:]
         if notification.badge == .increment, !tokens.isEmpty {
@@ -182,7 +182,9 @@ extension QueueEngine {
         let exhausted = tokens.count < limit
         // What lies above the batch may be split off by another worker meanwhile: none if it read to the end.
         try await leaseRange(readThrough: exhausted ? upper : last?.hash ?? cursor.hash)
-        let items = tokens.map { WorkItem(token: $0, badge: notification.badge == .increment ? badges[$0] ?? 1 : nil, attempt: 1) }
+        let items = zip(tokens, environments).map { token, environment in
+            WorkItem(token: token, badge: notification.badge == .increment ? badges[token] ?? 1 : nil, attempt: 1, environment: environment)
+        }
         return .batch(
             WorkBatch(
                 notification: notification, items: items, isResend: DeliveryState(code: segment.int(6)) == .claimed, owner: owner,
@@ -211,19 +213,30 @@ extension QueueEngine {
         ])
     }
 
+    /// Each line is a token, and a space and its environment code when it has one
+    /// (``QueueStatements/rangeLine``).
+    ///
     /// Split on UTF-8 bytes: a `Character` split walks grapheme clusters, which for a batch of a
     /// thousand tokens cost more than the claim's statements.
-    static func lines(_ joined: String?) -> [String] {
-        guard var joined, !joined.isEmpty else { return [] }
+    static func lines(_ joined: String?) -> (tokens: [String], environments: [TokenEnvironment?]) {
+        guard var joined, !joined.isEmpty else { return ([], []) }
         return joined.withUTF8 { bytes in
-            var lines: [String] = []
-            lines.reserveCapacity(bytes.count / 65 + 1)
+            var tokens: [String] = []
+            var environments: [TokenEnvironment?] = []
+            tokens.reserveCapacity(bytes.count / 65 + 1)
+            environments.reserveCapacity(bytes.count / 65 + 1)
             var start = 0
-            for index in 0...bytes.count where index == bytes.count || bytes[index] == UInt8(ascii: "\n") {
-                lines.append(String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<index]), as: UTF8.self))
+            var space: Int?
+            for index in 0...bytes.count {
+                if index < bytes.count, bytes[index] == UInt8(ascii: " ") { space = index }
+                guard index == bytes.count || bytes[index] == UInt8(ascii: "\n") else { continue }
+                tokens.append(String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<(space ?? index)]), as: UTF8.self))
+                let code = space.flatMap { Int64(String(decoding: UnsafeBufferPointer(rebasing: bytes[($0 + 1)..<index]), as: UTF8.self)) }
+                environments.append(EnvironmentCode.environment(code))
                 start = index + 1
+                space = nil
             }
-            return lines
+            return (tokens, environments)
         }
     }
 

@@ -69,7 +69,10 @@ extension QueueEngine {
             if let status = filter.status { binds.append(.code(DeviceCode(status))) }
             if let user = filter.user { binds.append(.text(user)) }
             if let kind = filter.kind { binds.append(.code(KindCode(kind))) }
-            let statement = sql.listDevices(status: filter.status != nil, user: filter.user != nil, tag: filter.tag != nil, kind: filter.kind != nil)
+            if let environment = filter.environment { binds += [.code(EnvironmentCode(environment)), .code(EnvironmentCode(filter.defaultEnvironment))] }
+            let statement = sql.listDevices(
+                status: filter.status != nil, user: filter.user != nil, tag: filter.tag != nil, kind: filter.kind != nil, environment: filter.environment != nil
+            )
             var devices = try await connection.query(statement, binds).map(Self.device)
             let more = devices.count > limit
             if more { devices.removeLast() }
@@ -114,7 +117,8 @@ extension QueueEngine {
             app: row.text(0) ?? "", token: row.text(1) ?? "", user: user?.isEmpty == false ? user : nil, tags: TagList.decode(row.text(3)),
             badge: row.int(4, default: 0), status: DeviceCode(code: row.int(5))?.status ?? .active, reason: row.text(6),
             invalidatedAt: row.int(7).map(Date.init(milliseconds:)), createdAt: Date(milliseconds: row.int(8) ?? 0),
-            updatedAt: Date(milliseconds: row.int(9) ?? 0), kind: KindCode(code: row.int(10))?.kind ?? .alert, activityType: row.text(11)
+            updatedAt: Date(milliseconds: row.int(9) ?? 0), kind: KindCode(code: row.int(10))?.kind ?? .alert, activityType: row.text(11),
+            environment: EnvironmentCode.environment(row.int(12))
         )
     }
 

@@ -14,14 +14,14 @@ extension QueueEngine {
             if let existing = try await existing(request, on: connection) { return (existing, false) }
             let time = now.milliseconds
             var targeted = 0
-            var deliveries: [(token: String, state: DeliveryState, reason: String?)] = []
+            var deliveries: [(token: String, state: DeliveryState, reason: String?, environment: Int64?)] = []
             switch request.audience {
             case .tokens(let tokens):
                 deliveries = try await explicitDeliveries(Array(Set(tokens)).sorted(), kind: kind, app: request.app, on: connection)
             case .users(let users):
                 for part in Self.chunks(users) {
                     let rows = try await connection.query(sql.devicesOfUsers, [.text(request.app), .texts(part), .code(kind)])
-                    deliveries += rows.compactMap { $0.text(0) }.map { ($0, .pending, nil) }
+                    deliveries += rows.compactMap { row in row.text(0).map { ($0, .pending, nil, row.int(1)) } }
                 }
             case .tags(let tags):
                 targeted = try await connection.query(sql.countTagged, [.text(request.app), .texts(tags), .code(kind)]).first?.int(0, default: 0) ?? 0
@@ -38,7 +38,7 @@ extension QueueEngine {
             ])
             if inserted.isEmpty, let existing = try await existing(request, on: connection) { return (existing, false) }
             for part in Self.chunks(deliveries) {
-                let rows: [[SQLValue]] = part.map { [.text($0.token), .code($0.state), .text($0.reason)] }
+                let rows: [[SQLValue]] = part.map { [.text($0.token), .code($0.state), .text($0.reason), .int($0.environment)] }
                 try await connection.query(sql.insertDeliveries, [.text(id), .int(time), .rows(rows)])
             }
             // Devices the store already knows are gone are rejected with the reason on record.
@@ -85,18 +85,19 @@ extension QueueEngine {
     /// gone, or is a token of another kind than the push type goes to.
     private func explicitDeliveries(
         _ tokens: [String], kind: KindCode, app: String, on connection: any SQLConnection
-    ) async throws -> [(token: String, state: DeliveryState, reason: String?)] {
-        var known: [String: (status: DeviceCode?, reason: String?, kind: KindCode?)] = [:]
+    ) async throws -> [(token: String, state: DeliveryState, reason: String?, environment: Int64?)] {
+        var known: [String: (status: DeviceCode?, reason: String?, kind: KindCode?, environment: Int64?)] = [:]
         for part in Self.chunks(tokens) {
             for row in try await connection.query(sql.knownDevices, [.text(app), .devices(part)]) {
-                known[row.text(0) ?? ""] = (DeviceCode(code: row.int(1)), row.text(2), KindCode(code: row.int(3)))
+                known[row.text(0) ?? ""] = (DeviceCode(code: row.int(1)), row.text(2), KindCode(code: row.int(3)), row.int(4))
             }
         }
         return tokens.map { token in
-            guard let device = known[token] else { return (token, .pending, nil) }
-            if device.kind != kind { return (token, .rejected, DeliveryReason.gateway(.tokenKindMismatch).description) }
-            guard device.status != .active else { return (token, .pending, nil) }
-            return (token, .rejected, device.reason ?? "Unregistered")
+            // A token the store does not know is sent as asked, in the app's environment.
+            guard let device = known[token] else { return (token, .pending, nil, nil) }
+            if device.kind != kind { return (token, .rejected, DeliveryReason.gateway(.tokenKindMismatch).description, device.environment) }
+            guard device.status != .active else { return (token, .pending, nil, device.environment) }
+            return (token, .rejected, device.reason ?? "Unregistered", device.environment)
         }
     }
 

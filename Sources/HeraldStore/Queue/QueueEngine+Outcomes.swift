@@ -60,8 +60,14 @@ extension QueueEngine {
                 // The badge each device was sent, which a retry sends again (looked up only when some are kept).
                 let badges = left.isEmpty || batch.notification.badge != .increment
                     ? [:] : Dictionary(batch.items.map { ($0.token, $0.badge) }, uniquingKeysWith: { first, _ in first })
+                // The environment each device is sent to, which a retry keeps.
+                let environments = left.isEmpty || !batch.items.contains { $0.environment != nil }
+                    ? [:] : Dictionary(batch.items.map { ($0.token, $0.environment) }, uniquingKeysWith: { first, _ in first })
                 let kept: [[SQLValue]] = left.map { row in
-                    [.text(row.token), .code(row.state), .text(row.reason), .text(row.apnsID), .int(row.nextAttemptAt), (badges[row.token] ?? nil).map { .int($0) } ?? .null]
+                    [
+                        .text(row.token), .code(row.state), .text(row.reason), .text(row.apnsID), .int(row.nextAttemptAt),
+                        (badges[row.token] ?? nil).map { .int($0) } ?? .null, (environments[row.token] ?? nil).map { .code(EnvironmentCode($0)) } ?? .null,
+                    ]
                 }
                 for part in Self.chunks(kept) { try await connection.query(sql.insertRangeDeliveries, [.text(id), .int(time), .rows(Array(part))]) }
                 accepted = plan.accepted

@@ -9,27 +9,29 @@ struct QueueStatements: Sendable {
 
     // MARK: Devices
 
-    static let deviceColumns = "app, token, user_id, tags, badge, status, reason, invalidated_at, created_at, updated_at, kind, activity_type"
+    static let deviceColumns = "app, token, user_id, tags, badge, status, reason, invalidated_at, created_at, updated_at, kind, activity_type, environment"
 
     /// Device $2 (its key $3) of app $1. A device is found by its hash as well as its token: SQLite
     /// keeps devices in key order (``SQLDialect/deviceKey``); PostgreSQL finds it by token.
     var selectDevice: String { "SELECT \(Self.deviceColumns) FROM devices WHERE app = $1 AND hash = $3 AND token = $2" }
 
     /// Upserts devices of app $1 given as rows `[token, user, tags, badge, hash, kind, activity
-    /// type]` ($2) at $3: a null user, tags or badge keeps what is stored (a cleared user is "");
+    /// type, environment]` ($2) at $3: a null user, tags, badge or environment keeps what is
+    /// stored (a cleared user is "");
     /// registering makes the device active again. A hash is the token's, never updated. A new
     /// device without a kind is an alert token; `settingKind`: the rows' kinds (and activity
     /// types) replace those stored, otherwise stored kinds are kept.
     func upsertDevices(settingKind: Bool) -> String {
         """
-        INSERT INTO devices (app, token, user_id, tags, badge, hash, kind, activity_type, status, created_at, updated_at)
+        INSERT INTO devices (app, token, user_id, tags, badge, hash, kind, activity_type, environment, status, created_at, updated_at)
         SELECT $1, \(e(0, .text)), \(e(1, .text)), \(e(2, .text)), \(e(3, .integer)), \(e(4, .bigint)),
-            COALESCE(\(e(5, .smallint)), \(KindCode.alert)), \(e(6, .text)), \(DeviceCode.active), $3, $3
+            COALESCE(\(e(5, .smallint)), \(KindCode.alert)), \(e(6, .text)), \(e(7, .smallint)), \(DeviceCode.active), $3, $3
         FROM \(d.rows(2)) AS j WHERE true
         ON CONFLICT \(d.deviceKey) DO UPDATE SET
             user_id = COALESCE(excluded.user_id, devices.user_id),
             tags = COALESCE(excluded.tags, devices.tags),
-            badge = COALESCE(excluded.badge, devices.badge),\(settingKind ? "\n    kind = excluded.kind, activity_type = excluded.activity_type," : "")
+            badge = COALESCE(excluded.badge, devices.badge),
+            environment = COALESCE(excluded.environment, devices.environment),\(settingKind ? "\n    kind = excluded.kind, activity_type = excluded.activity_type," : "")
             status = \(DeviceCode.active), reason = NULL, invalidated_at = NULL,
             updated_at = excluded.updated_at
         """
@@ -59,7 +61,7 @@ struct QueueStatements: Sendable {
     /// Keyset pagination after token $2 ("": from the start), at most $3, optionally by status,
     /// user or tag, in the order the database keeps devices: by key (``SQLDialect/devicesInKeyOrder``:
     /// then $4 is $2's hash, -1 from the start) or by token.
-    func listDevices(status: Bool, user: Bool, tag: Bool, kind: Bool) -> String {
+    func listDevices(status: Bool, user: Bool, tag: Bool, kind: Bool, environment: Bool) -> String {
         var sql = "SELECT d.app, d.token, d.user_id, d.tags, d.badge, d.status, d.reason, d.invalidated_at, d.created_at, d.updated_at FROM devices d"
         var next = d.devicesInKeyOrder ? 5 : 4
         var conditions = ""
@@ -76,7 +78,12 @@ struct QueueStatements: Sendable {
             conditions += " AND d.user_id = $\(next)"
             next += 1
         }
-        if kind { conditions += " AND d.kind = $\(next)" }
+        if kind {
+            conditions += " AND d.kind = $\(next)"
+            next += 1
+        }
+        // Devices registered without an environment count as the app's ($next + 1).
+        if environment { conditions += " AND COALESCE(d.environment, $\(next + 1)) = $\(next)" }
         sql += conditions
         return sql + (d.devicesInKeyOrder ? " ORDER BY d.hash, d.token LIMIT $3" : " ORDER BY d.token LIMIT $3")
     }
@@ -129,10 +136,10 @@ struct QueueStatements: Sendable {
         """
     }
     /// The devices of app $1 among rows `[token, hash]` ($2).
-    var knownDevices: String { "SELECT token, status, reason, kind FROM devices WHERE app = $1 AND \(d.devices("devices", in: 2, hashAt: 1))" }
+    var knownDevices: String { "SELECT token, status, reason, kind, environment FROM devices WHERE app = $1 AND \(d.devices("devices", in: 2, hashAt: 1))" }
     /// The active devices of kind $3 of app $1's users $2.
     var devicesOfUsers: String {
-        "SELECT token FROM devices WHERE app = $1 AND status = \(DeviceCode.active) AND kind = $3 AND user_id IN (\(d.list(2, .text))) ORDER BY token"
+        "SELECT token, environment FROM devices WHERE app = $1 AND status = \(DeviceCode.active) AND kind = $3 AND user_id IN (\(d.list(2, .text))) ORDER BY token"
     }
     /// The active devices of kind $3 of app $1 with any of the tags $2.
     var countTagged: String {
@@ -144,12 +151,13 @@ struct QueueStatements: Sendable {
     /// The active devices of kind $2 of app $1.
     var countActive: String { "SELECT COUNT(*) FROM devices WHERE app = $1 AND status = \(DeviceCode.active) AND kind = $2" }
 
-    /// Deliveries of notification $1 at $2, rows `[token, state, reason]` ($3).
+    /// Deliveries of notification $1 at $2, rows `[token, state, reason, environment]` ($3).
     var insertDeliveries: String {
         """
-        INSERT INTO deliveries (notification_id, token, state, next_attempt_at, reason, finished_at)
-        SELECT $1, o_token, o_state, $2, o_reason, CASE WHEN o_state = \(DeliveryState.pending) THEN NULL ELSE $2 END
-        FROM (SELECT \(e(0, .text)) AS o_token, \(e(1, .smallint)) AS o_state, \(e(2, .text)) AS o_reason FROM \(d.rows(3)) AS j) AS o
+        INSERT INTO deliveries (notification_id, token, state, next_attempt_at, reason, finished_at, environment)
+        SELECT $1, o_token, o_state, $2, o_reason, CASE WHEN o_state = \(DeliveryState.pending) THEN NULL ELSE $2 END, o_environment
+        FROM (SELECT \(e(0, .text)) AS o_token, \(e(1, .smallint)) AS o_state, \(e(2, .text)) AS o_reason, \(e(3, .smallint)) AS o_environment
+            FROM \(d.rows(3)) AS j) AS o
         WHERE true ON CONFLICT DO NOTHING
         """
     }
@@ -230,7 +238,7 @@ struct QueueStatements: Sendable {
         """
         UPDATE deliveries SET state = \(DeliveryState.claimed), lease_owner = $1, lease_expires_at = $2, attempts = attempts + 1
         WHERE id IN (SELECT id FROM deliveries WHERE \(condition) ORDER BY \(order) LIMIT $4\(d.skipLocked(of: nil)))
-        RETURNING id, notification_id, token, attempts, badge
+        RETURNING id, notification_id, token, attempts, badge, environment
         """
     }
 
@@ -328,11 +336,12 @@ struct QueueStatements: Sendable {
     /// The next active devices of kind $6 of a range of app $1 (keys below $2, after ($3, $4), at most $5;
     /// the cursor at or above the range's start: ``RangeCursor/reading(from:)``), as one row:
     /// their tokens joined by newlines in key order (a batch costs one row to hand over, not
-    /// thousands), the last key, and how many.
+    /// thousands), each followed by a space and its environment code when it has one
+    /// (``RangeLine``), the last key, and how many.
     var rangeOfAll: String {
         """
-        SELECT \(d.joinLines("token", orderBy: "hash, token")), MAX(hash), COUNT(*) FROM (
-            SELECT hash, token FROM devices
+        SELECT \(d.joinLines(Self.rangeLine, orderBy: "hash, token")), MAX(hash), COUNT(*) FROM (
+            SELECT hash, token, environment FROM devices
             WHERE app = $1 AND status = \(DeviceCode.active) AND kind = $6 AND (hash, token) > ($3, $4) AND hash < $2
             ORDER BY hash, token LIMIT $5) AS r
         """
@@ -340,13 +349,15 @@ struct QueueStatements: Sendable {
     /// As ``rangeOfAll``, for the devices with any of the tags $7.
     var rangeOfTags: String {
         """
-        SELECT \(d.joinLines("token", orderBy: "hash, token")), MAX(hash), COUNT(*) FROM (
-            SELECT DISTINCT t.hash AS hash, t.token AS token FROM device_tags t JOIN devices d ON d.app = t.app AND d.hash = t.hash AND d.token = t.token
+        SELECT \(d.joinLines(Self.rangeLine, orderBy: "hash, token")), MAX(hash), COUNT(*) FROM (
+            SELECT DISTINCT t.hash AS hash, t.token AS token, d.environment AS environment FROM device_tags t JOIN devices d ON d.app = t.app AND d.hash = t.hash AND d.token = t.token
             WHERE t.app = $1 AND t.tag IN (\(d.list(7, .text))) AND (t.hash, t.token) > ($3, $4) AND t.hash < $2
                 AND d.status = \(DeviceCode.active) AND d.kind = $6
             ORDER BY t.hash, t.token LIMIT $5) AS r
         """
     }
+    /// A device's line in a range: its token, and a space and its environment code when it has one.
+    static let rangeLine = "token || COALESCE(' ' || environment, '')"
     var raisedThrough: String {
         """
         UPDATE segments SET raised_hash = $3, raised_through = $4
@@ -409,15 +420,15 @@ struct QueueStatements: Sendable {
         """
     }
     /// A range's devices that did not end as plain acceptances (rows `[token, state, reason,
-    /// apnsID, nextAttemptAt, badge]`, $3), kept for listing and retries, with the badge they
+    /// apnsID, nextAttemptAt, badge, environment]`, $3), kept for listing and retries, with the badge they
     /// were sent, which a retry sends again.
     var insertRangeDeliveries: String {
         """
-        INSERT INTO deliveries (notification_id, token, state, attempts, next_attempt_at, reason, apns_id, finished_at, badge)
+        INSERT INTO deliveries (notification_id, token, state, attempts, next_attempt_at, reason, apns_id, finished_at, badge, environment)
         SELECT $1, o_token, o_state, CASE WHEN o_state = \(DeliveryState.pending) THEN 1 ELSE 0 END, COALESCE(o_next, $2), o_reason, o_apns,
-            CASE WHEN o_state = \(DeliveryState.pending) THEN NULL ELSE $2 END, o_badge
+            CASE WHEN o_state = \(DeliveryState.pending) THEN NULL ELSE $2 END, o_badge, o_environment
         FROM (SELECT \(e(0, .text)) AS o_token, \(e(1, .smallint)) AS o_state, \(e(2, .text)) AS o_reason, \(e(3, .text)) AS o_apns,
-            \(e(4, .bigint)) AS o_next, \(e(5, .integer)) AS o_badge FROM \(d.rows(3)) AS j) AS o
+            \(e(4, .bigint)) AS o_next, \(e(5, .integer)) AS o_badge, \(e(6, .smallint)) AS o_environment FROM \(d.rows(3)) AS j) AS o
         WHERE true
         ON CONFLICT (notification_id, token) DO UPDATE SET state = excluded.state, attempts = excluded.attempts,
             next_attempt_at = excluded.next_attempt_at, reason = excluded.reason, apns_id = excluded.apns_id,

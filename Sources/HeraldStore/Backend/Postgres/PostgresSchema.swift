@@ -128,11 +128,15 @@ enum PostgresSchema {
             "UPDATE segments SET cursor = '', raised_through = NULL WHERE state < 2",
         ],
         // 5: which of an app's tokens a device is (``KindCode``; every device stored before is an
-        // alert token) and, for a Live Activity push-to-start token, its attributes type. A
-        // broadcast reads the devices of its push type's kind, from an index that holds it.
+        // alert token), for a Live Activity push-to-start token its attributes type, and the
+        // environment its token belongs to (``EnvironmentCode``; NULL: the app's), which each
+        // delivery keeps. A broadcast reads the devices of its push type's kind, from an index
+        // that holds it.
         [
             "ALTER TABLE devices ADD COLUMN kind SMALLINT NOT NULL DEFAULT 0",
             "ALTER TABLE devices ADD COLUMN activity_type TEXT",
+            "ALTER TABLE devices ADD COLUMN environment SMALLINT",
+            "ALTER TABLE deliveries ADD COLUMN environment SMALLINT",
             "DROP INDEX devices_hash",
             "CREATE INDEX devices_hash ON devices (app, kind, hash, token) WHERE status = 0",
         ],

@@ -164,10 +164,14 @@ enum SQLiteSchema {
             "CREATE INDEX devices_unhashed ON devices (app, token) WHERE hash IS NULL",
         ],
         // 7: which of an app's tokens a device is (``KindCode``; every device stored before is an
-        // alert token) and, for a Live Activity push-to-start token, its attributes type.
+        // alert token), for a Live Activity push-to-start token its attributes type, and the
+        // environment its token belongs to (``EnvironmentCode``; NULL: the app's), which each
+        // delivery keeps.
         [
             "ALTER TABLE devices ADD COLUMN kind INTEGER NOT NULL DEFAULT 0",
             "ALTER TABLE devices ADD COLUMN activity_type TEXT",
+            "ALTER TABLE devices ADD COLUMN environment INTEGER",
+            "ALTER TABLE deliveries ADD COLUMN environment INTEGER",
         ],
     ]
 
