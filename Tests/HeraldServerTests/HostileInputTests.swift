@@ -36,7 +36,7 @@ struct HostileInputTests {
         try await RouterHarness.run(backend: backend) { api in
             let device = "/v1/apps/\(appID)/devices/\(token(1))"
             let notifications = "/v1/apps/\(appID)/notifications"
-            let deviceFields = ["user", "tags", "badge"]
+            let deviceFields = ["user", "tags", "badge", "kind", "activityType", "environment"]
             let notificationTemplate: [(String, String)] = [
                 ("to", #"{"tokens": ["\#(token(1))"]}"#), ("payload", #"{"aps": {"alert": "x"}}"#), ("pushType", #""alert""#),
                 ("priority", "10"), ("expiration", "1900000000"), ("collapseID", #""c""#), ("badge", #""increment""#),
