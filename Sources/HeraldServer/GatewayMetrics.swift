@@ -46,6 +46,13 @@ final class GatewayMetrics: Sendable {
         purged = Metrics.Counter(label: "herald_purged_rows_total", factory: factory)
     }
 
+    /// When an app's credential expires (``CredentialExpiry``), as seconds since the epoch.
+    func recordCredentialExpiry(_ expiry: CredentialExpiry) {
+        let dimensions = [("app", expiry.app), ("credential", expiry.credential)]
+        Metrics.Gauge(label: "herald_credential_expiry_timestamp_seconds", dimensions: dimensions, factory: factory)
+            .record(expiry.expiry.timeIntervalSince1970)
+    }
+
     /// One API request answered.
     func recordRequest(route: String, method: String, status: Int, duration: Duration) {
         let key = RequestKey(route: route, method: method, status: status)

@@ -73,6 +73,7 @@ public final class HeraldGateway: Service, Sendable {
         metrics = GatewayMetrics(registry: registry)
         store = HeraldStore(configuration: configuration.storeConfiguration, logger: logger)
         api = GatewayAPI(configuration: configuration, store: store, metrics: metrics)
+        for expiry in CredentialExpiry.of(configuration.apps) { metrics.recordCredentialExpiry(expiry) }
         var clients: [AppEnvironment: APNSClient] = [:]
         if roles.contains(.workers) {
             // A client per app and token environment; one connects only when it has something
@@ -127,7 +128,7 @@ public final class HeraldGateway: Service, Sendable {
         }
         let housekeeping = Housekeeping(
             store: store, settings: configuration.housekeeping, retention: configuration.queue.retention, metrics: metrics, backlog: api.backlog,
-            logger: logger
+            logger: logger, credentials: CredentialExpiry.of(configuration.apps)
         )
         services.append(AfterMigration(gate: migrated, service: housekeeping))
         services.append(AfterMigration(gate: migrated, service: HTTPService(gateway: self)))

@@ -1,4 +1,6 @@
+import Foundation
 import HeraldCore
+import HeraldMock
 import HeraldStore
 import Testing
 
@@ -59,5 +61,34 @@ struct GatewayMetricsTests {
         ] {
             #expect(text.contains(line), "\(line) in \(text)")
         }
+    }
+
+    @Test("a certificate's expiry is a gauge from the start; a provider key has none")
+    func credentialExpiry() throws {
+        let authority = try MockCertificateAuthority()
+        let identity = try authority.issuePushCertificate(topic: "com.example.shop", validFor: 10 * 86400)
+        let certificate = GatewayConfiguration.App(id: "shop", topic: "com.example.shop", environment: .sandbox, credentials: .certificate(identity))
+        let token = GatewayConfiguration.App(
+            id: "blog", topic: "com.example.blog", environment: .sandbox, credentials: .providerToken(.generate(keyID: "KEY1234567", teamID: "TEAM123456"))
+        )
+        let expiries = CredentialExpiry.of([certificate, token])
+        #expect(expiries == [CredentialExpiry(app: "shop", credential: "certificate", expiry: identity.notValidAfter)])
+        let metrics = GatewayMetrics(registry: .init())
+        for expiry in expiries { metrics.recordCredentialExpiry(expiry) }
+        let text = String(decoding: metrics.exposition(), as: UTF8.self)
+        let line = try #require(text.split(separator: "\n").first { $0.hasPrefix(#"herald_credential_expiry_timestamp_seconds{app="shop",credential="certificate"} "#) })
+        let value = try #require(Double(line.split(separator: " ").last ?? ""))
+        #expect(abs(value - identity.notValidAfter.timeIntervalSince1970) < 1, "\(line)")
+        #expect(!text.contains(#"app="blog""#))
+    }
+
+    @Test("the daily warning starts 30 days before expiry, says the day and what to do, and says when it has expired")
+    func credentialWarnings() throws {
+        let expiry = try Date("2027-03-10T12:00:00Z", strategy: .iso8601)
+        let credential = CredentialExpiry(app: "shop", credential: "certificate", expiry: expiry)
+        #expect(credential.warning(now: expiry.addingTimeInterval(-31 * 86400)) == nil)
+        #expect(credential.warning(now: expiry.addingTimeInterval(-10 * 86400)) == "the APNs certificate of app shop expires on 2027-03-10, in 10 days: renew it in Apple's developer account")
+        #expect(credential.warning(now: expiry.addingTimeInterval(-3600))?.contains("in 1 day:") == true)
+        #expect(credential.warning(now: expiry.addingTimeInterval(60)) == "the APNs certificate of app shop expired on 2027-03-10: sends fail until it is renewed")
     }
 }

@@ -17,6 +17,7 @@ import Foundation
 ///   outcomes and retired devices older than `queue.retention` are deleted in transactions of
 ///   ``HousekeepingSettings/purgeBatchSize`` rows, with a pause between them, so no long
 ///   transaction or lock stalls sending. Rows purged are counted in `herald_purged_rows_total`.
+/// - Each day, a certificate within 30 days of its expiry is warned of (``CredentialExpiry``).
 ///
 /// Every process runs it; on PostgreSQL two processes purging at once only share the rows.
 struct Housekeeping: Service {
@@ -26,13 +27,19 @@ struct Housekeeping: Service {
     let metrics: GatewayMetrics
     let backlog: AppBacklog
     let logger: Logger
+    var credentials: [CredentialExpiry] = []
 
     func run() async {
         let clock = ContinuousClock()
         var nextStatistics = clock.now
         var nextPurge = clock.now + settings.purgeInterval
+        var nextCredentialCheck = clock.now
         while !Task.isShuttingDownGracefully, !Task.isCancelled {
             let now = clock.now
+            if now >= nextCredentialCheck {
+                warnOfExpiringCredentials()
+                nextCredentialCheck = clock.now + CredentialExpiry.warningInterval
+            }
             if now >= nextStatistics {
                 await refreshStatistics()
                 nextStatistics = clock.now + settings.statisticsInterval
@@ -41,8 +48,17 @@ struct Housekeeping: Service {
                 await purge()
                 nextPurge = clock.now + settings.purgeInterval
             }
-            let wake = min(nextStatistics, nextPurge)
+            let wake = min(nextStatistics, nextPurge, nextCredentialCheck)
             _ = try? await cancelWhenGracefulShutdown { try await Task.sleep(until: wake, clock: clock) }
+        }
+    }
+
+    /// Logs a warning for each credential within 30 days of its expiry.
+    func warnOfExpiringCredentials(now: Date = Date()) {
+        for credential in credentials {
+            if let warning = credential.warning(now: now) {
+                logger.warning("\(warning)", metadata: ["app": "\(credential.app)", "expiry": "\(credential.expiry)"])
+            }
         }
     }
 
