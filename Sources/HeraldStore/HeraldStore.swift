@@ -217,6 +217,17 @@ public final class HeraldStore: Service, Sendable {
         return try await settled(stored, now: Date())
     }
 
+    /// A page of an app's notifications, newest first, optionally in one status; `after` is the
+    /// previous page's `next`. `limit` is brought into 1...1000.
+    public func notifications(app: String, status: NotificationStatus? = nil, limit: Int = 100, after: String? = nil) async throws -> Page<StoredNotification> {
+        let page = try await backend.notifications(app: app, status: status, limit: max(1, min(limit, 1000)), after: after?.lowercased())
+        var items: [StoredNotification] = []
+        items.reserveCapacity(page.items.count)
+        let now = Date()
+        for notification in page.items { items.append(try await settled(notification, now: now)) }
+        return Page(items: items, next: page.next)
+    }
+
     /// Once a cancelled notification has nothing in flight, the devices it was not sent to count
     /// as failed (a broadcast's unread ranges have no rows to count, so they are counted here).
     /// While a worker still holds a lease, those devices stay pending: they may yet be accepted.

@@ -34,6 +34,34 @@ struct APIContractTests {
         }
     }
 
+    @Test("notifications: an app's are listed newest first, a page at a time, by status; another app's never")
+    func listNotifications() async throws {
+        try await RouterHarness.run { api in
+            let path = "/v1/apps/\(appID)/notifications"
+            var ids: [String] = []
+            for number in 0..<5 {
+                let queued = try await api.call(.post, path, body: #"{"to": {"tokens": ["\#(token(number))"]}, "payload": {"aps": {"alert": "n\#(number)"}}}"#)
+                ids.append(try #require(queued.json?["id"]?.stringValue))
+            }
+            _ = try await api.call(.post, "/v1/apps/other/notifications", body: #"{"to": {"all": true}, "payload": {"aps": {}}}"#, key: api.otherKey)
+            #expect(try await api.call(.delete, "/v1/notifications/\(ids[1])").status == 200)
+            var listed: [String] = []
+            var cursor: String?
+            for _ in 0..<10 {
+                let page = try await api.call(.get, path + "?limit=2" + (cursor.map { "&cursor=\($0)" } ?? ""))
+                #expect(page.status == 200)
+                listed += page.json?["notifications"]?.arrayItems.compactMap { $0["id"]?.stringValue } ?? []
+                cursor = page.json?["next"]?.stringValue
+                if cursor == nil { break }
+            }
+            #expect(listed == ids.reversed(), "newest first, each once, only this app's")
+            let cancelled = try await api.call(.get, path + "?status=cancelled")
+            #expect(cancelled.json?["notifications"]?.arrayItems.compactMap { $0["id"]?.stringValue } == [ids[1]])
+            #expect(try await api.call(.get, path + "?status=lost").status == 400)
+            #expect(try await api.call(.get, path, key: api.otherKey).status == 403)
+        }
+    }
+
     @Test("keys: none or unknown is 401, another app's is 403, an unknown app is 404; probes need none")
     func authorization() async throws {
         try await RouterHarness.run { api in

@@ -10,6 +10,7 @@ struct NotificationRoutes {
 
     func add(to group: RouterGroup<GatewayContext>) {
         group.post("apps/:app/notifications", use: send)
+        group.get("apps/:app/notifications", use: list)
         group.get("notifications/:id", use: read)
         group.get("notifications/:id/deliveries", use: deliveries)
         group.delete("notifications/:id", use: cancel)
@@ -49,6 +50,33 @@ struct NotificationRoutes {
     @Sendable func read(request: Request, context: GatewayContext) async throws -> Response {
         let notification = try await authorizedNotification(context)
         return JSONBody.object { Self.write(notification, to: &$0) }
+    }
+
+    /// An app's notifications, newest first, a page at a time, optionally by status.
+    @Sendable func list(request: Request, context: GatewayContext) async throws -> Response {
+        let appID = try api.authorizedApp(context)
+        let query = request.uri.queryParameters
+        var status: NotificationStatus?
+        if let text = query["status"] {
+            guard let parsed = NotificationStatus(rawValue: String(text)) else {
+                throw APIError.invalid("status must be queued, sending, done or cancelled")
+            }
+            status = parsed
+        }
+        let page = try await api.store.notifications(
+            app: appID, status: status, limit: try GatewayAPI.limit(query["limit"]), after: try GatewayAPI.cursor(query["cursor"])
+        )
+        return JSONBody.object { writer in
+            writer.key("notifications")
+            writer.beginArray()
+            for notification in page.items {
+                writer.beginObject()
+                Self.write(notification, to: &writer)
+                writer.endObject()
+            }
+            writer.endArray()
+            writer.member("next", page.next)
+        }
     }
 
     @Sendable func deliveries(request: Request, context: GatewayContext) async throws -> Response {

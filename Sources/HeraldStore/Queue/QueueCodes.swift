@@ -54,6 +54,15 @@ enum NotificationState: Int, StoredCode {
     /// The first state of a finished notification.
     static let finished = NotificationState.done
 
+    init(_ status: NotificationStatus) {
+        switch status {
+        case .queued: self = .queued
+        case .sending: self = .sending
+        case .done: self = .done
+        case .cancelled: self = .cancelled
+        }
+    }
+
     var status: NotificationStatus {
         switch self {
         case .queued: .queued

@@ -108,6 +108,28 @@ extension QueueEngine {
         }
     }
 
+    /// A page of an app's notifications, newest first; `after` is the previous page's `next`.
+    func notifications(app: String, status: NotificationStatus?, limit: Int, after: String?) async throws -> Page<StoredNotification> {
+        try await database.read { [self] connection in
+            // IDs are lower-case hex and dashes: "~" sorts after every one.
+            var binds: [SQLValue] = [.text(app), .text(after ?? "~"), .int(limit + 1)]
+            if let status { binds.append(.code(NotificationState(status))) }
+            var rows = try await connection.query(sql.listNotifications(status: status != nil), binds)
+            let more = rows.count > limit
+            if more { rows.removeLast() }
+            // The rejection counts of the whole page in one query, not one per notification.
+            var reasons: [String: [String: Int]] = [:]
+            let ids = rows.compactMap { $0.text(0) }
+            if !ids.isEmpty {
+                for row in try await connection.query(sql.selectReasonsOf, [.texts(ids)]) {
+                    reasons[row.text(0) ?? "", default: [:]][row.text(1) ?? ""] = row.int(2, default: 0)
+                }
+            }
+            let notifications = rows.map { Self.notification($0, rejected: reasons[$0.text(0) ?? ""] ?? [:]) }
+            return Page(items: notifications, next: more ? notifications.last?.id : nil)
+        }
+    }
+
     /// A notification from a row of ``QueueStatements/notificationColumns``, with its rejection counts.
     func notification(_ row: SQLRow, on connection: any SQLConnection) async throws -> StoredNotification {
         let id = row.text(0) ?? ""
@@ -115,6 +137,11 @@ extension QueueEngine {
         for reason in try await connection.query(sql.selectReasons, [.text(id)]) {
             rejected[reason.text(0) ?? ""] = reason.int(1, default: 0)
         }
+        return Self.notification(row, rejected: rejected)
+    }
+
+    static func notification(_ row: SQLRow, rejected: [String: Int]) -> StoredNotification {
+        let id = row.text(0) ?? ""
         let request = NotificationRequest(
             app: row.text(1) ?? "",
             audience: (AudienceKind(code: row.int(2)) ?? .all).audience(row.text(3) ?? ""),

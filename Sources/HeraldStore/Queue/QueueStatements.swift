@@ -123,6 +123,13 @@ struct QueueStatements: Sendable {
     var selectNotification: String { "SELECT \(Self.notificationColumns) FROM notifications WHERE id = $1" }
     var selectByIdempotencyKey: String { "SELECT \(Self.notificationColumns) FROM notifications WHERE app = $1 AND idempotency_key = $2" }
     var selectReasons: String { "SELECT reason, count FROM notification_reasons WHERE notification_id = $1" }
+    /// The rejection counts of the notifications $1.
+    var selectReasonsOf: String { "SELECT notification_id, reason, count FROM notification_reasons WHERE notification_id IN (\(d.list(1, .text)))" }
+    /// App $1's notifications before ID $2 (IDs sort by creation), newest first, at most $3,
+    /// optionally in state $4.
+    func listNotifications(status: Bool) -> String {
+        "SELECT \(Self.notificationColumns) FROM notifications WHERE app = $1 AND id < $2\(status ? " AND status = $4" : "") ORDER BY id DESC LIMIT $3"
+    }
 
     /// Callers enqueueing with one key at once wait here for the first to commit, then find
     /// nothing inserted and answer with its notification.

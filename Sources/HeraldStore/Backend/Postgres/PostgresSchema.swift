@@ -137,6 +137,8 @@ enum PostgresSchema {
             "ALTER TABLE devices ADD COLUMN activity_type TEXT",
             "ALTER TABLE devices ADD COLUMN environment SMALLINT",
             "ALTER TABLE deliveries ADD COLUMN environment SMALLINT",
+            // An app's notifications, newest first (``QueueStatements/listNotifications(status:)``).
+            "CREATE INDEX notifications_app ON notifications (app, id)",
             "DROP INDEX devices_hash",
             "CREATE INDEX devices_hash ON devices (app, kind, hash, token) WHERE status = 0",
         ],

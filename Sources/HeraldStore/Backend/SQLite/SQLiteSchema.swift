@@ -172,6 +172,8 @@ enum SQLiteSchema {
             "ALTER TABLE devices ADD COLUMN activity_type TEXT",
             "ALTER TABLE devices ADD COLUMN environment INTEGER",
             "ALTER TABLE deliveries ADD COLUMN environment INTEGER",
+            // An app's notifications, newest first (``QueueStatements/listNotifications(status:)``).
+            "CREATE INDEX notifications_app ON notifications (app, id)",
         ],
     ]
 
