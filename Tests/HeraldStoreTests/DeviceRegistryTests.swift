@@ -116,6 +116,33 @@ struct DeviceRegistryTests {
         }
     }
 
+    @Test("5,000 devices of one batch gone at once (a stale registry): every one retired by its own timestamp, the rest untouched", arguments: Backend.allCases)
+    func manyGoneAtOnce(backend: Backend) async throws {
+        try await withStore(backend) { store in
+            let count = 5000
+            let stream = AsyncStream<DeviceRegistration> { continuation in
+                for number in 0...count { continuation.yield(try! registration(number)) }
+                continuation.finish()
+            }
+            try await store.register(contentsOf: stream, app: app)
+            _ = try await store.enqueue(NotificationRequest(app: app, audience: .all, payload: payload))
+            let later = Date().addingTimeInterval(60)
+            var retired = 0
+            for batch in try await claimAll(store, limit: count + 1) {
+                // Every device but number 0 is gone, with a timestamp after it registered.
+                let outcomes = batch.items.map { item in
+                    DeliveryOutcome(token: item.token, result: item.token == token(0) ? .accepted(apnsID: nil) : .rejected(reason: .apns(.unregistered), timestamp: later))
+                }
+                retired += outcomes.count - (batch.items.contains { $0.token == token(0) } ? 1 : 0)
+                try await store.complete(batch, outcomes: outcomes)
+            }
+            #expect(retired == count)
+            #expect(try await store.countDevices(app: app, status: .unregistered) == count)
+            #expect(try await store.device(app: app, token: token(0))?.status == .active)
+            #expect(try await store.device(app: app, token: token(4321))?.invalidatedAt.map { abs($0.timeIntervalSince(later)) < 0.01 } == true)
+        }
+    }
+
     @Test("100,000 devices in one streamed call", arguments: Backend.allCases)
     func bulkRegistration(backend: Backend) async throws {
         try await withStore(backend) { store in
