@@ -87,6 +87,14 @@ public final class HeraldGateway: Service, Sendable {
                     var clientLogger = logger
                     clientLogger[metadataKey: "app"] = "\(app.id)"
                     clientLogger[metadataKey: "environment"] = "\(tokenEnvironment)"
+                    // Decided once, here: which host and credential serve this app's devices of this environment.
+                    logger.info(
+                        "APNs client",
+                        metadata: [
+                            "app": "\(app.id)", "environment": "\(tokenEnvironment)", "host": "\(app.host(for: tokenEnvironment))",
+                            "credential": "\(app.credentialDescription)", "default": "\(tokenEnvironment == app.defaultEnvironment)",
+                        ]
+                    )
                     clients[AppEnvironment(app: app.id, environment: tokenEnvironment)] = try APNSClient(configuration: client, logger: clientLogger)
                 }
             }

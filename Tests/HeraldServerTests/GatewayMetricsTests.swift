@@ -80,6 +80,11 @@ struct GatewayMetricsTests {
         let value = try #require(Double(line.split(separator: " ").last ?? ""))
         #expect(abs(value - identity.notValidAfter.timeIntervalSince1970) < 1, "\(line)")
         #expect(!text.contains(#"app="blog""#))
+        // What the start-up log says serves each app: identifiers and dates, never key material.
+        #expect(token.credentialDescription == "provider key KEY1234567 of team TEAM123456")
+        #expect(certificate.credentialDescription.hasPrefix("certificate '") && certificate.credentialDescription.contains("com.example.shop"))
+        #expect(certificate.credentialDescription.hasSuffix("valid until \(identity.notValidAfter.formatted(.iso8601.year().month().day()))"))
+        #expect(!certificate.credentialDescription.contains("PRIVATE"))
     }
 
     @Test("the daily warning starts 30 days before expiry, says the day and what to do, and says when it has expired")

@@ -39,6 +39,17 @@ public struct GatewayConfiguration: Sendable {
         /// ``environment`` is Apple's sandbox, production otherwise.
         public var defaultEnvironment: TokenEnvironment { environment.kind == .sandbox ? .sandbox : .production }
 
+        /// Which credential the app sends with, as the start-up log names it: a provider key by
+        /// its key and team IDs, a certificate by its subject and expiry. Never a secret.
+        public var credentialDescription: String {
+            switch credentials {
+            case .providerToken(let key): "provider key \(key.keyID) of team \(key.teamID)"
+            case .providerTokens: "provider tokens from an issuer"
+            case .certificate(let identity):
+                "certificate '\(identity.subjectDescription)', valid until \(identity.notValidAfter.formatted(.iso8601.year().month().day()))"
+            }
+        }
+
         /// Where a device of `tokenEnvironment` is sent (apns-spec §1.1).
         public func host(for tokenEnvironment: TokenEnvironment) -> APNSEnvironment {
             if let host = environments[tokenEnvironment] { return host }
