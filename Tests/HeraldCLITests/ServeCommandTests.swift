@@ -23,14 +23,15 @@ struct ServeCommandTests {
         let scratch: ScratchDirectory
         let configFile: String
 
-        init(database: String, leaseSeconds: Int = 2) async throws {
+        /// - Parameter delay: how long the mock takes to answer each request.
+        init(database: String, leaseSeconds: Int = 2, delay: Duration = .milliseconds(10)) async throws {
             scratch = try ScratchDirectory()
             let key = ProviderKey.generate()
             var configuration = MockAPNSServer.Configuration()
             configuration.registerProviderKey(key.publicKey, keyID: key.keyID, teamID: key.teamID)
             configuration.recordLimit = 100_000
             configuration.maximumConcurrentStreams = 100
-            configuration.script.randomFaults = .init(rate: 1, seed: 7, faults: [.delay(.milliseconds(10))])
+            configuration.script.randomFaults = .init(rate: 1, seed: 7, faults: [.delay(delay)])
             mock = try MockAPNSServer(configuration: configuration)
             try await mock.start()
             let ca = try scratch.write("ca.pem", mock.certificateAuthorityPEM ?? "")
@@ -136,7 +137,10 @@ struct ServeCommandTests {
     func twoProcessesShareWork() async throws {
         if let reason = PostgresCluster.unavailableReason, !PostgresCluster.isRequired { try Test.cancel(Comment(rawValue: reason)) }
         let scratch = try ScratchDirectory()
-        let setup = try await Setup(database: try Backend.postgres.storeURL(scratch: scratch), leaseSeconds: 30)
+        // 30 ms an answer, 100 streams: the broadcast takes over a second, longer than an idle
+        // worker waits before it looks for work again (a wake-up sent before the second process
+        // listened is not heard; with 10 ms the first could finish alone, and once did in CI).
+        let setup = try await Setup(database: try Backend.postgres.storeURL(scratch: scratch), leaseSeconds: 30, delay: .milliseconds(30))
         let (one, base) = try setup.serve()
         let (two, other) = try setup.serve(["--workers-only"])
         let id = try await Self.importAndBroadcast(base, count: 4000, alert: "shared")
