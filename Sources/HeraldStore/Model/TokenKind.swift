@@ -46,9 +46,6 @@ public enum TokenKind: String, Sendable, Hashable, CaseIterable, CustomStringCon
         case .mdm: return nil
         }
     }
-
-    /// The push types a token of this kind takes.
-    public var pushTypes: [PushType] { PushType.allCases.filter { TokenKind(for: $0) == self } }
 }
 
 /// Which of Apple's two push environments a device token belongs to (apns-spec §1.1): a debug

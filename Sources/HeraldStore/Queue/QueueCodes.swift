@@ -160,6 +160,7 @@ enum KindCode: Int, StoredCode {
     case controls = 7
     case liveactivity = 8
 
+    /// The one table of kinds and codes; ``kind`` reads it backwards.
     init(_ kind: TokenKind) {
         switch kind {
         case .alert: self = .alert
@@ -174,19 +175,7 @@ enum KindCode: Int, StoredCode {
         }
     }
 
-    var kind: TokenKind {
-        switch self {
-        case .alert: .alert
-        case .voip: .voip
-        case .complication: .complication
-        case .fileprovider: .fileprovider
-        case .location: .location
-        case .pushtotalk: .pushtotalk
-        case .widgets: .widgets
-        case .controls: .controls
-        case .liveactivity: .liveactivity
-        }
-    }
+    var kind: TokenKind { TokenKind.allCases.first { KindCode($0) == self } ?? .alert }
 }
 
 /// A device's environment as stored (`devices.environment`, `deliveries.environment`); NULL:
