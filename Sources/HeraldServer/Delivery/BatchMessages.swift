@@ -41,11 +41,9 @@ enum BatchMessages {
         return (notifications, invalid)
     }
 
-    /// The notifications of ``notifications(for:topic:)`` (positions in its list) by the token
-    /// environment of their devices, in order; a device without one goes to `defaultEnvironment`.
-    static func groups(of batch: WorkBatch, invalid: [String], defaultEnvironment: TokenEnvironment) -> [(TokenEnvironment, [Int])] {
-        let invalid = Set(invalid)
-        let items = invalid.isEmpty ? batch.items : batch.items.filter { !invalid.contains($0.token) }
+    /// The positions of `items` (a batch's items that have a notification, in order) by the token
+    /// environment of their devices; a device without one goes to `defaultEnvironment`.
+    static func groups(of items: [WorkItem], defaultEnvironment: TokenEnvironment) -> [(TokenEnvironment, [Int])] {
         if !items.contains(where: { ($0.environment ?? defaultEnvironment) != defaultEnvironment }) {
             return [(defaultEnvironment, Array(items.indices))]
         }

@@ -131,7 +131,10 @@ final class DeliveryWorkers: Service, Sendable {
         let notifications = messages.notifications
         let collector = OutcomeCollector(count: notifications.count)
         // Each device goes to its own environment's client (most batches: all to one).
-        let groups = BatchMessages.groups(of: batch, invalid: messages.invalid, defaultEnvironment: app.defaultEnvironment)
+        // The items that have a notification (a token that is not hex has none), in its order.
+        let invalid = Set(messages.invalid)
+        let sent = invalid.isEmpty ? batch.items : batch.items.filter { !invalid.contains($0.token) }
+        let groups = BatchMessages.groups(of: sent, defaultEnvironment: app.defaultEnvironment)
         let clients = self.clients
         let appID = app.id
         let sender = Task { [logger] in
@@ -182,8 +185,7 @@ final class DeliveryWorkers: Service, Sendable {
         let results = collector.results(missing: .retry(reason: .gateway(.shutdown)))
         // The batch's own token strings, in the notifications' order (those that are not hex left
         // out), not each token encoded to hex again: the store matches outcomes to rows by them.
-        let invalid = Set(messages.invalid)
-        let tokens = batch.items.lazy.map(\.token).filter { invalid.isEmpty || !invalid.contains($0) }
+        let tokens = sent.lazy.map(\.token)
         var outcomes = zip(tokens, results).map { DeliveryOutcome(token: $0, result: $1) }
         outcomes += messages.invalid.map { DeliveryOutcome(token: $0, result: .failed(reason: .apns(.badDeviceToken))) }
         await record(batch, outcomes, logger: logger, start: start)
