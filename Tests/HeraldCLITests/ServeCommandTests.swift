@@ -137,9 +137,10 @@ struct ServeCommandTests {
     func twoProcessesShareWork() async throws {
         if let reason = PostgresCluster.unavailableReason, !PostgresCluster.isRequired { try Test.cancel(Comment(rawValue: reason)) }
         let scratch = try ScratchDirectory()
-        // 30 ms an answer, 100 streams: the broadcast takes over a second, longer than an idle
-        // worker waits before it looks for work again (a wake-up sent before the second process
-        // listened is not heard; with 10 ms the first could finish alone, and once did in CI).
+        // 30 ms an answer, 100 streams: the broadcast takes over a second, so the second process
+        // has time to take part on a loaded machine (with 10 ms the first once sent all 4,000
+        // alone in CI; a wake-up sent before the second process listened went unheard until its
+        // idle poll, which listening now covers by looking once).
         let setup = try await Setup(database: try Backend.postgres.storeURL(scratch: scratch), leaseSeconds: 30, delay: .milliseconds(30))
         let (one, base) = try setup.serve()
         let (two, other) = try setup.serve(["--workers-only"])

@@ -63,6 +63,10 @@ final class PostgresDatabase: SQLDatabase {
             do {
                 try await client.withConnection { connection in
                     try await connection.listen(on: PostgresSchema.workChannel) { notifications in
+                        // Listening from here: work queued before (at start, or while the
+                        // connection was down) announced itself to no one, so look once now
+                        // rather than at the next idle poll.
+                        self.work.signal()
                         for try await _ in notifications { self.work.signal() }
                     }
                 }
