@@ -178,8 +178,12 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
-            // The API's contract, served at /openapi.json and checked against the routes by a test.
-            resources: [.embedInCode("OpenAPI/openapi.json")]
+            // The API's contract, served at /openapi.json and checked against the routes by a
+            // test; and the console's page, script and style, served at /console.
+            resources: [
+                .embedInCode("OpenAPI/openapi.json"), .embedInCode("Console/index.html"), .embedInCode("Console/console.js"),
+                .embedInCode("Console/console.css"),
+            ]
         ),
         .target(
             name: "HeraldCLI",

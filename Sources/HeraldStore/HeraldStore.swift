@@ -187,6 +187,24 @@ public final class HeraldStore: Service, Sendable {
         try await backend.countDevices(app: app, status: status)
     }
 
+    /// How many of an app's devices there are, by status, token kind and environment (one
+    /// entry per combination that has any).
+    public func deviceCounts(app: String) async throws -> [DeviceCount] {
+        try await backend.deviceCounts(app: app)
+    }
+
+    /// An app's notifications not finished, and their devices not yet ended.
+    public func queue(app: String) async throws -> AppQueue {
+        try await backend.queue(app: app)
+    }
+
+    /// An app's deliveries that ended (accepted, rejected, failed) in each of the last `minutes`
+    /// minutes (brought into 1...1440), oldest first, the last being `now`'s. Deliveries of a
+    /// cancelled notification that were never sent are not counted.
+    public func activity(app: String, minutes: Int = 60, now: Date = Date()) async throws -> [ActivityMinute] {
+        try await backend.activity(app: app, minutes: max(1, min(minutes, 1440)), now: now)
+    }
+
     /// Applies what the legacy feedback service reported: each token is unregistered unless its
     /// device registered again after the time the service gives (Apple's rule). Returns how many
     /// devices changed.

@@ -6,8 +6,9 @@ import NIOCore
 
 /// The gateway's HTTP API: routes over the store, described by `openapi.json`.
 ///
-/// Routes are thin: decode, authorise, call the store, encode. `/healthz`, `/readyz`, `/metrics`
-/// and `/openapi.json` need no key; everything under `/v1` does.
+/// Routes are thin: decode, authorise, call the store, encode. `/healthz`, `/readyz`, `/metrics`,
+/// `/openapi.json` and the console's files (`/console`) need no key; everything under `/v1` does
+/// (the console asks for one and calls `/v1` with it).
 public struct GatewayAPI: Sendable {
     let configuration: GatewayConfiguration
     let store: HeraldStore
@@ -33,7 +34,9 @@ public struct GatewayAPI: Sendable {
         router.add(middleware: InputScreenMiddleware())
         ProbeRoutes(api: self).add(to: router)
         if includesV1 {
+            ConsoleRoutes().add(to: router)
             let v1 = router.group("v1").add(middleware: AuthenticationMiddleware(keyring: keyring, limiter: limiter))
+            AppRoutes(api: self).add(to: v1)
             DeviceRoutes(api: self).add(to: v1)
             NotificationRoutes(api: self).add(to: v1)
         }

@@ -139,12 +139,35 @@ struct NotificationRoutes {
         writer.endObject()
     }
 
+    /// The most of an audience's tokens, users or tags a notification's JSON names: a list of
+    /// a hundred notifications stays small whatever their audiences.
+    static let audienceSample = 10
+
+    /// Whom a notification was for: `type` (tokens, users, tags or all), how many it named, and
+    /// the first ``audienceSample`` of them.
+    static func writeAudience(_ audience: Audience, to writer: inout JSONWriter) {
+        let (type, values): (String, [String]) = switch audience {
+        case .tokens(let tokens): ("tokens", tokens)
+        case .users(let users): ("users", users)
+        case .tags(let tags): ("tags", tags)
+        case .all: ("all", [])
+        }
+        writer.key("audience")
+        writer.beginObject()
+        writer.member("type", type)
+        writer.member("count", values.count)
+        writer.key("sample")
+        writer.strings(Array(values.prefix(audienceSample)))
+        writer.endObject()
+    }
+
     static func write(_ notification: StoredNotification, to writer: inout JSONWriter) {
         let counts = notification.counts
         writer.member("id", notification.id)
         writer.member("app", notification.request.app)
         writer.member("status", notification.status.rawValue)
         writer.member("pushType", notification.request.pushType.rawValue)
+        writeAudience(notification.request.audience, to: &writer)
         writer.member("targeted", counts.targeted)
         writeTargetedByKind(notification, to: &writer)
         writer.member("accepted", counts.accepted)

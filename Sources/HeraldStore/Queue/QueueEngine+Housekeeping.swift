@@ -20,6 +20,8 @@ extension QueueEngine {
     func purge(finishedBefore cutoff: Date, limit: Int) async throws -> Int {
         try await database.write(.durable) { [self] connection in
             let time: SQLValue = .int(cutoff.milliseconds)
+            // At most `activityShards` rows per app and minute: not counted against `limit`.
+            try await connection.query(sql.purgeMinutes, [.int(Self.minute(of: cutoff))])
             var purged = try await connection.query(sql.purgeDeliveries, [time, .int(limit)]).count
             if purged < limit {
                 let ids = try await connection.query(sql.purgeableNotifications, [time, .int(limit - purged)]).compactMap { $0.text(0) }

@@ -54,6 +54,7 @@ extension QueueEngine {
             }
             try await finishIfDone(id, now: now, on: connection)
             try await database.announceWork(on: connection)
+            try await recordMinute(app: request.app, accepted: 0, rejected: known.values.reduce(0, +), failed: 0, now: now, on: connection)
             let stored = try await connection.query(sql.selectNotification, [.text(id)])
             return (try await notification(stored[0], on: connection), true)
         }

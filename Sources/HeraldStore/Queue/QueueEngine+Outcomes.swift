@@ -86,6 +86,7 @@ extension QueueEngine {
             if case .segment(_, _, false) = batch.source {} else { try await finishIfDone(id, now: now, on: connection) }
             let retry = plan.rows.contains { $0.state == .pending }
             if retry { try await database.announceWork(on: connection) }
+            try await recordMinute(app: batch.notification.app, accepted: accepted, rejected: rejectedCount, failed: failed, now: now, on: connection)
             return retry
         }
         if retried { database.work.signal() }

@@ -460,6 +460,35 @@ struct QueueStatements: Sendable {
         """
     }
 
+    // MARK: Overview
+
+    /// App $1's devices counted by status, kind and environment.
+    var deviceCounts: String {
+        "SELECT status, kind, environment, COUNT(*) FROM devices WHERE app = $1 GROUP BY status, kind, environment"
+    }
+    /// App $1's notifications queued or sending, and their devices not yet ended.
+    var appQueue: String {
+        """
+        SELECT COUNT(*), CAST(COALESCE(SUM(targeted - accepted - rejected - failed), 0) AS BIGINT) FROM notifications
+        WHERE app = $1 AND status < \(NotificationState.finished)
+        """
+    }
+    /// Adds ended deliveries to app $1's minute $2 (minutes since the epoch), shard $3.
+    var recordMinute: String {
+        """
+        INSERT INTO delivery_minutes (app, minute, shard, accepted, rejected, failed) VALUES ($1, $2, $3, $4, $5, $6)
+        ON CONFLICT (app, minute, shard) DO UPDATE SET accepted = delivery_minutes.accepted + excluded.accepted,
+            rejected = delivery_minutes.rejected + excluded.rejected, failed = delivery_minutes.failed + excluded.failed
+        """
+    }
+    /// App $1's ended deliveries per minute from $2 to $3.
+    var activity: String {
+        """
+        SELECT minute, CAST(SUM(accepted) AS BIGINT), CAST(SUM(rejected) AS BIGINT), CAST(SUM(failed) AS BIGINT) FROM delivery_minutes
+        WHERE app = $1 AND minute >= $2 AND minute <= $3 GROUP BY minute ORDER BY minute
+        """
+    }
+
     // MARK: Housekeeping
 
     var statistics: String {
@@ -483,6 +512,8 @@ struct QueueStatements: Sendable {
             AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.notification_id = n.id) LIMIT $2
         """
     }
+    /// Minutes of activity before minute $1.
+    var purgeMinutes: String { "DELETE FROM delivery_minutes WHERE minute < $1" }
     var deleteNotifications: [String] {
         [
             "DELETE FROM notification_reasons WHERE notification_id IN (\(d.list(1, .text)))",

@@ -142,6 +142,19 @@ enum PostgresSchema {
             "DROP INDEX devices_hash",
             "CREATE INDEX devices_hash ON devices (app, kind, hash, token) WHERE status = 0",
         ],
+        // 6: deliveries ended per app and minute (``QueueStatements/recordMinute``), for the
+        // console's chart. Completions write a row of one of a few shards, so workers of several
+        // processes finishing batches of different notifications in the same minute seldom wait
+        // for each other's row lock.
+        [
+            """
+            CREATE TABLE delivery_minutes (
+                app TEXT NOT NULL, minute BIGINT NOT NULL, shard BIGINT NOT NULL,
+                accepted BIGINT NOT NULL, rejected BIGINT NOT NULL, failed BIGINT NOT NULL,
+                PRIMARY KEY (app, minute, shard)
+            )
+            """,
+        ],
     ]
 
     static let createVersions = "CREATE TABLE IF NOT EXISTS herald_schema (version INTEGER PRIMARY KEY, applied_at BIGINT NOT NULL)"

@@ -175,6 +175,18 @@ enum SQLiteSchema {
             // An app's notifications, newest first (``QueueStatements/listNotifications(status:)``).
             "CREATE INDEX notifications_app ON notifications (app, id)",
         ],
+        // 8: deliveries ended per app and minute (``QueueStatements/recordMinute``), for the
+        // console's chart: a broadcast keeps no row per accepted device, so its outcomes are
+        // counted here as they are written. A row per app, minute and shard, purged with retention.
+        [
+            """
+            CREATE TABLE delivery_minutes (
+                app TEXT NOT NULL, minute INTEGER NOT NULL, shard INTEGER NOT NULL,
+                accepted INTEGER NOT NULL, rejected INTEGER NOT NULL, failed INTEGER NOT NULL,
+                PRIMARY KEY (app, minute, shard)
+            ) WITHOUT ROWID
+            """,
+        ],
     ]
 
     /// Before migration 6: gives every device without a hash (stored before migration 4, and
