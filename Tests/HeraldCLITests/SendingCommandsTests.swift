@@ -116,6 +116,25 @@ struct SendingCommandsTests {
         #expect(result.stdout.contains("every notification got its expected outcome"))
     }
 
+    @Test("demo --gateway --exit: the whole gateway imports, sends to a user, a tag and everyone, retires what APNs refused")
+    func gatewayDemo() throws {
+        let result = try HeraldProcess.run(["demo", "--gateway", "--exit", "--devices", "10000"], timeout: .seconds(240))
+        #expect(result.status == 0, "\(result.stdout)\n\(result.stderr)")
+        let lines = result.stdout.split(separator: "\n").map(String.init)
+        func line(_ prefix: String) -> String { lines.first { $0.hasPrefix(prefix) } ?? "no line \(prefix)" }
+        #expect(line("imported ").contains("10000 devices with users and tags"))
+        #expect(line("to user-21 ").contains("done: 2 targeted, 2 accepted"))
+        // Every 10th device is tagged beta; every 200th uninstalled the app after the import.
+        #expect(line("to tag beta ").contains("done: 1000 targeted, 950 accepted, rejected Unregistered 50"))
+        // The 50 were retired, so everyone is 9,950; every 1000th (offset 7) has a bad token.
+        #expect(line("to everyone ").contains("done: 9950 targeted, 9940 accepted, rejected BadDeviceToken 10"))
+        #expect(line("devices ").contains("9940 active, 50 unregistered (Apple said gone), 10 invalid (Apple said bad)"))
+        #expect(lines.contains("every notification got its expected outcome"))
+        #if DEBUG
+        #expect(result.stdout.contains("swift run -c release herald demo"), "a debug build says how to get real figures")
+        #endif
+    }
+
     @Test("bench reports rate, latency, CPU and memory as JSON")
     func bench() throws {
         let result = try HeraldProcess.run(["bench", "--count", "3000", "--connections", "2", "--concurrency", "50", "--output", "json"], timeout: .seconds(240))

@@ -13,8 +13,26 @@ struct DemoCommand: AsyncParsableCommand {
             Starts the mock with a fresh self-signed certificate and a generated provider key, \
             marks a few tokens unregistered and a few bad, has the server send GOAWAY midway, and \
             sends the notifications. Exits 0 when every notification got the outcome it should.
+
+            With --gateway: runs the whole gateway (herald serve) in this process on a temporary \
+            SQLite database against the mock, imports --devices devices with users and tags through \
+            its HTTP API, sends to a user, a tag and everyone, shows each notification's progress \
+            and outcome, then prints the console's URL and an API key and serves until Ctrl-C \
+            (--exit stops after the run instead).
             """
     )
+
+    @Flag(help: "Run the whole gateway (API, queue, workers, console) on a temporary database instead of the client alone.")
+    var gateway = false
+
+    @Option(help: "With --gateway: how many devices to import.")
+    var devices: Int = 100_000
+
+    @Option(help: "With --gateway: the port the API and console listen on (0 picks a free one).")
+    var port: Int = 0
+
+    @Flag(name: .customLong("exit"), help: "With --gateway: stop after the run instead of serving until Ctrl-C.")
+    var exitAfterRun = false
 
     @Option(help: "How many notifications to send.")
     var count: Int = 100_000
@@ -26,11 +44,22 @@ struct DemoCommand: AsyncParsableCommand {
     var concurrency: Int = 1000
 
     func validate() throws {
+        if gateway {
+            guard (1000...10_000_000).contains(devices) else { throw ValidationError("--devices must be from 1000 to 10000000") }
+            guard (0...65535).contains(port) else { throw ValidationError("--port must be from 0 to 65535") }
+        } else if exitAfterRun || port != 0 {
+            throw ValidationError("--exit and --port go with --gateway")
+        }
         guard count >= 20 else { throw ValidationError("--count must be at least 20, so the scripted faults fit") }
         guard connections >= 1, concurrency >= 1 else { throw ValidationError("--connections and --concurrency must be at least 1") }
     }
 
     func run() async throws {
+        Self.noteDebugBuild()
+        if gateway {
+            try await GatewayDemo(devices: devices, port: port, exitAfterRun: exitAfterRun).run()
+            return
+        }
         let key = ProviderKey.generate()
         let topic = "com.example.herald.demo"
         // Which notifications get which treatment: spread over the run.
@@ -121,5 +150,13 @@ struct DemoCommand: AsyncParsableCommand {
             if unexpected.count > 20 { Terminal.error("… and \(unexpected.count - 20) more") }
             throw ExitCode(1)
         }
+    }
+
+    /// A debug build sends several times slower than a release build: say so before its figures.
+    static func noteDebugBuild() {
+        #if DEBUG
+        Terminal.line("note: this is a debug build; its figures are several times below Herald's. For real ones: swift run -c release herald demo")
+        Terminal.flush()
+        #endif
     }
 }

@@ -34,6 +34,18 @@ final class ProgressBar: Sendable {
         if let draw { render(draw) }
     }
 
+    /// Shows `done` of the total: progress read from elsewhere (a notification's counts), not counted here.
+    func set(_ done: Int) {
+        guard enabled else { return }
+        let draw = state.withLock { state -> Int? in
+            guard done != state.done else { return nil }
+            state.done = done
+            state.lastDraw = .now
+            return done
+        }
+        if let draw { render(draw) }
+    }
+
     func finish() {
         guard enabled else { return }
         var line = "\r\u{1B}[K"
