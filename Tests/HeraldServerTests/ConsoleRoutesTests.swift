@@ -6,6 +6,8 @@ import HeraldTestSupport
 import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
+import InMemoryLogging
+import Logging
 import Testing
 
 /// What the console reads and how it is served: the apps a key may use, an app's summary and
@@ -86,6 +88,28 @@ struct ConsoleRoutesTests {
             let listed = try await api.call(.get, "/v1/apps/\(appID)/notifications?limit=1")
             #expect(listed.json?["notifications"]?.arrayItems.first?["id"] == all.json?["id"])
             #expect(listed.json?["notifications"]?.arrayItems.first?["audience"] == ["type": "all", "count": 0, "sample": []])
+        }
+    }
+
+    @Test("the API key the console sends is never logged, whatever the answer, even at trace level")
+    func keyNeverLogged() async throws {
+        let logs = InMemoryLogHandler()
+        var logger = Logger(label: "api", factory: { _ in logs })
+        logger.logLevel = .trace
+        let wrongKey = "hk_a-wrong-key-\(UUID().uuidString)"
+        try await RouterHarness.run(logger: logger) { api in
+            for path in ["/v1/apps", "/v1/apps/\(appID)/summary", "/v1/apps/\(appID)/devices/\(token(1))", "/v1/apps/other/summary", "/v1/apps/\(appID)/activity?minutes=0"] {
+                try await api.call(.get, path)
+                try await api.call(.get, path, key: wrongKey)
+            }
+            try await api.call(.post, "/v1/apps/\(appID)/notifications", body: #"{"to": {"tokens": [""]}, "payload": {"aps": {}}}"#)
+            try await api.call(.post, "/v1/apps/\(appID)/notifications", body: #"{"to": {"users": ["u"]}, "payload": {"aps": {}}}"#)
+        }
+        let entries = logs.entries
+        #expect(!entries.isEmpty, "trace logging saw the requests")
+        for entry in entries {
+            let text = "\(entry.message) \(entry.metadata)"
+            #expect(!text.contains("hk_"), "\(text)")
         }
     }
 

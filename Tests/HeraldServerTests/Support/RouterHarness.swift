@@ -5,6 +5,7 @@ import HeraldServer
 import HeraldStore
 import HeraldTestSupport
 import Hummingbird
+import Logging
 import HummingbirdTesting
 import Testing
 
@@ -17,7 +18,8 @@ struct RouterHarness: Sendable {
     let document: OpenAPIContract
 
     static func run(
-        backend: Backend = .sqlite, configure: (inout GatewayConfiguration) -> Void = { _ in }, _ body: @escaping @Sendable (RouterHarness) async throws -> Void
+        backend: Backend = .sqlite, logger: Logger? = nil, configure: (inout GatewayConfiguration) -> Void = { _ in },
+        _ body: @escaping @Sendable (RouterHarness) async throws -> Void
     ) async throws {
         let scratch = try ScratchDirectory()
         let key = APIKey.generate(name: "shop-only", apps: [appID])
@@ -37,7 +39,7 @@ struct RouterHarness: Sendable {
         let store = backend == .postgres ? Task { try await gateway.store.run() } : nil
         defer { store?.cancel() }
         try await gateway.store.migrate()
-        let application = Application(router: gateway.api.router())
+        let application = logger.map { Application(router: gateway.api.router(), logger: $0) } ?? Application(router: gateway.api.router())
         let document = try OpenAPIContract(bytes: OpenAPIDocument.bytes)
         try await application.test(.router) { client in
             try await body(RouterHarness(client: client, key: key.key, otherKey: otherKey.key, document: document))
