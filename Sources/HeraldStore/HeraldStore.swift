@@ -272,6 +272,51 @@ public final class HeraldStore: Service, Sendable {
         return try await settled(cancelled, now: now)
     }
 
+    // MARK: Live Activities
+
+    /// Records an update token the app reported for one of its Live Activities (created on its
+    /// first token). `user` and `environment` left `nil` keep what is stored.
+    ///
+    /// - Throws: ``StoreError`` `conflict` when the activity has ended; `invalidInput` past
+    ///   ``LiveActivity/maximumTokens`` tokens, or for a malformed ID or token.
+    @discardableResult
+    public func registerActivityToken(
+        app: String, activityID: String, token: String, user: String? = nil, environment: TokenEnvironment? = nil, now: Date = Date()
+    ) async throws -> (token: ActivityToken, created: Bool) {
+        guard LiveActivity.isValidID(activityID) else {
+            throw StoreError(.invalidInput, "activity ID: 1 to \(LiveActivity.maximumIDLength) of A-Z a-z 0-9 - _ . : (ActivityKit's Activity.id)")
+        }
+        let hex: String
+        do {
+            hex = try DeviceToken(token).hex
+        } catch {
+            throw StoreError(.invalidInput, "update token: \(error.detail ?? error.reason.rawValue)")
+        }
+        if let user, user.isEmpty || user.utf8.count > DeviceRegistration.maximumUserLength || !PeerText.isSafe(user) {
+            throw StoreError(.invalidInput, "user must be 1 to \(DeviceRegistration.maximumUserLength) bytes without control characters")
+        }
+        return try await backend.registerActivityToken(app: app, activityID: activityID, token: hex, user: user, environment: environment, now: now)
+    }
+
+    /// A Live Activity and its update tokens, or `nil` when no token was ever reported for it
+    /// (or it ended and its dismissal date passed).
+    public func activity(app: String, id: String) async throws -> LiveActivity? {
+        guard LiveActivity.isValidID(id) else { return nil }
+        return try await backend.activity(app: app, id: id)
+    }
+
+    /// Forgets one update token of an activity; `false` when it had none such.
+    public func deleteActivityToken(app: String, activityID: String, token: String) async throws -> Bool {
+        guard LiveActivity.isValidID(activityID), let hex = try? DeviceToken(token).hex else { return false }
+        return try await backend.deleteActivityToken(app: app, activityID: activityID, token: hex)
+    }
+
+    /// Forgets up to `limit` ended Live Activities whose dismissal date has passed, with their
+    /// update tokens, in one transaction; returns how many.
+    package func forgetDismissedActivities(now: Date = Date(), limit: Int = 1000) async throws -> Int {
+        try await backend.forgetDismissedActivities(now: now, limit: max(1, limit))
+    }
+
     // MARK: Queue
 
     /// Claims up to `limit` devices of one notification for `owner`: single deliveries first,

@@ -15,6 +15,10 @@ public struct StoreError: Error, Sendable, Hashable, CustomStringConvertible {
         public static let databaseError = Code(name: "databaseError")
         /// The lease on a batch was lost (it ran out and another worker took it).
         public static let leaseLost = Code(name: "leaseLost")
+        /// What the request names does not exist (a Live Activity no token was reported for).
+        public static let notFound = Code(name: "notFound")
+        /// The request conflicts with what is stored (an event for a Live Activity that ended).
+        public static let conflict = Code(name: "conflict")
         public var description: String { name }
     }
 

@@ -34,6 +34,9 @@ public enum DeliveryReason: Sendable, Hashable, CustomStringConvertible, Lossles
         /// The device is registered as another kind of token than the notification's push type
         /// goes to (a VoIP push to an alert token): refused at once, never sent.
         case tokenKindMismatch = "TokenKindMismatch"
+        /// A Live Activity start named a push-to-start token registered for another attributes
+        /// type: refused at once, never sent.
+        case activityTypeMismatch = "ActivityTypeMismatch"
         /// Sending stopped before APNs answered: the client was shut down, or the worker's grace
         /// period ran out while the process stopped. Retried.
         case shutdown = "shutdown"

@@ -69,6 +69,10 @@ public struct APIError: Error, Sendable, HTTPResponseError, CustomStringConverti
                 return (APIError(.serviceUnavailable, "unavailable", "the database cannot be reached; try again shortly"), false)
             case .invalidInput:
                 return (APIError.invalid(error.message), false)
+            case .notFound:
+                return (APIError.notFound(error.message), false)
+            case .conflict:
+                return (APIError(.conflict, "conflict", error.message), false)
             default:
                 return (APIError(.internalServerError, "internal", "the database answered with an error; it is logged"), true)
             }

@@ -39,6 +39,7 @@ public struct GatewayAPI: Sendable {
             AppRoutes(api: self).add(to: v1)
             DeviceRoutes(api: self).add(to: v1)
             NotificationRoutes(api: self).add(to: v1)
+            ActivityRoutes(api: self).add(to: v1)
         }
         return router
     }

@@ -43,7 +43,7 @@ struct NotificationBody {
                     throw APIError.invalid("pushType: mdm pushes go to an MDM enrolment's own topic, not to an app's device tokens; send them with the library (HeraldClient)")
                 case .liveactivity?:
                     throw APIError.invalid(
-                        "pushType: liveactivity pushes go to the tokens of one Live Activity type with its attributes and content state, not through /v1/apps/{app}/notifications; this gateway does not send them yet (register push-to-start tokens with kind liveactivity meanwhile)"
+                        "pushType: liveactivity pushes go through the activities routes: POST /v1/apps/{app}/activities starts one on push-to-start tokens, POST /v1/apps/{app}/activities/{id}/events updates or ends one"
                     )
                 default: break
                 }
@@ -105,7 +105,7 @@ struct NotificationBody {
         }
     }
 
-    private static func audience(_ to: JSONFields, limits: APILimits) throws -> Audience {
+    static func audience(_ to: JSONFields, limits: APILimits) throws -> Audience {
         try to.only(["tokens", "users", "tags", "all"])
         guard to.members.count == 1 else {
             throw FieldError("to", "name exactly one of tokens, users, tags or all")

@@ -3,6 +3,12 @@ import HeraldStore
 import HTTPTypes
 import Hummingbird
 
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
 /// `/v1/apps/{app}/notifications` and `/v1/notifications/{id}…`: queue a notification, follow it,
 /// list how each device ended, cancel it.
 struct NotificationRoutes {
@@ -19,6 +25,14 @@ struct NotificationRoutes {
     @Sendable func send(request: Request, context: GatewayContext) async throws -> Response {
         let appID = try api.authorizedApp(context)
         let app = api.configuration.app(appID)!
+        try Self.checkBacklog(of: appID, api: api)
+        let fields = try await JSONBody.object(of: request, limit: api.configuration.limits.maximumBodySize)
+        let notificationRequest = try NotificationBody.parse(fields, app: app, limits: api.configuration.limits)
+        return try await Self.queue(notificationRequest, api: api, context: context)
+    }
+
+    /// 429 while the app has as many deliveries pending as it may.
+    static func checkBacklog(of appID: String, api: GatewayAPI) throws {
         let pending = api.backlog.pending(appID)
         guard pending < api.configuration.limits.maximumPendingPerApp else {
             throw APIError.tooManyRequests(
@@ -26,11 +40,15 @@ struct NotificationRoutes {
                 retryAfter: 10
             )
         }
-        let fields = try await JSONBody.object(of: request, limit: api.configuration.limits.maximumBodySize)
-        let notificationRequest = try NotificationBody.parse(fields, app: app, limits: api.configuration.limits)
+    }
+
+    /// Stores a notification (or a Live Activity push) and answers 202 with its ID, or with the
+    /// one stored first under its idempotency key.
+    static func queue(_ notificationRequest: NotificationRequest, api: GatewayAPI, context: GatewayContext, now: Date = Date()) async throws -> Response {
+        let appID = notificationRequest.app
         // Answered only once the notification is durably stored: from here it is delivered at
         // least once, whatever happens to this process.
-        let (notification, created) = try await api.store.enqueue(notificationRequest)
+        let (notification, created) = try await api.store.enqueue(notificationRequest, now: now)
         if created {
             api.metrics.recordEnqueued()
             api.backlog.add(notification.counts.pending, app: appID)
@@ -40,7 +58,7 @@ struct NotificationRoutes {
             writer.member("id", notification.id)
             writer.member("status", notification.status.rawValue)
             writer.member("targeted", notification.counts.targeted)
-            Self.writeTargetedByKind(notification, to: &writer)
+            writeTargetedByKind(notification, to: &writer)
         }
         if !created { response.headers[HTTPField.Name("Idempotent-Replayed")!] = "true" }
         response.headers[.location] = "/v1/notifications/\(notification.id)"
@@ -151,6 +169,7 @@ struct NotificationRoutes {
         case .users(let users): ("users", users)
         case .tags(let tags): ("tags", tags)
         case .all: ("all", [])
+        case .activity(let id): ("activity", [id])
         }
         writer.key("audience")
         writer.beginObject()

@@ -85,6 +85,7 @@ struct Housekeeping: Service {
         for _ in 0..<settings.maximumBatchesPerRun {
             if Task.isShuttingDownGracefully || Task.isCancelled { break }
             let purged: Int
+            let fullest: Int
             let batchStarted = ContinuousClock.now
             do {
                 // Each purge is counted as soon as it commits, not after the next one.
@@ -92,14 +93,18 @@ struct Housekeeping: Service {
                 metrics.recordPurged(finished)
                 let retired = try await store.purgeRetiredDevices(before: cutoff, limit: settings.purgeBatchSize)
                 metrics.recordPurged(retired)
-                purged = finished + retired
+                // An ended Live Activity's tokens go at its dismissal date, not after retention.
+                let dismissed = try await store.forgetDismissedActivities(now: now, limit: settings.purgeBatchSize)
+                metrics.recordPurged(dismissed)
+                purged = finished + retired + dismissed
+                fullest = max(finished, retired, dismissed)
                 longest = max(longest, ContinuousClock.now - batchStarted)
             } catch {
                 logger.warning("cannot purge; retrying at the next interval", metadata: ["error": "\(error)"])
                 break
             }
             total += purged
-            if purged < settings.purgeBatchSize { break }  // neither kind has a full batch left
+            if fullest < settings.purgeBatchSize { break }  // no kind has a full batch left
             // Let workers' writes in between batches (SQLite has one writer).
             try? await Task.sleep(for: settings.purgePause)
         }

@@ -16,12 +16,14 @@ public enum Audience: Sendable, Hashable {
     case tags([String])
     /// Every active device of the app.
     case all
+    /// Every update token of one Live Activity (``LiveActivity``), by its ID.
+    case activity(String)
 
     /// Whether devices are read in key ranges as the broadcast goes (tags, all), rather than one
     /// delivery row per token written when it is queued (tokens, users).
     var isRange: Bool {
         switch self {
-        case .tokens, .users: false
+        case .tokens, .users, .activity: false
         case .tags, .all: true
         }
     }
@@ -60,10 +62,17 @@ public struct NotificationRequest: Sendable {
     public var badge: BadgeMode
     /// The same key (per app) returns the notification stored the first time.
     public var idempotencyKey: String?
+    /// For a Live Activity `start` (push type `liveactivity`): the attributes type whose
+    /// push-to-start tokens it goes to; a token of another type is never sent it.
+    public var activityType: String?
+    /// For an event to an ``Audience/activity(_:)``: the event ends the activity, whose update
+    /// tokens are forgotten after this date; later events are refused.
+    public var endsActivityUntil: Date?
 
     public init(
         app: String, audience: Audience, payload: [UInt8], pushType: PushType = .alert, priority: PushPriority? = nil,
-        expiration: PushExpiration? = nil, collapseID: String? = nil, badge: BadgeMode = .none, idempotencyKey: String? = nil
+        expiration: PushExpiration? = nil, collapseID: String? = nil, badge: BadgeMode = .none, idempotencyKey: String? = nil,
+        activityType: String? = nil, endsActivityUntil: Date? = nil
     ) {
         self.app = app
         self.audience = audience
@@ -74,6 +83,8 @@ public struct NotificationRequest: Sendable {
         self.collapseID = collapseID
         self.badge = badge
         self.idempotencyKey = idempotencyKey
+        self.activityType = activityType
+        self.endsActivityUntil = endsActivityUntil
     }
 }
 

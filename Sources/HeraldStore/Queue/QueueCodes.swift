@@ -80,6 +80,14 @@ enum SegmentState: Int, StoredCode {
     case done = 2
 }
 
+/// A Live Activity's state as stored (`activities.state`).
+enum ActivityCode: Int, StoredCode {
+    case active = 0
+    case ended = 1
+
+    var state: LiveActivityState { self == .ended ? .ended : .active }
+}
+
 /// A device's status as stored.
 enum DeviceCode: Int, StoredCode {
     case active = 0
@@ -109,6 +117,7 @@ enum AudienceKind: Int, StoredCode {
     case users = 1
     case tags = 2
     case all = 3
+    case activity = 4
 
     static func encode(_ audience: Audience) -> (kind: AudienceKind, values: String) {
         switch audience {
@@ -116,6 +125,7 @@ enum AudienceKind: Int, StoredCode {
         case .users(let users): (.users, users.joined(separator: "\n"))
         case .tags(let tags): (.tags, tags.joined(separator: "\n"))
         case .all: (.all, "")
+        case .activity(let id): (.activity, id)
         }
     }
 
@@ -126,6 +136,7 @@ enum AudienceKind: Int, StoredCode {
         case .users: return .users(list)
         case .tags: return .tags(list)
         case .all: return .all
+        case .activity: return .activity(values)
         }
     }
 }

@@ -163,7 +163,7 @@ extension QueueEngine {
         let cursor = RangeCursor(hash: segment.int(4) ?? RangeCursor.start.hash, token: segment.text(5) ?? "")
         let from = cursor.reading(from: segment.int(2) ?? 0)
         let kind: SQLValue = (try? Self.kind(of: notification.pushType)).map { .code($0) } ?? .int(-1)
-        var binds: [SQLValue] = [.text(notification.app), .int(upper), .int(from.hash), .text(from.token), .int(limit), kind]
+        var binds: [SQLValue] = [.text(notification.app), .int(upper), .int(from.hash), .text(from.token), .int(limit), kind, .text(found?.activityType ?? "")]
         var statement = sql.rangeOfAll
         if case .tags(let tags) = found?.audience {
             statement = sql.rangeOfTags
@@ -257,6 +257,8 @@ extension QueueEngine {
         var notification: Result<QueuedNotification, Unsendable>
         var audienceKind: Int64?
         var audience: Audience?
+        /// A Live Activity start's attributes type.
+        var activityType: String?
     }
 
     /// What workers need of these notifications, by ID. Values this Herald never writes are
@@ -269,7 +271,10 @@ extension QueueEngine {
                 id: id, status: row.int(1), app: row.text(2), payload: row.blob(3), pushType: row.text(4), priority: row.int(5),
                 expiration: row.int(6), collapseID: row.text(7), badgeMode: row.int(8), deadline: row.int(9)
             )
-            result[id] = Work(notification: notification, audienceKind: row.int(10), audience: AudienceKind(code: row.int(10))?.audience(row.text(11) ?? ""))
+            result[id] = Work(
+                notification: notification, audienceKind: row.int(10), audience: AudienceKind(code: row.int(10))?.audience(row.text(11) ?? ""),
+                activityType: row.text(12)
+            )
         }
         return result
     }

@@ -9,7 +9,9 @@ import Foundation
 /// Notifications: enqueue, read, cancel.
 extension QueueEngine {
     func enqueue(_ request: NotificationRequest, id: String, deadline: Date, now: Date) async throws -> (notification: StoredNotification, created: Bool) {
-        let kind = try Self.kind(of: request.pushType)
+        let kind = try Self.kind(of: request)
+        // '' matches every token that is not a push-to-start token (``QueueStatements/countActive``).
+        let activityType: SQLValue = .text(request.activityType ?? "")
         let result = try await database.write(.durable) { [self] connection -> (StoredNotification, Bool) in
             if let existing = try await existing(request, on: connection) { return (existing, false) }
             let time = now.milliseconds
@@ -17,16 +19,26 @@ extension QueueEngine {
             var deliveries: [(token: String, state: DeliveryState, reason: String?, environment: Int64?)] = []
             switch request.audience {
             case .tokens(let tokens):
-                deliveries = try await explicitDeliveries(Array(Set(tokens)).sorted(), kind: kind, app: request.app, on: connection)
+                deliveries = try await explicitDeliveries(
+                    Array(Set(tokens)).sorted(), kind: kind, activityType: request.activityType, app: request.app, on: connection
+                )
             case .users(let users):
                 for part in Self.chunks(users) {
-                    let rows = try await connection.query(sql.devicesOfUsers, [.text(request.app), .texts(part), .code(kind)])
+                    let rows = try await connection.query(sql.devicesOfUsers, [.text(request.app), .texts(part), .code(kind), activityType])
                     deliveries += rows.compactMap { row in row.text(0).map { ($0, .pending, nil, row.int(1)) } }
                 }
             case .tags(let tags):
-                targeted = try await connection.query(sql.countTagged, [.text(request.app), .texts(tags), .code(kind)]).first?.int(0, default: 0) ?? 0
+                targeted = try await connection.query(sql.countTagged, [.text(request.app), .texts(tags), .code(kind), activityType]).first?.int(0, default: 0) ?? 0
             case .all:
-                targeted = try await connection.query(sql.countActive, [.text(request.app), .code(kind)]).first?.int(0, default: 0) ?? 0
+                targeted = try await connection.query(sql.countActive, [.text(request.app), .code(kind), activityType]).first?.int(0, default: 0) ?? 0
+            case .activity(let activityID):
+                guard let tokens = try await activityDeliveries(request, activityID: activityID, now: now, on: connection) else {
+                    // Ended: by this very request sent again with its key (which gets the first
+                    // answer), or before it.
+                    if let existing = try await existing(request, on: connection) { return (existing, false) }
+                    throw Self.ended(activityID)
+                }
+                deliveries = tokens
             }
             if !request.audience.isRange { targeted = deliveries.count }
             let audience = AudienceKind.encode(request.audience)
@@ -34,7 +46,7 @@ extension QueueEngine {
                 .text(id), .text(request.app), .code(audience.kind), .text(audience.values), .blob(request.payload),
                 .text(request.pushType.rawValue), .int(request.priority.map { Int64($0.rawValue) }),
                 .int(request.expiration.map { Int64($0.unixSeconds) }), .text(request.collapseID), .code(BadgeCode(request.badge)),
-                .text(request.idempotencyKey), .int(targeted), .int(deadline.milliseconds), .int(time),
+                .text(request.idempotencyKey), .int(targeted), .int(deadline.milliseconds), .int(time), .text(request.activityType),
             ])
             if inserted.isEmpty, let existing = try await existing(request, on: connection) { return (existing, false) }
             for part in Self.chunks(deliveries) {
@@ -70,14 +82,28 @@ extension QueueEngine {
         return try await notification(row, on: connection)
     }
 
-    /// The kind of token a push type goes to through a notification: `mdm` goes to no app token,
-    /// and a Live Activity push needs the activity type of its tokens.
+    /// The kind of token a request goes to: `mdm` goes to no app token; a Live Activity push
+    /// goes to one activity's update tokens, or starts one on push-to-start tokens of one type.
+    static func kind(of request: NotificationRequest) throws(StoreError) -> KindCode {
+        let kind = try Self.kind(of: request.pushType)
+        switch request.audience {
+        case .activity:
+            guard kind == .liveactivity, request.activityType == nil else {
+                throw StoreError(.invalidInput, "an event to a Live Activity's update tokens is a liveactivity push without an activity type")
+            }
+        default:
+            guard (kind == .liveactivity) == (request.activityType != nil) else {
+                throw StoreError(.invalidInput, "activityType: a Live Activity start names the attributes type of its push-to-start tokens; other pushes have none")
+            }
+            guard request.endsActivityUntil == nil else { throw StoreError(.invalidInput, "only an event to a Live Activity ends one") }
+        }
+        return kind
+    }
+
+    /// The kind of token a push type goes to: `mdm` goes to no app token.
     static func kind(of pushType: PushType) throws(StoreError) -> KindCode {
         guard let kind = TokenKind(for: pushType) else {
             throw StoreError(.invalidInput, "pushType: mdm pushes go to an MDM enrolment's topic, not to an app's device tokens")
-        }
-        guard kind != .liveactivity else {
-            throw StoreError(.invalidInput, "pushType: a liveactivity push goes to the tokens of one Live Activity type, not through a notification")
         }
         return KindCode(kind)
     }
@@ -85,18 +111,21 @@ extension QueueEngine {
     /// One delivery row per token: pending, or rejected at once when the store knows the device is
     /// gone, or is a token of another kind than the push type goes to.
     private func explicitDeliveries(
-        _ tokens: [String], kind: KindCode, app: String, on connection: any SQLConnection
+        _ tokens: [String], kind: KindCode, activityType: String?, app: String, on connection: any SQLConnection
     ) async throws -> [(token: String, state: DeliveryState, reason: String?, environment: Int64?)] {
-        var known: [String: (status: DeviceCode?, reason: String?, kind: KindCode?, environment: Int64?)] = [:]
+        var known: [String: (status: DeviceCode?, reason: String?, kind: KindCode?, environment: Int64?, activityType: String?)] = [:]
         for part in Self.chunks(tokens) {
             for row in try await connection.query(sql.knownDevices, [.text(app), .devices(part)]) {
-                known[row.text(0) ?? ""] = (DeviceCode(code: row.int(1)), row.text(2), KindCode(code: row.int(3)), row.int(4))
+                known[row.text(0) ?? ""] = (DeviceCode(code: row.int(1)), row.text(2), KindCode(code: row.int(3)), row.int(4), row.text(5))
             }
         }
         return tokens.map { token in
             // A token the store does not know is sent as asked, in the app's environment.
             guard let device = known[token] else { return (token, .pending, nil, nil) }
             if device.kind != kind { return (token, .rejected, DeliveryReason.gateway(.tokenKindMismatch).description, device.environment) }
+            if device.activityType != activityType {
+                return (token, .rejected, DeliveryReason.gateway(.activityTypeMismatch).description, device.environment)
+            }
             guard device.status != .active else { return (token, .pending, nil, device.environment) }
             return (token, .rejected, device.reason ?? "Unregistered", device.environment)
         }
@@ -152,7 +181,8 @@ extension QueueEngine {
             expiration: row.int(7).flatMap { Int(exactly: $0) }.flatMap { try? PushExpiration(unixSeconds: $0) },
             collapseID: row.text(8),
             badge: BadgeCode(code: row.int(9))?.mode ?? .none,
-            idempotencyKey: row.text(10)
+            idempotencyKey: row.text(10),
+            activityType: row.text(19)
         )
         return StoredNotification(
             id: id, request: request, status: NotificationState(code: row.int(11))?.status ?? .queued,

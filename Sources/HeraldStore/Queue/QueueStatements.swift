@@ -123,7 +123,7 @@ struct QueueStatements: Sendable {
 
     static let notificationColumns = """
         id, app, audience_kind, audience, payload, push_type, priority, expiration, collapse_id, badge_mode, \
-        idempotency_key, status, targeted, accepted, rejected, failed, deadline, created_at, finished_at
+        idempotency_key, status, targeted, accepted, rejected, failed, deadline, created_at, finished_at, activity_type
         """
     var selectNotification: String { "SELECT \(Self.notificationColumns) FROM notifications WHERE id = $1" }
     var selectByIdempotencyKey: String { "SELECT \(Self.notificationColumns) FROM notifications WHERE app = $1 AND idempotency_key = $2" }
@@ -141,27 +141,38 @@ struct QueueStatements: Sendable {
     var insertNotification: String {
         """
         INSERT INTO notifications (id, app, audience_kind, audience, payload, push_type, priority, expiration, collapse_id,
-            badge_mode, idempotency_key, status, targeted, deadline, created_at)
-        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, \(NotificationState.queued), $12, $13, $14)
+            badge_mode, idempotency_key, status, targeted, deadline, created_at, activity_type)
+        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, \(NotificationState.queued), $12, $13, $14, $15)
         ON CONFLICT (app, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
         RETURNING id
         """
     }
+    // A notification reaches the devices of one kind and, for a Live Activity start, of one
+    // activity type: `COALESCE(activity_type, '') = $n` with '' for every other push type (only
+    // push-to-start tokens have an activity type).
+
     /// The devices of app $1 among rows `[token, hash]` ($2).
-    var knownDevices: String { "SELECT token, status, reason, kind, environment FROM devices WHERE app = $1 AND \(d.devices("devices", in: 2, hashAt: 1))" }
-    /// The active devices of kind $3 of app $1's users $2.
-    var devicesOfUsers: String {
-        "SELECT token, environment FROM devices WHERE app = $1 AND status = \(DeviceCode.active) AND kind = $3 AND user_id IN (\(d.list(2, .text))) ORDER BY token"
+    var knownDevices: String {
+        "SELECT token, status, reason, kind, environment, activity_type FROM devices WHERE app = $1 AND \(d.devices("devices", in: 2, hashAt: 1))"
     }
-    /// The active devices of kind $3 of app $1 with any of the tags $2.
+    /// The active devices of kind $3 and activity type $4 of app $1's users $2.
+    var devicesOfUsers: String {
+        """
+        SELECT token, environment FROM devices WHERE app = $1 AND status = \(DeviceCode.active) AND kind = $3 AND COALESCE(activity_type, '') = $4
+            AND user_id IN (\(d.list(2, .text))) ORDER BY token
+        """
+    }
+    /// The active devices of kind $3 and activity type $4 of app $1 with any of the tags $2.
     var countTagged: String {
         """
         SELECT COUNT(DISTINCT t.token) FROM device_tags t JOIN devices d ON d.app = t.app AND d.hash = t.hash AND d.token = t.token
-        WHERE t.app = $1 AND t.tag IN (\(d.list(2, .text))) AND d.status = \(DeviceCode.active) AND d.kind = $3
+        WHERE t.app = $1 AND t.tag IN (\(d.list(2, .text))) AND d.status = \(DeviceCode.active) AND d.kind = $3 AND COALESCE(d.activity_type, '') = $4
         """
     }
-    /// The active devices of kind $2 of app $1.
-    var countActive: String { "SELECT COUNT(*) FROM devices WHERE app = $1 AND status = \(DeviceCode.active) AND kind = $2" }
+    /// The active devices of kind $2 and activity type $3 of app $1.
+    var countActive: String {
+        "SELECT COUNT(*) FROM devices WHERE app = $1 AND status = \(DeviceCode.active) AND kind = $2 AND COALESCE(activity_type, '') = $3"
+    }
 
     /// Deliveries of notification $1 at $2, rows `[token, state, reason, environment]` ($3).
     var insertDeliveries: String {
@@ -257,7 +268,7 @@ struct QueueStatements: Sendable {
     /// What a worker needs of the notifications $1.
     var notificationsForWork: String {
         """
-        SELECT id, status, app, payload, push_type, priority, expiration, collapse_id, badge_mode, deadline, audience_kind, audience
+        SELECT id, status, app, payload, push_type, priority, expiration, collapse_id, badge_mode, deadline, audience_kind, audience, activity_type
         FROM notifications WHERE id IN (\(d.list(1, .text)))
         """
     }
@@ -345,7 +356,7 @@ struct QueueStatements: Sendable {
         """
     }
 
-    /// The next active devices of kind $6 of a range of app $1 (keys below $2, after ($3, $4), at most $5;
+    /// The next active devices of kind $6 and activity type $7 of a range of app $1 (keys below $2, after ($3, $4), at most $5;
     /// the cursor at or above the range's start: ``RangeCursor/reading(from:)``), as one row:
     /// their tokens joined by newlines in key order (a batch costs one row to hand over, not
     /// thousands), each followed by a space and its environment code when it has one
@@ -354,17 +365,17 @@ struct QueueStatements: Sendable {
         """
         SELECT \(d.joinLines(Self.rangeLine, orderBy: "hash, token")), MAX(hash), COUNT(*) FROM (
             SELECT hash, token, environment FROM devices
-            WHERE app = $1 AND status = \(DeviceCode.active) AND kind = $6 AND (hash, token) > ($3, $4) AND hash < $2
+            WHERE app = $1 AND status = \(DeviceCode.active) AND kind = $6 AND COALESCE(activity_type, '') = $7 AND (hash, token) > ($3, $4) AND hash < $2
             ORDER BY hash, token LIMIT $5) AS r
         """
     }
-    /// As ``rangeOfAll``, for the devices with any of the tags $7.
+    /// As ``rangeOfAll``, for the devices with any of the tags $8.
     var rangeOfTags: String {
         """
         SELECT \(d.joinLines(Self.rangeLine, orderBy: "hash, token")), MAX(hash), COUNT(*) FROM (
             SELECT DISTINCT t.hash AS hash, t.token AS token, d.environment AS environment FROM device_tags t JOIN devices d ON d.app = t.app AND d.hash = t.hash AND d.token = t.token
-            WHERE t.app = $1 AND t.tag IN (\(d.list(7, .text))) AND (t.hash, t.token) > ($3, $4) AND t.hash < $2
-                AND d.status = \(DeviceCode.active) AND d.kind = $6
+            WHERE t.app = $1 AND t.tag IN (\(d.list(8, .text))) AND (t.hash, t.token) > ($3, $4) AND t.hash < $2
+                AND d.status = \(DeviceCode.active) AND d.kind = $6 AND COALESCE(d.activity_type, '') = $7
             ORDER BY t.hash, t.token LIMIT $5) AS r
         """
     }
@@ -487,6 +498,45 @@ struct QueueStatements: Sendable {
         SELECT minute, CAST(SUM(accepted) AS BIGINT), CAST(SUM(rejected) AS BIGINT), CAST(SUM(failed) AS BIGINT) FROM delivery_minutes
         WHERE app = $1 AND minute >= $2 AND minute <= $3 GROUP BY minute ORDER BY minute
         """
+    }
+
+    // MARK: Live Activities
+
+    /// Activity $2 of app $1, created active at $3 unless it exists.
+    var insertActivity: String {
+        "INSERT INTO activities (app, id, state, created_at) VALUES ($1, $2, \(ActivityCode.active), $3) ON CONFLICT (app, id) DO NOTHING"
+    }
+    /// Activity $2 of app $1, locked: events and tokens of one activity take turns.
+    var lockActivity: String { "SELECT state FROM activities WHERE app = $1 AND id = $2\(d.forUpdate)" }
+    var selectActivity: String { "SELECT state, created_at, ended_at, dismissal_at FROM activities WHERE app = $1 AND id = $2" }
+    /// Ends activity $2 of app $1 at $3; its tokens are forgotten after $4.
+    var endActivity: String {
+        "UPDATE activities SET state = \(ActivityCode.ended), ended_at = $3, dismissal_at = $4 WHERE app = $1 AND id = $2"
+    }
+    var countActivityTokens: String { "SELECT COUNT(*) FROM activity_tokens WHERE app = $1 AND activity_id = $2" }
+    /// Token $3 of activity $2 of app $1, with user $4 and environment $5 (null: kept), at $6.
+    var upsertActivityToken: String {
+        """
+        INSERT INTO activity_tokens (app, activity_id, token, user_id, environment, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $6)
+        ON CONFLICT (app, activity_id, token) DO UPDATE SET user_id = COALESCE(excluded.user_id, activity_tokens.user_id),
+            environment = COALESCE(excluded.environment, activity_tokens.environment), updated_at = excluded.updated_at
+        RETURNING token, user_id, environment, created_at, updated_at
+        """
+    }
+    var activityTokens: String {
+        "SELECT token, user_id, environment, created_at, updated_at FROM activity_tokens WHERE app = $1 AND activity_id = $2 ORDER BY token LIMIT $3"
+    }
+    var deleteActivityToken: String { "DELETE FROM activity_tokens WHERE app = $1 AND activity_id = $2 AND token = $3 RETURNING token" }
+    /// Ended activities whose dismissal date is before $1, at most $2, locked.
+    var dismissedActivities: String {
+        "SELECT app, id FROM activities WHERE state = \(ActivityCode.ended) AND dismissal_at <= $1 LIMIT $2\(d.skipLocked(of: nil))"
+    }
+    /// Activities (rows `[app, id]`, $1) and their tokens.
+    var deleteActivities: [String] {
+        [
+            "DELETE FROM activity_tokens WHERE (app, activity_id) IN (SELECT \(e(0, .text)), \(e(1, .text)) FROM \(d.rows(1)) AS j)",
+            "DELETE FROM activities WHERE (app, id) IN (SELECT \(e(0, .text)), \(e(1, .text)) FROM \(d.rows(1)) AS j)",
+        ]
     }
 
     // MARK: Housekeeping

@@ -155,6 +155,28 @@ enum PostgresSchema {
             )
             """,
         ],
+        // 7: Live Activities: each activity an app reported update tokens for, its state, and
+        // its tokens (``LiveActivity``); a notification's activity type, for a start that goes
+        // to the push-to-start tokens of one attributes type.
+        [
+            """
+            CREATE TABLE activities (
+                app TEXT NOT NULL, id TEXT NOT NULL, state SMALLINT NOT NULL,
+                created_at BIGINT NOT NULL, ended_at BIGINT, dismissal_at BIGINT,
+                PRIMARY KEY (app, id)
+            )
+            """,
+            """
+            CREATE TABLE activity_tokens (
+                app TEXT NOT NULL, activity_id TEXT NOT NULL, token TEXT NOT NULL, user_id TEXT, environment SMALLINT,
+                created_at BIGINT NOT NULL, updated_at BIGINT NOT NULL,
+                PRIMARY KEY (app, activity_id, token)
+            )
+            """,
+            // Ended activities whose tokens are due to be forgotten.
+            "CREATE INDEX activities_dismissal ON activities (dismissal_at) WHERE state = 1",
+            "ALTER TABLE notifications ADD COLUMN activity_type TEXT",
+        ],
     ]
 
     static let createVersions = "CREATE TABLE IF NOT EXISTS herald_schema (version INTEGER PRIMARY KEY, applied_at BIGINT NOT NULL)"

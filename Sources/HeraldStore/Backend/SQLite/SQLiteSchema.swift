@@ -187,6 +187,28 @@ enum SQLiteSchema {
             ) WITHOUT ROWID
             """,
         ],
+        // 9: Live Activities: each activity an app reported update tokens for, its state, and
+        // its tokens (``LiveActivity``); a notification's activity type, for a start that goes
+        // to the push-to-start tokens of one attributes type.
+        [
+            """
+            CREATE TABLE activities (
+                app TEXT NOT NULL, id TEXT NOT NULL, state INTEGER NOT NULL,
+                created_at INTEGER NOT NULL, ended_at INTEGER, dismissal_at INTEGER,
+                PRIMARY KEY (app, id)
+            ) WITHOUT ROWID
+            """,
+            """
+            CREATE TABLE activity_tokens (
+                app TEXT NOT NULL, activity_id TEXT NOT NULL, token TEXT NOT NULL, user_id TEXT, environment INTEGER,
+                created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL,
+                PRIMARY KEY (app, activity_id, token)
+            ) WITHOUT ROWID
+            """,
+            // Ended activities whose tokens are due to be forgotten.
+            "CREATE INDEX activities_dismissal ON activities (dismissal_at) WHERE state = 1",
+            "ALTER TABLE notifications ADD COLUMN activity_type TEXT",
+        ],
     ]
 
     /// Before migration 6: gives every device without a hash (stored before migration 4, and
