@@ -39,6 +39,8 @@ public final class HeraldGateway: Service, Sendable {
     /// The API, for tests that drive its router without a socket.
     public let api: GatewayAPI
     let clients: [AppEnvironment: APNSClient]
+    /// The API's clients for channel management and broadcasts.
+    let channelClients: ChannelClients
     let metrics: GatewayMetrics
     private let logger: Logger
     private let onListening: @Sendable (ListenAddress) async -> Void
@@ -72,7 +74,6 @@ public final class HeraldGateway: Service, Sendable {
         self.stopGrace = stopGrace
         metrics = GatewayMetrics(registry: registry)
         store = HeraldStore(configuration: configuration.storeConfiguration, logger: logger)
-        api = GatewayAPI(configuration: configuration, store: store, metrics: metrics)
         for expiry in CredentialExpiry.of(configuration.apps) { metrics.recordCredentialExpiry(expiry) }
         var clients: [AppEnvironment: APNSClient] = [:]
         if roles.contains(.workers) {
@@ -100,6 +101,38 @@ public final class HeraldGateway: Service, Sendable {
             }
         }
         self.clients = clients
+        // The API's channel routes (iOS 18 broadcast, apns-spec §1.9): a channel-management
+        // client per app and environment, and the workers' clients to send broadcasts through
+        // (a client of its own in an API-only process). Each connects only when first used.
+        var channels = ChannelClients()
+        if roles.contains(.api) {
+            for app in configuration.apps {
+                for tokenEnvironment in TokenEnvironment.allCases {
+                    let key = AppEnvironment(app: app.id, environment: tokenEnvironment)
+                    var clientLogger = logger
+                    clientLogger[metadataKey: "app"] = "\(app.id)"
+                    clientLogger[metadataKey: "environment"] = "\(tokenEnvironment)"
+                    func client(_ host: APNSEnvironment) throws -> APNSClient {
+                        var client = APNSClient.Configuration(environment: host, credentials: app.credentials)
+                        client.trustRoots = app.trustRoots
+                        client.pool.maximumConnections = 1
+                        client.metrics.dimensions = [("app", app.id)]
+                        return try APNSClient(configuration: client, logger: clientLogger)
+                    }
+                    channels.management[key] = try client(app.channelManagementHost(for: tokenEnvironment))
+                    if let shared = clients[key] {
+                        channels.broadcast[key] = shared
+                    } else {
+                        let own = try client(app.host(for: tokenEnvironment))
+                        channels.broadcast[key] = own
+                        channels.owned.append(own)
+                    }
+                }
+            }
+        }
+        channels.owned += channels.management.keys.sorted { ($0.app, $0.environment.rawValue) < ($1.app, $1.environment.rawValue) }.map { channels.management[$0]! }
+        channelClients = channels
+        api = GatewayAPI(configuration: configuration, store: store, metrics: metrics, channels: channels)
     }
 
     /// Reads the API's TLS certificate and key again (`herald serve` does on SIGHUP); handshakes
@@ -128,6 +161,7 @@ public final class HeraldGateway: Service, Sendable {
         let migrated = MigrationGate(gateway: self)
         var services: [any Service] = [store]
         services += clients.keys.sorted { ($0.app, $0.environment.rawValue) < ($1.app, $1.environment.rawValue) }.map { clients[$0]! as any Service }
+        services += channelClients.owned.map { $0 as any Service }
         if roles.contains(.workers) {
             let workers = DeliveryWorkers(
                 store: store, configuration: configuration, clients: clients, metrics: metrics, logger: logger, stopGrace: stopGrace

@@ -317,6 +317,30 @@ public final class HeraldStore: Service, Sendable {
         try await backend.forgetDismissedActivities(now: now, limit: max(1, limit))
     }
 
+    // MARK: Broadcast channels
+
+    /// Keeps a channel the caller created at APNs.
+    public func addChannel(_ channel: StoredChannel) async throws {
+        guard StoredChannel.isValidID(channel.id) else { throw StoreError(.invalidInput, "channel ID: 1 to \(StoredChannel.maximumIDLength) base64 characters") }
+        try await backend.addChannel(channel)
+    }
+
+    /// An app's channels, oldest first (at most ``StoredChannel/maximumPerEnvironment`` per environment).
+    public func channels(app: String) async throws -> [StoredChannel] {
+        try await backend.channels(app: app, limit: 2 * StoredChannel.maximumPerEnvironment)
+    }
+
+    public func channel(app: String, id: String) async throws -> StoredChannel? {
+        guard StoredChannel.isValidID(id) else { return nil }
+        return try await backend.channel(app: app, id: id)
+    }
+
+    /// Forgets a channel; `false` when there was none such.
+    public func deleteChannel(app: String, id: String) async throws -> Bool {
+        guard StoredChannel.isValidID(id) else { return false }
+        return try await backend.deleteChannel(app: app, id: id)
+    }
+
     // MARK: Queue
 
     /// Claims up to `limit` devices of one notification for `owner`: single deliveries first,

@@ -114,3 +114,44 @@ struct LiveActivityDeliveryTests {
         }
     }
 }
+
+/// iOS 18 broadcast channels through the gateway, against the mock's channel-management API.
+@Suite("Broadcast channels through the gateway", .timeLimit(.minutes(2)))
+struct ChannelDeliveryTests {
+    @Test("create, list, send an update and an end, delete; a no-storage channel takes expiration 0 only", arguments: Backend.allCases)
+    func channels(backend: Backend) async throws {
+        try await GatewayHarness.run(backend) { harness in
+            let channels = "/v1/apps/\(appID)/channels"
+            let quiet = try await harness.call(.post, channels, ["storagePolicy": "none"])
+            #expect(quiet.status == 201, "\(quiet.json?.jsonString ?? "")")
+            let kept = try await harness.call(.post, channels, ["storagePolicy": "mostRecent"])
+            let quietID = try #require(quiet.json?["id"]?.stringValue)
+            let keptID = try #require(kept.json?["id"]?.stringValue)
+            #expect(Set(harness.mock.channelIDs(bundleID: bundleID)) == [quietID, keptID], "created at APNs")
+            let listed = try await harness.call(.get, channels)
+            #expect(listed.json?["channels"]?.arrayItems.compactMap { $0["id"]?.stringValue } == [quietID, keptID])
+            #expect(listed.json?["channels"]?.arrayItems.first?["storagePolicy"] == "none")
+
+            func path(_ id: String) -> String {
+                "\(channels)/\(id.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? id)"
+            }
+            let update = try await harness.call(.post, path(quietID) + "/events", ["event": "update", "contentState": ["score": "1-0"]])
+            #expect(update.status == 200 && update.json?["requestID"]?.stringValue?.isEmpty == false, "\(update.json?.jsonString ?? "")")
+            let end = try await harness.call(.post, path(keptID) + "/events", ["event": "end", "contentState": ["score": "2-1"], "expiration": 4_102_444_800])
+            #expect(end.status == 200, "\(end.json?.jsonString ?? "")")
+            #expect(harness.mock.broadcastCount == 2, "one request each, however many listen")
+
+            let stored = try await harness.call(.post, path(quietID) + "/events", ["event": "update", "contentState": [:], "expiration": 4_102_444_800])
+            #expect(stored.status == 400 && stored.json?["error"]?["message"]?.stringValue?.contains("expiration") == true)
+            #expect(try await harness.call(.post, path(quietID) + "/events", ["event": "start", "contentState": [:]]).status == 400)
+            #expect(try await harness.call(.post, path("bm9uZQ==") + "/events", ["event": "update", "contentState": [:]]).status == 404)
+            #expect(try await harness.call(.post, channels, ["storagePolicy": "forever"]).status == 400)
+            #expect(try await harness.call(.post, channels, [:]).status == 400)
+
+            #expect(try await harness.call(.delete, path(quietID)).status == 204)
+            #expect(harness.mock.channelIDs(bundleID: bundleID) == [keptID], "deleted at APNs")
+            #expect(try await harness.call(.delete, path(quietID)).status == 404)
+            #expect(try await harness.call(.get, channels).json?["channels"]?.arrayItems.count == 1)
+        }
+    }
+}

@@ -62,31 +62,11 @@ enum ActivityBody {
     /// An update or an end, to every update token of `activityID`.
     static func event(_ fields: JSONFields, activityID: String, app: GatewayConfiguration.App, now: Date) throws(APIError) -> NotificationRequest {
         do {
-            try fields.only(["event", "contentState", "alert", "staleDate", "dismissalDate", "relevanceScore", "priority", "expiration", "idempotencyKey"])
-            let event = try fields.requiredString("event")
-            guard event == "update" || event == "end" else {
-                throw FieldError("event", "must be update or end (a start goes to POST /v1/apps/{app}/activities)")
-            }
-            var aps = Aps(event: event, now: now)
-            aps.members.append(("content-state", try object(fields, "contentState", required: true)!))
-            var hasAlert = false
-            if let alert = fields.members["alert"], alert != .null {
-                aps.members.append(("alert", try checkedAlert(alert)))
-                hasAlert = true
-            }
-            try aps.optional(fields, date: "staleDate", as: "stale-date", now: now)
-            try aps.optional(fields, number: "relevanceScore", as: "relevance-score")
-            var endsUntil: Date?
-            if event == "end" {
-                let dismissal = try aps.optional(fields, date: "dismissalDate", as: "dismissal-date", now: now)
-                endsUntil = dismissal ?? now.addingTimeInterval(defaultDismissal)
-            } else if fields.has("dismissalDate") {
-                throw FieldError("dismissalDate", "goes with event end only")
-            }
-            // Priority 10 counts against the activity's hourly budget (apns-spec §3.1): updates
-            // without an alert default to 5; an end or an alerting update is worth 10.
-            let priority: PushPriority = event == "end" || hasAlert ? .immediate : .throttled
-            return try request(fields, aps: aps, app: app, audience: .activity(activityID), defaultPriority: priority, activityType: nil, endsUntil: endsUntil)
+            let event = try eventParts(fields, now: now)
+            return try request(
+                fields, aps: event.aps, app: app, audience: .activity(activityID), defaultPriority: event.defaultPriority, activityType: nil,
+                endsUntil: event.endsUntil
+            )
         } catch let error as FieldError {
             throw error.apiError
         } catch let error as APIError {
@@ -94,6 +74,68 @@ enum ActivityBody {
         } catch {
             throw APIError.invalid("\(error)")
         }
+    }
+
+    /// An update or an end as one broadcast to a channel (apns-spec §1.9): the same body as an
+    /// activity's event, without an idempotency key (a broadcast is sent at once, not queued).
+    static func broadcast(
+        _ fields: JSONFields, channel: StoredChannel, app: GatewayConfiguration.App, now: Date
+    ) throws(APIError) -> BroadcastNotification {
+        do {
+            guard !fields.has("idempotencyKey") else {
+                throw FieldError("idempotencyKey", "a broadcast is sent at once, not queued: it takes no idempotency key")
+            }
+            let event = try eventParts(fields, now: now)
+            let priority = try priority(fields, default: event.defaultPriority)
+            // A channel that stores nothing takes only apns-expiration 0 (apns-spec §1.9, A-BERR).
+            var expiration = try fields.int("expiration").map { value throws(APNSError) in try PushExpiration(unixSeconds: value) }
+            if !channel.storesMostRecent {
+                if let expiration, expiration != .immediately {
+                    throw FieldError("expiration", "must be 0 (or absent) for a channel that stores no message (storagePolicy none)")
+                }
+                expiration = .immediately
+            }
+            let payload = try EncodedPayload(validating: bytes(of: event.aps))
+            let broadcast = BroadcastNotification(bundleID: app.topic, channelID: channel.id, payload: payload, priority: priority, expiration: expiration)
+            try broadcast.validate()
+            return broadcast
+        } catch let error as FieldError {
+            throw error.apiError
+        } catch let error as APIError {
+            throw error
+        } catch let error as APNSError {
+            throw APIError(.badRequest, error.reason.rawValue, error.detail ?? error.description)
+        } catch {
+            throw APIError.invalid("\(error)")
+        }
+    }
+
+    /// What an update or an end says, whatever it is sent to.
+    private static func eventParts(_ fields: JSONFields, now: Date) throws -> (aps: Aps, defaultPriority: PushPriority, endsUntil: Date?) {
+        try fields.only(["event", "contentState", "alert", "staleDate", "dismissalDate", "relevanceScore", "priority", "expiration", "idempotencyKey"])
+        let event = try fields.requiredString("event")
+        guard event == "update" || event == "end" else {
+            throw FieldError("event", "must be update or end (a start goes to POST /v1/apps/{app}/activities)")
+        }
+        var aps = Aps(event: event, now: now)
+        aps.members.append(("content-state", try object(fields, "contentState", required: true)!))
+        var hasAlert = false
+        if let alert = fields.members["alert"], alert != .null {
+            aps.members.append(("alert", try checkedAlert(alert)))
+            hasAlert = true
+        }
+        try aps.optional(fields, date: "staleDate", as: "stale-date", now: now)
+        try aps.optional(fields, number: "relevanceScore", as: "relevance-score")
+        var endsUntil: Date?
+        if event == "end" {
+            let dismissal = try aps.optional(fields, date: "dismissalDate", as: "dismissal-date", now: now)
+            endsUntil = dismissal ?? now.addingTimeInterval(defaultDismissal)
+        } else if fields.has("dismissalDate") {
+            throw FieldError("dismissalDate", "goes with event end only")
+        }
+        // Priority 10 counts against the activity's hourly budget (apns-spec §3.1): updates
+        // without an alert default to 5; an end or an alerting update is worth 10.
+        return (aps, event == "end" || hasAlert ? .immediate : .throttled, endsUntil)
     }
 
     /// The `aps` dictionary being built, in the order it is written.
@@ -147,14 +189,7 @@ enum ActivityBody {
         _ fields: JSONFields, aps: Aps, app: GatewayConfiguration.App, audience: Audience, defaultPriority: PushPriority, activityType: String?,
         endsUntil: Date?
     ) throws -> NotificationRequest {
-        var priority = defaultPriority
-        if let value = try fields.int("priority") {
-            // Live Activity pushes take 5 or 10 (apns-spec §1.5, §3.1).
-            guard let parsed = PushPriority(rawValue: value), parsed != .low else {
-                throw APIError(.badRequest, APNSReason.badPriority.rawValue, "priority must be 10 or 5 for a Live Activity")
-            }
-            priority = parsed
-        }
+        let priority = try priority(fields, default: defaultPriority)
         let expiration = try fields.int("expiration").map { value throws(APNSError) in try PushExpiration(unixSeconds: value) }
         var idempotencyKey: String?
         if let key = try fields.string("idempotencyKey") {
@@ -163,17 +198,7 @@ enum ActivityBody {
             }
             idempotencyKey = key
         }
-        var writer = JSONWriter(capacity: 512)
-        writer.beginObject()
-        writer.key("aps")
-        writer.beginObject()
-        for (key, value) in aps.members {
-            writer.key(key)
-            writer.value(value)
-        }
-        writer.endObject()
-        writer.endObject()
-        let payload = writer.bytes
+        let payload = bytes(of: aps)
         let encoded = try EncodedPayload(validating: payload)
         if encoded.count > PushType.liveactivity.maximumPayloadSize {
             throw APNSError(local: .payloadTooLarge, "the Live Activity payload is \(encoded.count) bytes; APNs allows \(PushType.liveactivity.maximumPayloadSize)")
@@ -184,5 +209,29 @@ enum ActivityBody {
             app: app.id, audience: audience, payload: payload, pushType: .liveactivity, priority: priority, expiration: expiration,
             idempotencyKey: idempotencyKey, activityType: activityType, endsActivityUntil: endsUntil
         )
+    }
+
+    /// `priority`: 5 or 10, as Live Activity pushes take (apns-spec §1.5, §3.1).
+    private static func priority(_ fields: JSONFields, default defaultPriority: PushPriority) throws -> PushPriority {
+        guard let value = try fields.int("priority") else { return defaultPriority }
+        guard let parsed = PushPriority(rawValue: value), parsed != .low else {
+            throw APIError(.badRequest, APNSReason.badPriority.rawValue, "priority must be 10 or 5 for a Live Activity")
+        }
+        return parsed
+    }
+
+    /// `{"aps": {…}}`.
+    private static func bytes(of aps: Aps) -> [UInt8] {
+        var writer = JSONWriter(capacity: 512)
+        writer.beginObject()
+        writer.key("aps")
+        writer.beginObject()
+        for (key, value) in aps.members {
+            writer.key(key)
+            writer.value(value)
+        }
+        writer.endObject()
+        writer.endObject()
+        return writer.bytes
     }
 }

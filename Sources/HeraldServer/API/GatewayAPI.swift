@@ -16,9 +16,11 @@ public struct GatewayAPI: Sendable {
     let keyring: APIKeyring
     let limiter: RateLimiter
     let backlog: AppBacklog
+    let channels: ChannelClients
 
-    init(configuration: GatewayConfiguration, store: HeraldStore, metrics: GatewayMetrics) {
+    init(configuration: GatewayConfiguration, store: HeraldStore, metrics: GatewayMetrics, channels: ChannelClients = ChannelClients()) {
         self.configuration = configuration
+        self.channels = channels
         self.store = store
         self.metrics = metrics
         keyring = APIKeyring(configuration.apiKeys)
@@ -40,6 +42,7 @@ public struct GatewayAPI: Sendable {
             DeviceRoutes(api: self).add(to: v1)
             NotificationRoutes(api: self).add(to: v1)
             ActivityRoutes(api: self).add(to: v1)
+            ChannelRoutes(api: self).add(to: v1)
         }
         return router
     }

@@ -56,6 +56,18 @@ public struct GatewayConfiguration: Sendable {
             if tokenEnvironment == defaultEnvironment { return environment }
             return tokenEnvironment == .sandbox ? .sandbox : .production
         }
+
+        /// Where the app's broadcast channels of an environment are managed (apns-spec §1.9):
+        /// Apple's channel-management host for Apple's push host, or the same host for any other
+        /// (Herald's mock serves both).
+        public func channelManagementHost(for tokenEnvironment: TokenEnvironment) -> APNSEnvironment {
+            let push = host(for: tokenEnvironment)
+            switch push.kind {
+            case .production: return .channelManagementProduction
+            case .sandbox: return .channelManagementSandbox
+            case .custom: return push
+            }
+        }
     }
 
     /// Where the API listens.

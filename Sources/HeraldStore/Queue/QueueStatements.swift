@@ -539,6 +539,15 @@ struct QueueStatements: Sendable {
         ]
     }
 
+    // MARK: Broadcast channels
+
+    var insertChannel: String {
+        "INSERT INTO channels (app, id, environment, storage_policy, created_at) VALUES ($1, $2, $3, $4, $5) ON CONFLICT (app, id) DO NOTHING"
+    }
+    var channels: String { "SELECT id, environment, storage_policy, created_at FROM channels WHERE app = $1 ORDER BY created_at, id LIMIT $2" }
+    var selectChannel: String { "SELECT id, environment, storage_policy, created_at FROM channels WHERE app = $1 AND id = $2" }
+    var deleteChannel: String { "DELETE FROM channels WHERE app = $1 AND id = $2 RETURNING id" }
+
     // MARK: Housekeeping
 
     var statistics: String {

@@ -157,7 +157,7 @@ enum PostgresSchema {
         ],
         // 7: Live Activities: each activity an app reported update tokens for, its state, and
         // its tokens (``LiveActivity``); a notification's activity type, for a start that goes
-        // to the push-to-start tokens of one attributes type.
+        // to the push-to-start tokens of one attributes type; broadcast channels.
         [
             """
             CREATE TABLE activities (
@@ -176,6 +176,13 @@ enum PostgresSchema {
             // Ended activities whose tokens are due to be forgotten.
             "CREATE INDEX activities_dismissal ON activities (dismissal_at) WHERE state = 1",
             "ALTER TABLE notifications ADD COLUMN activity_type TEXT",
+            // iOS 18 broadcast channels created at APNs (``StoredChannel``).
+            """
+            CREATE TABLE channels (
+                app TEXT NOT NULL, id TEXT NOT NULL, environment SMALLINT NOT NULL, storage_policy SMALLINT NOT NULL, created_at BIGINT NOT NULL,
+                PRIMARY KEY (app, id)
+            )
+            """,
         ],
     ]
 

@@ -189,7 +189,7 @@ enum SQLiteSchema {
         ],
         // 9: Live Activities: each activity an app reported update tokens for, its state, and
         // its tokens (``LiveActivity``); a notification's activity type, for a start that goes
-        // to the push-to-start tokens of one attributes type.
+        // to the push-to-start tokens of one attributes type; broadcast channels.
         [
             """
             CREATE TABLE activities (
@@ -208,6 +208,13 @@ enum SQLiteSchema {
             // Ended activities whose tokens are due to be forgotten.
             "CREATE INDEX activities_dismissal ON activities (dismissal_at) WHERE state = 1",
             "ALTER TABLE notifications ADD COLUMN activity_type TEXT",
+            // iOS 18 broadcast channels created at APNs (``StoredChannel``).
+            """
+            CREATE TABLE channels (
+                app TEXT NOT NULL, id TEXT NOT NULL, environment INTEGER NOT NULL, storage_policy INTEGER NOT NULL, created_at INTEGER NOT NULL,
+                PRIMARY KEY (app, id)
+            ) WITHOUT ROWID
+            """,
         ],
     ]
 
