@@ -77,26 +77,33 @@ public final class HeraldGateway: Service, Sendable {
         for expiry in CredentialExpiry.of(configuration.apps) { metrics.recordCredentialExpiry(expiry) }
         var clients: [AppEnvironment: APNSClient] = [:]
         if roles.contains(.workers) {
-            // A client per app and token environment; one connects only when it has something
-            // to send, so an app without sandbox devices never opens a sandbox connection.
+            // A client per app, token environment and credential (the app's, and each kind's own);
+            // one connects only when it has something to send, so an app without sandbox devices
+            // never opens a sandbox connection.
             for app in configuration.apps {
+                let credentials: [(kind: TokenKind?, credentials: APNSCredentials)] =
+                    [(nil, app.credentials)] + TokenKind.allCases.compactMap { kind in app.credentialsByKind[kind].map { (kind, $0) } }
                 for tokenEnvironment in TokenEnvironment.allCases {
-                    var client = APNSClient.Configuration(environment: app.host(for: tokenEnvironment), credentials: app.credentials)
-                    client.trustRoots = app.trustRoots
-                    client.pool.maximumConnections = app.connections
-                    client.metrics.dimensions = [("app", app.id)]
-                    var clientLogger = logger
-                    clientLogger[metadataKey: "app"] = "\(app.id)"
-                    clientLogger[metadataKey: "environment"] = "\(tokenEnvironment)"
-                    // Decided once, here: which host and credential serve this app's devices of this environment.
-                    logger.info(
-                        "APNs client",
-                        metadata: [
-                            "app": "\(app.id)", "environment": "\(tokenEnvironment)", "host": "\(app.host(for: tokenEnvironment))",
-                            "credential": "\(app.credentialDescription)", "default": "\(tokenEnvironment == app.defaultEnvironment)",
-                        ]
-                    )
-                    clients[AppEnvironment(app: app.id, environment: tokenEnvironment)] = try APNSClient(configuration: client, logger: clientLogger)
+                    for (kind, credential) in credentials {
+                        var client = APNSClient.Configuration(environment: app.host(for: tokenEnvironment), credentials: credential)
+                        client.trustRoots = app.trustRoots
+                        client.pool.maximumConnections = app.connections
+                        client.metrics.dimensions = [("app", app.id)]
+                        var clientLogger = logger
+                        clientLogger[metadataKey: "app"] = "\(app.id)"
+                        clientLogger[metadataKey: "environment"] = "\(tokenEnvironment)"
+                        let kinds = kind.map { [$0] } ?? TokenKind.allCases.filter { app.credentialsByKind[$0] == nil }
+                        // Decided once, here: which host and credential serve this app's devices of this environment and kinds.
+                        logger.info(
+                            "APNs client",
+                            metadata: [
+                                "app": "\(app.id)", "environment": "\(tokenEnvironment)", "host": "\(app.host(for: tokenEnvironment))",
+                                "credential": "\(GatewayConfiguration.App.describe(credential))", "kinds": "\(kinds.map(\.rawValue).joined(separator: ","))",
+                                "default": "\(tokenEnvironment == app.defaultEnvironment)",
+                            ]
+                        )
+                        clients[AppEnvironment(app: app.id, environment: tokenEnvironment, kind: kind)] = try APNSClient(configuration: client, logger: clientLogger)
+                    }
                 }
             }
         }
@@ -160,7 +167,8 @@ public final class HeraldGateway: Service, Sendable {
     public func services() -> [any Service] {
         let migrated = MigrationGate(gateway: self)
         var services: [any Service] = [store]
-        services += clients.keys.sorted { ($0.app, $0.environment.rawValue) < ($1.app, $1.environment.rawValue) }.map { clients[$0]! as any Service }
+        services += clients.keys.sorted { ($0.app, $0.environment.rawValue, $0.kind?.rawValue ?? "") < ($1.app, $1.environment.rawValue, $1.kind?.rawValue ?? "") }
+            .map { clients[$0]! as any Service }
         services += channelClients.owned.map { $0 as any Service }
         if roles.contains(.workers) {
             let workers = DeliveryWorkers(

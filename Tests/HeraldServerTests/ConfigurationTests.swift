@@ -69,7 +69,10 @@ struct ConfigurationTests {
             (json(app.replacingOccurrences(of: "AuthKey_ABC123DEFG.p8", with: "missing.p8")), "apps[0].authKey.file", "missing.p8"),
             (json(app.replacingOccurrences(of: #""keyID": "ABC123DEFG", "#, with: "")), "apps[0].authKey.keyID", "is required"),
             (json(app.replacingOccurrences(of: #", "authKey": { "file": "AuthKey_ABC123DEFG.p8", "keyID": "ABC123DEFG", "teamID": "DEF123GHIJ" }"#, with: "")), "apps[0]", "authKey"),
-            (json(app.replacingOccurrences(of: #""authKey""#, with: #""certificate": {"file": "push.p12", "passwordEnv": "HERALD_TEST_UNSET_PASSWORD"}, "authKey""#)), "apps[0]", "exclude each other"),
+            (json(app.replacingOccurrences(of: #""authKey""#, with: #""credentialsByKind": {"voip": "certificate"}, "authKey""#)), "apps[0].credentialsByKind.voip", "names certificate"),
+            (json(app.replacingOccurrences(of: #""authKey""#, with: #""credentialsByKind": {"fax": "authKey"}, "authKey""#)), "apps[0].credentialsByKind.fax", "unknown field"),
+            (json(app.replacingOccurrences(of: #""authKey""#, with: #""credentialsByKind": {"voip": {"authKey": {"file": "missing.p8", "keyID": "K", "teamID": "T"}}}, "authKey""#)), "apps[0].credentialsByKind.voip.authKey.file", "missing.p8"),
+            (json(app.replacingOccurrences(of: #""authKey""#, with: #""credentialsByKind": {"voip": {}}, "authKey""#)), "apps[0].credentialsByKind.voip", "give one of"),
             (json(app.replacingOccurrences(of: #""authKey": { "file": "AuthKey_ABC123DEFG.p8", "keyID": "ABC123DEFG", "teamID": "DEF123GHIJ" }"#, with: #""certificate": {"file": "push.p12", "passwordEnv": "HERALD_TEST_UNSET_PASSWORD"}"#)), "apps[0].certificate.passwordEnv", "HERALD_TEST_UNSET_PASSWORD is not set"),
             (json("\(app), \(app)"), "apps[1].id", "given twice"),
             (json(app).replacingOccurrences(of: #""apps": ["shop"] }"#, with: #""apps": ["shop", "blog"] }"#), "apiKeys[0].apps[1]", "no app has the ID 'blog'"),
@@ -87,6 +90,21 @@ struct ConfigurationTests {
         }
         let missing = #expect(throws: ConfigurationError.self) { try GatewayConfiguration.load(file: scratch.file("nope.json")) }
         #expect(missing?.description.contains("nope.json") == true)
+    }
+
+    @Test("credentials by kind: a kind's own credential serves it, the app's serves the rest")
+    func credentialsByKind() throws {
+        let (scratch, json) = try fixture()
+        let voip = app.replacingOccurrences(
+            of: #""authKey""#, with: #""credentialsByKind": {"voip": {"authKey": {"file": "AuthKey_ABC123DEFG.p8", "keyID": "VOIP123456", "teamID": "DEF123GHIJ"}}, "alert": "authKey"}, "authKey""#
+        )
+        let loaded = try GatewayConfiguration.load(file: try scratch.write("voip.json", json(voip))).apps[0]
+        func keyID(_ kind: TokenKind) -> String? {
+            guard case .providerToken(let key) = loaded.credentials(for: kind) else { return nil }
+            return key.keyID
+        }
+        #expect(keyID(.voip) == "VOIP123456" && keyID(.alert) == "ABC123DEFG" && keyID(.liveactivity) == "ABC123DEFG")
+        #expect(Set(loaded.credentialsByKind.keys) == [.voip, .alert])
     }
 
     @Test("environments: the app's environment is where devices without one go; each token environment goes to Apple's host for it unless environments names another")

@@ -2,6 +2,7 @@ import Foundation
 import HeraldCore
 import HeraldMock
 import HeraldServer
+import HeraldStore
 import HeraldTestSupport
 import Testing
 
@@ -152,6 +153,41 @@ struct ChannelDeliveryTests {
             #expect(harness.mock.channelIDs(bundleID: bundleID) == [keptID], "deleted at APNs")
             #expect(try await harness.call(.delete, path(quietID)).status == 404)
             #expect(try await harness.call(.get, channels).json?["channels"]?.arrayItems.count == 1)
+        }
+    }
+}
+
+/// Credentials by token kind: a kind with a credential of its own is sent with it, every other
+/// kind with the app's.
+@Suite("Credentials by kind through the gateway", .timeLimit(.minutes(2)))
+struct CredentialsByKindTests {
+    @Test("voip goes with its own key (known to APNs), widgets with one APNs does not know (refused, retried), alerts with the app's")
+    func perKind() async throws {
+        let voipKey = ProviderKey.generate(keyID: "VOIPKEY001", teamID: "HERALDTEAM")
+        try await GatewayHarness.run(
+            .sqlite, mock: { $0.registerProviderKey(voipKey.publicKey, keyID: voipKey.keyID, teamID: voipKey.teamID) },
+            gateway: { configuration in
+                configuration.apps[0].credentialsByKind[.voip] = .providerToken(voipKey)
+                configuration.apps[0].credentialsByKind[.widgets] = .providerToken(ProviderKey.generate(keyID: "UNKNOWN001", teamID: "HERALDTEAM"))
+            }
+        ) { harness in
+            let devices = "/v1/apps/\(appID)/devices/"
+            try await harness.call(.put, devices + token(1), [:])
+            try await harness.call(.put, devices + token(2), ["kind": "voip"])
+            try await harness.call(.put, devices + token(3), ["kind": "widgets"])
+            func send(_ number: Int, _ pushType: String) async throws -> String {
+                let answer = try await harness.call(.post, "/v1/apps/\(appID)/notifications", [
+                    "to": ["tokens": .array([.string(token(number))])], "payload": ["aps": pushType == "alert" ? ["alert": "hi"] : [:]], "pushType": .string(pushType),
+                ])
+                return try #require(answer.json?["id"]?.stringValue)
+            }
+            #expect(try await harness.waitUntilDone(try await send(1, "alert")).count("accepted") == 1)
+            #expect(try await harness.waitUntilDone(try await send(2, "voip")).count("accepted") == 1, "its own key, which APNs knows")
+            let widgets = try await send(3, "widgets")
+            let refused = await eventually { harness.mock.rejected.contains { $0.token == token(3) && $0.reason == "InvalidProviderToken" } }
+            #expect(refused, "APNs refuses the widgets key")
+            #expect(!harness.mock.accepted.contains { $0.token == token(3) })
+            #expect(try await harness.call(.delete, "/v1/notifications/\(widgets)").status == 200)
         }
     }
 }

@@ -124,7 +124,7 @@ extension GatewayConfiguration {
 
 extension GatewayConfiguration.App {
     init(_ fields: JSONFields, directory: String, environment: [String: String]) throws(FieldError) {
-        try fields.only(["id", "topic", "environment", "environments", "authKey", "certificate", "caFile", "connections"])
+        try fields.only(["id", "topic", "environment", "environments", "authKey", "certificate", "credentialsByKind", "caFile", "connections"])
         let id = try fields.requiredString("id")
         guard Self.isValidID(id) else { throw FieldError(fields.at("id"), "must be 1 to 64 of a-z 0-9 . _ - (it is part of the API's paths)") }
         let topic = try fields.requiredString("topic")
@@ -143,50 +143,44 @@ extension GatewayConfiguration.App {
                 throw FieldError(fields.at("environment"), "must be sandbox, production or https://HOST:PORT (\(error.message))")
             }
         }
-        let credentials: APNSCredentials
-        switch (try fields.object("authKey"), try fields.object("certificate")) {
-        case (let authKey?, nil):
-            try authKey.only(["file", "keyID", "teamID"])
-            let file = try authKey.requiredString("file")
-            do {
-                credentials = .providerToken(
-                    try ProviderKey(contentsOfFile: Self.resolve(file, in: directory), keyID: try authKey.requiredString("keyID"), teamID: try authKey.requiredString("teamID"))
-                )
-            } catch let error as FieldError {
-                throw error
-            } catch let error as ProviderKeyError {
-                throw FieldError(authKey.at("file"), error.message)
-            } catch {
-                throw FieldError(authKey.at("file"), "\(error)")
-            }
-        case (nil, let certificate?):
-            try certificate.only(["file", "keyFile", "passwordEnv"])
-            let file = try certificate.requiredString("file")
-            var password: String?
-            if let name = try certificate.string("passwordEnv") {
-                guard let value = environment[name] else {
-                    throw FieldError(certificate.at("passwordEnv"), "the environment variable \(name) is not set")
+        // The app's credentials: a provider key and/or a certificate (the key serves every kind
+        // not named in credentialsByKind when both are given: token authentication covers every
+        // push type, apns-spec §1.5), and a credential per token kind where one is needed (a
+        // VoIP certificate).
+        let authKey = try fields.object("authKey").map { object throws(FieldError) in try Self.providerKey(object, directory: directory) }
+        let certificate = try fields.object("certificate").map { object throws(FieldError) in
+            try Self.certificate(object, directory: directory, environment: environment)
+        }
+        guard let credentials = authKey ?? certificate else {
+            throw FieldError(fields.path, "give authKey {file, keyID, teamID} and/or certificate {file, passwordEnv}")
+        }
+        var byKind: [TokenKind: APNSCredentials] = [:]
+        if let kinds = try fields.object("credentialsByKind") {
+            try kinds.only(Set(TokenKind.allCases.map(\.rawValue)))
+            for kind in TokenKind.allCases {
+                switch kinds.members[kind.rawValue] {
+                case nil: continue
+                case .string("authKey")?:
+                    guard let authKey else { throw FieldError(kinds.at(kind.rawValue), "names authKey, which this app does not have") }
+                    byKind[kind] = authKey
+                case .string("certificate")?:
+                    guard let certificate else { throw FieldError(kinds.at(kind.rawValue), "names certificate, which this app does not have") }
+                    byKind[kind] = certificate
+                case .object?:
+                    let entry = try kinds.object(kind.rawValue)!
+                    try entry.only(["authKey", "certificate"])
+                    switch (try entry.object("authKey"), try entry.object("certificate")) {
+                    case (let key?, nil): byKind[kind] = try Self.providerKey(key, directory: directory)
+                    case (nil, let file?): byKind[kind] = try Self.certificate(file, directory: directory, environment: environment)
+                    default: throw FieldError(entry.path, "give one of authKey {file, keyID, teamID} or certificate {file, passwordEnv}")
+                    }
+                default:
+                    throw FieldError(kinds.at(kind.rawValue), "must be \"authKey\", \"certificate\" (the app's own) or {\"certificate\": {…}} / {\"authKey\": {…}}")
                 }
-                password = value
             }
-            do {
-                let identity = try CertificateIdentity(
-                    file: Self.resolve(file, in: directory), keyFile: try certificate.string("keyFile").map { Self.resolve($0, in: directory) }, password: password
-                )
-                credentials = .certificate(identity)
-            } catch let error as FieldError {
-                throw error
-            } catch let error as IdentityError {
-                throw FieldError(certificate.at("file"), error.message)
-            } catch {
-                throw FieldError(certificate.at("file"), "\(error)")
-            }
-        case (nil, nil):
-            throw FieldError(fields.path, "give authKey {file, keyID, teamID} or certificate {file, passwordEnv}")
-        case (.some, .some):
-            throw FieldError(fields.path, "authKey and certificate exclude each other; give one")
         }
         self.init(id: id, topic: topic, environment: apnsEnvironment, credentials: credentials)
+        credentialsByKind = byKind
         // Hosts per token environment (mocks and tests); caFile applies to each.
         if let hosts = try fields.object("environments") {
             try hosts.only(Set(TokenEnvironment.allCases.map(\.rawValue)))
@@ -220,6 +214,49 @@ extension GatewayConfiguration.App {
         let bytes = id.utf8
         return !bytes.isEmpty && bytes.count <= 64 && bytes.allSatisfy { byte in
             (byte >= 0x30 && byte <= 0x39) || (byte >= 0x61 && byte <= 0x7A) || byte == 0x2E || byte == 0x5F || byte == 0x2D
+        }
+    }
+
+    /// `{file, keyID, teamID}`: a `.p8` provider key.
+    static func providerKey(_ authKey: JSONFields, directory: String) throws(FieldError) -> APNSCredentials {
+        try authKey.only(["file", "keyID", "teamID"])
+        let file = try authKey.requiredString("file")
+        do {
+            return .providerToken(
+                try ProviderKey(contentsOfFile: resolve(file, in: directory), keyID: try authKey.requiredString("keyID"), teamID: try authKey.requiredString("teamID"))
+            )
+        } catch let error as FieldError {
+            throw error
+        } catch let error as ProviderKeyError {
+            throw FieldError(authKey.at("file"), error.message)
+        } catch {
+            throw FieldError(authKey.at("file"), "\(error)")
+        }
+    }
+
+    /// `{file, keyFile?, passwordEnv?}`: a `.p12` or PEM push certificate.
+    static func certificate(_ certificate: JSONFields, directory: String, environment: [String: String]) throws(FieldError) -> APNSCredentials {
+        try certificate.only(["file", "keyFile", "passwordEnv"])
+        let file = try certificate.requiredString("file")
+        var password: String?
+        if let name = try certificate.string("passwordEnv") {
+            guard let value = environment[name] else {
+                throw FieldError(certificate.at("passwordEnv"), "the environment variable \(name) is not set")
+            }
+            password = value
+        }
+        do {
+            return .certificate(
+                try CertificateIdentity(
+                    file: resolve(file, in: directory), keyFile: try certificate.string("keyFile").map { resolve($0, in: directory) }, password: password
+                )
+            )
+        } catch let error as FieldError {
+            throw error
+        } catch let error as IdentityError {
+            throw FieldError(certificate.at("file"), error.message)
+        } catch {
+            throw FieldError(certificate.at("file"), "\(error)")
         }
     }
 

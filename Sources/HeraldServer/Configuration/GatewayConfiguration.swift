@@ -22,7 +22,10 @@ public struct GatewayConfiguration: Sendable {
         /// (mocks and tests): `environments` in the file. The app's ``environment`` serves its
         /// own environment unless this names another host for it.
         public var environments: [TokenEnvironment: APNSEnvironment] = [:]
+        /// The app's credential: it serves every token kind not in ``credentialsByKind``.
         public var credentials: APNSCredentials
+        /// Credentials for some token kinds (a VoIP certificate): `credentialsByKind` in the file.
+        public var credentialsByKind: [TokenKind: APNSCredentials] = [:]
         /// The CAs trusted for APNs's certificate (a mock's CA with `caFile`).
         public var trustRoots: APNSClient.TrustRoots = .system
         /// HTTP/2 connections to APNs. Default 4.
@@ -39,9 +42,15 @@ public struct GatewayConfiguration: Sendable {
         /// ``environment`` is Apple's sandbox, production otherwise.
         public var defaultEnvironment: TokenEnvironment { environment.kind == .sandbox ? .sandbox : .production }
 
+        /// The credential that serves `kind`.
+        public func credentials(for kind: TokenKind) -> APNSCredentials { credentialsByKind[kind] ?? credentials }
+
         /// Which credential the app sends with, as the start-up log names it: a provider key by
         /// its key and team IDs, a certificate by its subject and expiry. Never a secret.
-        public var credentialDescription: String {
+        public var credentialDescription: String { Self.describe(credentials) }
+
+        /// A credential as logs name it. Never a secret.
+        public static func describe(_ credentials: APNSCredentials) -> String {
             switch credentials {
             case .providerToken(let key): "provider key \(key.keyID) of team \(key.teamID)"
             case .providerTokens: "provider tokens from an issuer"

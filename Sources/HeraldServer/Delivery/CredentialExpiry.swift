@@ -1,4 +1,5 @@
 import HeraldClient
+import HeraldStore
 
 #if canImport(FoundationEssentials)
 import FoundationEssentials
@@ -11,7 +12,7 @@ import Foundation
 /// logged each day within ``warningWindow`` of it, so it is renewed before sends fail.
 struct CredentialExpiry: Sendable, Hashable {
     var app: String
-    /// Which credential: `certificate` (one per app today).
+    /// Which credential: `certificate` (the app's), or `certificate:KIND` (a kind's own).
     var credential: String
     var expiry: Date
 
@@ -22,9 +23,14 @@ struct CredentialExpiry: Sendable, Hashable {
 
     /// The expiring credentials of `apps`.
     static func of(_ apps: [GatewayConfiguration.App]) -> [CredentialExpiry] {
-        apps.compactMap { app in
-            guard case .certificate(let identity) = app.credentials else { return nil }
-            return CredentialExpiry(app: app.id, credential: "certificate", expiry: identity.notValidAfter)
+        apps.flatMap { app -> [CredentialExpiry] in
+            let credentials: [(String, APNSCredentials)] = [("certificate", app.credentials)] + TokenKind.allCases.compactMap { kind in
+                app.credentialsByKind[kind].map { ("certificate:\(kind.rawValue)", $0) }
+            }
+            return credentials.compactMap { label, credentials -> CredentialExpiry? in
+                guard case .certificate(let identity) = credentials else { return nil }
+                return CredentialExpiry(app: app.id, credential: label, expiry: identity.notValidAfter)
+            }
         }
     }
 

@@ -137,10 +137,12 @@ final class DeliveryWorkers: Service, Sendable {
         let groups = BatchMessages.groups(of: sent, defaultEnvironment: app.defaultEnvironment)
         let clients = self.clients
         let appID = app.id
+        // The kind's own credential's clients, if it has one (a VoIP certificate).
+        let kind = TokenKind(for: queued.pushType).flatMap { app.credentialsByKind[$0] == nil ? nil : $0 }
         let sender = Task { [logger] in
             await withTaskGroup(of: Void.self) { senders in
                 for (environment, indices) in groups {
-                    guard let client = clients[AppEnvironment(app: appID, environment: environment)] else { continue }
+                    guard let client = clients[AppEnvironment(app: appID, environment: environment, kind: kind)] else { continue }
                     senders.addTask {
                         let part = indices.count == notifications.count ? notifications : indices.map { notifications[$0] }
                         do {
@@ -279,4 +281,7 @@ final class DeliveryWorkers: Service, Sendable {
 struct AppEnvironment: Hashable, Sendable {
     var app: String
     var environment: TokenEnvironment
+    /// A token kind with a credential of its own (``GatewayConfiguration/App/credentialsByKind``);
+    /// `nil`: the app's credential, which serves every other kind.
+    var kind: TokenKind? = nil
 }
