@@ -41,7 +41,7 @@ extension MockConnectionHandler {
             shared.state.accepted(
                 AcceptedNotification(
                     token: accepted.token, apnsID: accepted.apnsID, topic: accepted.topic, pushType: accepted.pushType.rawValue,
-                    priority: accepted.priority, payload: stream.body, connection: connection
+                    priority: accepted.priority, payload: stream.body, connection: connection, keyID: auth.certificate == nil ? auth.currentKeyID : nil
                 )
             )
         }

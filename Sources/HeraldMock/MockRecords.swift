@@ -19,6 +19,9 @@ public struct AcceptedNotification: Sendable, Hashable {
     public var payload: [UInt8]
     /// Which connection it came on (counted from 1 in accept order).
     public var connection: Int
+    /// The key ID (`kid`) of the provider token it was authenticated with, when the mock checks
+    /// signatures; `nil` with a client certificate.
+    public var keyID: String? = nil
 }
 
 /// A request the mock rejected.

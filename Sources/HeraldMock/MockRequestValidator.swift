@@ -90,6 +90,8 @@ struct MockConnectionAuth {
     var certificate: (uid: String?, topics: [String])?
     var currentToken: String?
     var currentTokenIssuedAt: Int?
+    /// The `kid` of the provider token in use on this connection.
+    var currentKeyID: String?
     /// Set when the request brought a token new to this connection.
     var tokenChanged = false
 }
@@ -181,10 +183,13 @@ struct MockRequestValidator: Sendable {
         let jwt = authorization.dropFirst("bearer ".count)
         if auth.currentToken.map({ $0[...] == jwt }) != true {
             let issuedAt: Int
+            var keyID: String?
             if checksSignatures {
                 switch verifier.verify(jwt, now: now) {
                 case .failure(let rejection): return rejection
-                case .success(let verified): issuedAt = verified.issuedAt
+                case .success(let verified):
+                    issuedAt = verified.issuedAt
+                    keyID = verified.keyID
                 }
             } else {
                 guard let claims = jwt.split(separator: ".").dropFirst().first.flatMap({ Base64URL.decode($0) }),
@@ -199,6 +204,7 @@ struct MockRequestValidator: Sendable {
             }
             auth.currentToken = String(jwt)
             auth.currentTokenIssuedAt = issuedAt
+            auth.currentKeyID = keyID
             auth.tokenChanged = true
         } else if let issuedAt = auth.currentTokenIssuedAt, Double(issuedAt) < now.timeIntervalSince1970 - 3600 {
             return .reason(.expiredProviderToken)

@@ -32,15 +32,16 @@ public final class HeraldGateway: Service, Sendable {
         public static let all: Roles = [.api, .workers]
     }
 
-    public let configuration: GatewayConfiguration
+    /// The configuration in force: the one it started with, with the apps and API keys of the
+    /// last ``reload(_:)``.
+    public var configuration: GatewayConfiguration { live.configuration }
     public let roles: Roles
     /// The store the gateway works on.
     public let store: HeraldStore
     /// The API, for tests that drive its router without a socket.
     public let api: GatewayAPI
-    let clients: [AppEnvironment: APNSClient]
-    /// The API's clients for channel management and broadcasts.
-    let channelClients: ChannelClients
+    /// The apps, API keys and APNs clients in force, replaced by ``reload(_:)``.
+    let live: LiveConfiguration
     let metrics: GatewayMetrics
     private let logger: Logger
     private let onListening: @Sendable (ListenAddress) async -> Void
@@ -67,7 +68,6 @@ public final class HeraldGateway: Service, Sendable {
         configuration: GatewayConfiguration, roles: Roles, registry: PrometheusCollectorRegistry, logger: Logger, stopGrace: Duration,
         onListening: @escaping @Sendable (ListenAddress) async -> Void
     ) throws {
-        self.configuration = configuration
         self.roles = roles
         self.logger = logger
         self.onListening = onListening
@@ -75,71 +75,32 @@ public final class HeraldGateway: Service, Sendable {
         metrics = GatewayMetrics(registry: registry)
         store = HeraldStore(configuration: configuration.storeConfiguration, logger: logger)
         for expiry in CredentialExpiry.of(configuration.apps) { metrics.recordCredentialExpiry(expiry) }
-        var clients: [AppEnvironment: APNSClient] = [:]
-        if roles.contains(.workers) {
-            // A client per app, token environment and credential (the app's, and each kind's own);
-            // one connects only when it has something to send, so an app without sandbox devices
-            // never opens a sandbox connection.
-            for app in configuration.apps {
-                let credentials: [(kind: TokenKind?, credentials: APNSCredentials)] =
-                    [(nil, app.credentials)] + TokenKind.allCases.compactMap { kind in app.credentialsByKind[kind].map { (kind, $0) } }
-                for tokenEnvironment in TokenEnvironment.allCases {
-                    for (kind, credential) in credentials {
-                        var client = APNSClient.Configuration(environment: app.host(for: tokenEnvironment), credentials: credential)
-                        client.trustRoots = app.trustRoots
-                        client.pool.maximumConnections = app.connections
-                        client.metrics.dimensions = [("app", app.id)]
-                        var clientLogger = logger
-                        clientLogger[metadataKey: "app"] = "\(app.id)"
-                        clientLogger[metadataKey: "environment"] = "\(tokenEnvironment)"
-                        let kinds = kind.map { [$0] } ?? TokenKind.allCases.filter { app.credentialsByKind[$0] == nil }
-                        // Decided once, here: which host and credential serve this app's devices of this environment and kinds.
-                        logger.info(
-                            "APNs client",
-                            metadata: [
-                                "app": "\(app.id)", "environment": "\(tokenEnvironment)", "host": "\(app.host(for: tokenEnvironment))",
-                                "credential": "\(GatewayConfiguration.App.describe(credential))", "kinds": "\(kinds.map(\.rawValue).joined(separator: ","))",
-                                "default": "\(tokenEnvironment == app.defaultEnvironment)",
-                            ]
-                        )
-                        clients[AppEnvironment(app: app.id, environment: tokenEnvironment, kind: kind)] = try APNSClient(configuration: client, logger: clientLogger)
-                    }
-                }
-            }
-        }
-        self.clients = clients
-        // The API's channel routes (iOS 18 broadcast, apns-spec §1.9): a channel-management
-        // client per app and environment, and the workers' clients to send broadcasts through
-        // (a client of its own in an API-only process). Each connects only when first used.
-        var channels = ChannelClients()
-        if roles.contains(.api) {
-            for app in configuration.apps {
-                for tokenEnvironment in TokenEnvironment.allCases {
-                    let key = AppEnvironment(app: app.id, environment: tokenEnvironment)
-                    var clientLogger = logger
-                    clientLogger[metadataKey: "app"] = "\(app.id)"
-                    clientLogger[metadataKey: "environment"] = "\(tokenEnvironment)"
-                    func client(_ host: APNSEnvironment) throws -> APNSClient {
-                        var client = APNSClient.Configuration(environment: host, credentials: app.credentials)
-                        client.trustRoots = app.trustRoots
-                        client.pool.maximumConnections = 1
-                        client.metrics.dimensions = [("app", app.id)]
-                        return try APNSClient(configuration: client, logger: clientLogger)
-                    }
-                    channels.management[key] = try client(app.channelManagementHost(for: tokenEnvironment))
-                    if let shared = clients[key] {
-                        channels.broadcast[key] = shared
-                    } else {
-                        let own = try client(app.host(for: tokenEnvironment))
-                        channels.broadcast[key] = own
-                        channels.owned.append(own)
-                    }
-                }
-            }
-        }
-        channels.owned += channels.management.keys.sorted { ($0.app, $0.environment.rawValue) < ($1.app, $1.environment.rawValue) }.map { channels.management[$0]! }
-        channelClients = channels
-        api = GatewayAPI(configuration: configuration, store: store, metrics: metrics, channels: channels)
+        live = LiveConfiguration(configuration: configuration, clients: try ClientGeneration.make(configuration, roles: roles, logger: logger))
+        api = GatewayAPI(live: live, store: store, metrics: metrics)
+    }
+
+    /// Puts the apps and API keys of `new` in force (`herald serve` does on SIGHUP): new and
+    /// changed apps, credentials and keys apply to every batch and request from now on. Batches
+    /// and requests under way finish with the clients they started with, which then close.
+    /// Nothing queued is lost or sent twice: the queue is in the store.
+    ///
+    /// - Returns: the settings `new` changes that only a restart applies (they keep their
+    ///   running values).
+    /// - Throws: ``APNSClientError`` when an app's TLS configuration cannot be built; the running
+    ///   configuration stays.
+    @discardableResult
+    public func reload(_ new: GatewayConfiguration) async throws -> [String] {
+        let clients = try ClientGeneration.make(new, roles: roles, logger: logger)
+        let needsRestart = await live.replace(with: new, clients: clients)
+        for expiry in CredentialExpiry.of(new.apps) { metrics.recordCredentialExpiry(expiry) }
+        logger.info(
+            "configuration reloaded",
+            metadata: [
+                "apps": "\(new.apps.map(\.id).joined(separator: ","))", "apiKeys": "\(new.apiKeys.count)",
+                "needsRestart": "\(needsRestart.joined(separator: ","))",
+            ]
+        )
+        return needsRestart
     }
 
     /// Reads the API's TLS certificate and key again (`herald serve` does on SIGHUP); handshakes
@@ -167,22 +128,28 @@ public final class HeraldGateway: Service, Sendable {
     public func services() -> [any Service] {
         let migrated = MigrationGate(gateway: self)
         var services: [any Service] = [store]
-        services += clients.keys.sorted { ($0.app, $0.environment.rawValue, $0.kind?.rawValue ?? "") < ($1.app, $1.environment.rawValue, $1.kind?.rawValue ?? "") }
-            .map { clients[$0]! as any Service }
-        services += channelClients.owned.map { $0 as any Service }
+        // The APNs clients close after the workers and the API, draining what is in flight.
+        services.append(ClientsService(live: live))
         if roles.contains(.workers) {
-            let workers = DeliveryWorkers(
-                store: store, configuration: configuration, clients: clients, metrics: metrics, logger: logger, stopGrace: stopGrace
-            )
+            let workers = DeliveryWorkers(store: store, live: live, metrics: metrics, logger: logger, stopGrace: stopGrace)
             services.append(AfterMigration(gate: migrated, service: workers))
         }
         let housekeeping = Housekeeping(
             store: store, settings: configuration.housekeeping, retention: configuration.queue.retention, metrics: metrics, backlog: api.backlog,
-            logger: logger, credentials: CredentialExpiry.of(configuration.apps)
+            logger: logger, live: live
         )
         services.append(AfterMigration(gate: migrated, service: housekeeping))
         services.append(AfterMigration(gate: migrated, service: HTTPService(gateway: self)))
         return services
+    }
+
+    /// Closes the APNs clients in force, and any a reload replaced still draining, on graceful shutdown.
+    private struct ClientsService: Service {
+        let live: LiveConfiguration
+        func run() async throws {
+            try? await gracefulShutdown()
+            await live.shutdown()
+        }
     }
 
     /// The HTTP API (and the probes, metrics and document, whatever the roles).

@@ -74,10 +74,12 @@ struct ServeCommandTests {
     }
 
     /// One HTTP request with the API key; the status and the JSON answer.
-    static func call(_ method: String, _ url: String, body: String? = nil, contentType: String = "application/json") async throws -> (Int, JSONValue?) {
+    static func call(
+        _ method: String, _ url: String, body: String? = nil, contentType: String = "application/json", key: String = apiKey
+    ) async throws -> (Int, JSONValue?) {
         var request = URLRequest(url: URL(string: url)!)
         request.httpMethod = method
-        request.setValue("Bearer \(apiKey)", forHTTPHeaderField: "Authorization")
+        request.setValue("Bearer \(key)", forHTTPHeaderField: "Authorization")
         request.setValue(contentType, forHTTPHeaderField: "Content-Type")
         request.httpBody = body.map { Data($0.utf8) }
         request.timeoutInterval = 30
@@ -237,6 +239,36 @@ struct ServeCommandTests {
         #expect(reloaded, "\(process.text.suffix(2000))")
         #expect(try !verifies(firstCA))
         #expect(process.text.contains("reloaded the TLS certificate"))
+        #expect(process.stop() == 0)
+        try await setup.mock.shutdown()
+    }
+
+    @Test("SIGHUP reads the configuration again: a broken file is refused with its error and the running one stays; a new API key works at once, a removed one no longer")
+    func configurationReloadOnSIGHUP() async throws {
+        let scratch = try ScratchDirectory()
+        let setup = try await Setup(database: "sqlite:" + scratch.file("reload.db"))
+        let (process, base) = try setup.serve()
+        let original = try String(contentsOfFile: setup.configFile, encoding: .utf8)
+        #expect(try await Self.call("GET", "\(base)/v1/apps").0 == 200)
+
+        // A mistake: refused with the field and what is wrong, as at start; the old key still works.
+        try original.replacingOccurrences(of: #""connections": 1"#, with: #""connections": "many""#).write(toFile: setup.configFile, atomically: true, encoding: .utf8)
+        process.send(SIGHUP)
+        _ = try process.wait(for: "the configuration was not reloaded", timeout: .seconds(20))
+        #expect(process.text.contains("apps[0].connections"), "\(process.text.suffix(2000))")
+        #expect(try await Self.call("GET", "\(base)/v1/apps").0 == 200)
+
+        // A new key in place of the old one.
+        let newKey = "hk_reloaded-\(UUID().uuidString)"
+        let digest = SHA256.hash(data: Data(newKey.utf8)).map { String(format: "%02x", $0) }.joined()
+        let oldDigest = SHA256.hash(data: Data(Self.apiKey.utf8)).map { String(format: "%02x", $0) }.joined()
+        try original.replacingOccurrences(of: oldDigest, with: digest).replacingOccurrences(of: #""name": "tests""#, with: #""name": "rotated""#)
+            .write(toFile: setup.configFile, atomically: true, encoding: .utf8)
+        process.send(SIGHUP)
+        _ = try process.wait(for: "configuration reloaded", timeout: .seconds(20))
+        #expect(try await Self.call("GET", "\(base)/v1/apps", key: newKey).0 == 200)
+        #expect(try await Self.call("GET", "\(base)/v1/apps").0 == 401, "the key taken out no longer works")
+        #expect(!process.text.contains(newKey), "a key never reaches the log")
         #expect(process.stop() == 0)
         try await setup.mock.shutdown()
     }

@@ -59,13 +59,85 @@ struct ServeCommand: AsyncParsableCommand {
         guard let level = Logger.Level(rawValue: logLevel) else {
             throw CommandFailure.usage("--log-level must be one of \(Logger.Level.allCases.map(\.rawValue).joined(separator: ", "))")
         }
+        let configuration = try loadConfiguration()
+        LoggingSystem.bootstrap { label in
+            var handler = StreamLogHandler.standardError(label: label)
+            handler.logLevel = level
+            return handler
+        }
+        let logger = Logger(label: "herald.gateway")
+        // One registry for the gateway's metrics and the APNs clients' (through swift-metrics).
+        let registry = PrometheusCollectorRegistry()
+        MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: registry))
+        let roles: HeraldGateway.Roles = workersOnly ? .workers : apiOnly ? .api : .all
+        let database = configuration.database
+        let scheme = configuration.tls == nil ? "http" : "https"
+        let gateway: HeraldGateway
+        do {
+            gateway = try HeraldGateway(configuration: configuration, roles: roles, registry: registry, logger: logger) { address in
+                Terminal.line("herald serve listening on \(scheme)://\(address) (\(database))")
+                Terminal.flush()
+            }
+        } catch {
+            throw CommandFailure.usage("\(config): \(error)")
+        }
+        // SIGTERM and SIGINT stop gracefully; a second one, or the grace and its margin later, cancels what is left.
+        let group = ServiceGroup(
+            configuration: {
+                var group = ServiceGroupConfiguration(
+                    services: gateway.services().map { .init(service: $0) }, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger
+                )
+                group.maximumGracefulShutdownDuration = configuration.workers.shutdownGrace + WorkerSettings.shutdownMargin
+                return group
+            }()
+        )
+        // SIGHUP reads the configuration file again: its apps (topics, hosts, credentials) and
+        // API keys take effect without a restart, and the API's TLS certificate and key are read
+        // again. A file that fails its checks is refused with the error it would get at start,
+        // and the running configuration stays.
+        let reloader = Task {
+            for await _ in await UnixSignalsSequence(trapping: .sighup) {
+                if configuration.tls != nil {
+                    do {
+                        try gateway.reloadTLS()
+                        logger.info("reloaded the TLS certificate and key")
+                    } catch {
+                        logger.error("cannot reload the TLS certificate; the previous one stays in use", metadata: ["error": "\(error)"])
+                    }
+                }
+                do {
+                    let reloaded = try loadConfiguration()
+                    let needsRestart = try await gateway.reload(reloaded)
+                    if !needsRestart.isEmpty {
+                        logger.warning(
+                            "the configuration changes settings only a restart applies; they keep their running values",
+                            metadata: ["settings": "\(needsRestart.joined(separator: ", "))"]
+                        )
+                    }
+                } catch {
+                    logger.error("the configuration was not reloaded; the running one stays", metadata: ["error": "\(error)"])
+                }
+            }
+        }
+        defer { reloader.cancel() }
+        do {
+            try await group.run()
+        } catch {
+            throw CommandFailure(status: 1, "herald serve stopped: \(error)")
+        }
+        Terminal.line("herald serve stopped")
+    }
+
+    /// The configuration file with the command line's and the environment's overrides: the
+    /// database URL from, in order, --database, --database-file, HERALD_DATABASE_URL, the file;
+    /// --listen over the file's. Read at start and on each SIGHUP.
+    func loadConfiguration() throws -> GatewayConfiguration {
         var configuration: GatewayConfiguration
         do {
             configuration = try GatewayConfiguration.load(file: config)
         } catch {
             throw CommandFailure.usage(error.description)
         }
-        // The URL, in order: --database, --database-file, HERALD_DATABASE_URL, the file's.
         guard database == nil || databaseFile == nil else { throw CommandFailure.usage("--database and --database-file exclude each other") }
         var databaseURL: (text: String, source: String)?
         if let database {
@@ -99,55 +171,7 @@ struct ServeCommand: AsyncParsableCommand {
                 throw CommandFailure.usage("--listen: \(error.message)")
             }
         }
-        LoggingSystem.bootstrap { label in
-            var handler = StreamLogHandler.standardError(label: label)
-            handler.logLevel = level
-            return handler
-        }
-        let logger = Logger(label: "herald.gateway")
-        // One registry for the gateway's metrics and the APNs clients' (through swift-metrics).
-        let registry = PrometheusCollectorRegistry()
-        MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: registry))
-        let roles: HeraldGateway.Roles = workersOnly ? .workers : apiOnly ? .api : .all
-        let database = configuration.database
-        let scheme = configuration.tls == nil ? "http" : "https"
-        let gateway: HeraldGateway
-        do {
-            gateway = try HeraldGateway(configuration: configuration, roles: roles, registry: registry, logger: logger) { address in
-                Terminal.line("herald serve listening on \(scheme)://\(address) (\(database))")
-                Terminal.flush()
-            }
-        } catch {
-            throw CommandFailure.usage("\(config): \(error)")
-        }
-        // SIGTERM and SIGINT stop gracefully; a second one, or the grace and its margin later, cancels what is left.
-        let group = ServiceGroup(
-            configuration: {
-                var group = ServiceGroupConfiguration(
-                    services: gateway.services().map { .init(service: $0) }, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger
-                )
-                group.maximumGracefulShutdownDuration = configuration.workers.shutdownGrace + WorkerSettings.shutdownMargin
-                return group
-            }()
-        )
-        // SIGHUP reads the API's TLS certificate and key again (a renewed certificate, no restart).
-        let reloader = configuration.tls == nil ? nil : Task {
-            for await _ in await UnixSignalsSequence(trapping: .sighup) {
-                do {
-                    try gateway.reloadTLS()
-                    logger.info("reloaded the TLS certificate and key")
-                } catch {
-                    logger.error("cannot reload the TLS certificate; the previous one stays in use", metadata: ["error": "\(error)"])
-                }
-            }
-        }
-        defer { reloader?.cancel() }
-        do {
-            try await group.run()
-        } catch {
-            throw CommandFailure(status: 1, "herald serve stopped: \(error)")
-        }
-        Terminal.line("herald serve stopped")
+        return configuration
     }
 
     private static var environment: [String: String] {

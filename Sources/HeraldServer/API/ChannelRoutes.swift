@@ -43,8 +43,10 @@ struct ChannelRoutes {
         } catch {
             throw error.apiError
         }
-        let client = try clients(appID, environment).management
-        let created = try await Self.atAPNs { try await client.createChannel(bundleID: api.configuration.app(appID)!.topic, storagePolicy: policy) }
+        let topic = api.configuration.app(appID)!.topic
+        let created = try await withClients(appID, environment) { clients in
+            try await Self.atAPNs { try await clients.management.createChannel(bundleID: topic, storagePolicy: policy) }
+        }
         let channel = StoredChannel(app: appID, id: created.id, environment: environment, storesMostRecent: policy == .mostRecentMessage, createdAt: Date())
         try await api.store.addChannel(channel)
         context.logger.info("channel created", metadata: ["app": "\(appID)", "channel": "\(channel.id)", "environment": "\(environment)"])
@@ -69,9 +71,11 @@ struct ChannelRoutes {
     @Sendable func delete(request: Request, context: GatewayContext) async throws -> Response {
         let appID = try api.authorizedApp(context)
         let channel = try await storedChannel(appID, context)
-        let client = try clients(appID, channel.environment).management
+        let topic = api.configuration.app(appID)!.topic
         do {
-            try await Self.atAPNs { try await client.deleteChannel(channel.id, bundleID: api.configuration.app(appID)!.topic) }
+            try await withClients(appID, channel.environment) { clients in
+                try await Self.atAPNs { try await clients.management.deleteChannel(channel.id, bundleID: topic) }
+            }
         } catch let error as APIError where [APNSReason.channelNotRegistered.rawValue, APNSReason.badChannelId.rawValue].contains(error.code) {
             // Gone at APNs already: forgotten here too.
         }
@@ -84,8 +88,9 @@ struct ChannelRoutes {
         let channel = try await storedChannel(appID, context)
         let fields = try await JSONBody.object(of: request, limit: api.configuration.limits.maximumBodySize)
         let broadcast = try ActivityBody.broadcast(fields, channel: channel, app: api.configuration.app(appID)!, now: Date())
-        let client = try clients(appID, channel.environment).broadcast
-        let sent = try await Self.atAPNs { try await client.send(broadcast) }
+        let sent = try await withClients(appID, channel.environment) { clients in
+            try await Self.atAPNs { try await clients.broadcast.send(broadcast) }
+        }
         return JSONBody.object { writer in
             writer.member("channel", channel.id)
             writer.member("requestID", sent.requestID)
@@ -105,12 +110,17 @@ struct ChannelRoutes {
         return channel
     }
 
-    private func clients(_ appID: String, _ environment: TokenEnvironment) throws -> (management: APNSClient, broadcast: APNSClient) {
+    /// Runs `body` with the channel clients in force for an app's environment (a reload
+    /// meanwhile leaves them to this request).
+    private func withClients<Result: Sendable>(
+        _ appID: String, _ environment: TokenEnvironment, _ body: ((management: APNSClient, broadcast: APNSClient)) async throws -> Result
+    ) async throws -> Result {
+        let generation = api.live.snapshot.clients
         let key = AppEnvironment(app: appID, environment: environment)
-        guard let management = api.channels.management[key], let broadcast = api.channels.broadcast[key] else {
+        guard let management = generation.channels.management[key], let broadcast = generation.channels.broadcast[key] else {
             throw APIError(.serviceUnavailable, "unavailable", "this process has no APNs clients for channels")
         }
-        return (management, broadcast)
+        return try await generation.using { try await body((management, broadcast)) }
     }
 
     /// Runs a request to APNs; a refusal or a failure is answered 502 with APNs's reason as the code.

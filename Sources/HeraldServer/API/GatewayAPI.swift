@@ -10,20 +10,18 @@ import NIOCore
 /// `/openapi.json` and the console's files (`/console`) need no key; everything under `/v1` does
 /// (the console asks for one and calls `/v1` with it).
 public struct GatewayAPI: Sendable {
-    let configuration: GatewayConfiguration
+    /// The apps, API keys and clients in force (a reload replaces them).
+    let live: LiveConfiguration
     let store: HeraldStore
     let metrics: GatewayMetrics
-    let keyring: APIKeyring
     let limiter: RateLimiter
     let backlog: AppBacklog
-    let channels: ChannelClients
 
-    init(configuration: GatewayConfiguration, store: HeraldStore, metrics: GatewayMetrics, channels: ChannelClients = ChannelClients()) {
-        self.configuration = configuration
-        self.channels = channels
+    init(live: LiveConfiguration, store: HeraldStore, metrics: GatewayMetrics) {
+        self.live = live
         self.store = store
         self.metrics = metrics
-        keyring = APIKeyring(configuration.apiKeys)
+        let configuration = live.configuration
         backlog = AppBacklog()
         limiter = RateLimiter(requestsPerSecond: configuration.limits.requestsPerSecondPerKey, burst: configuration.limits.requestBurstPerKey)
     }
@@ -37,7 +35,7 @@ public struct GatewayAPI: Sendable {
         ProbeRoutes(api: self).add(to: router)
         if includesV1 {
             ConsoleRoutes().add(to: router)
-            let v1 = router.group("v1").add(middleware: AuthenticationMiddleware(keyring: keyring, limiter: limiter))
+            let v1 = router.group("v1").add(middleware: AuthenticationMiddleware(live: live, limiter: limiter))
             AppRoutes(api: self).add(to: v1)
             DeviceRoutes(api: self).add(to: v1)
             NotificationRoutes(api: self).add(to: v1)
@@ -46,6 +44,9 @@ public struct GatewayAPI: Sendable {
         }
         return router
     }
+
+    /// The configuration in force: the apps and keys of the last reload.
+    var configuration: GatewayConfiguration { live.configuration }
 
     /// The app named in the path, if the request's key may use it.
     /// Where `app`'s devices registered without an environment are sent.

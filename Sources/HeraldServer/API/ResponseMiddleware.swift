@@ -36,7 +36,8 @@ struct ResponseMiddleware: RouterMiddleware {
 /// Then counts the request against the key's rate (429 with `Retry-After` past it).
 struct AuthenticationMiddleware: RouterMiddleware {
     typealias Context = GatewayContext
-    let keyring: APIKeyring
+    /// Whose keyring is read for each request: a reload's new keys apply at once.
+    let live: LiveConfiguration
     let limiter: RateLimiter
 
     func handle(_ request: Request, context: GatewayContext, next: (Request, GatewayContext) async throws -> Response) async throws -> Response {
@@ -44,7 +45,7 @@ struct AuthenticationMiddleware: RouterMiddleware {
             throw APIError(.unauthorized, "unauthorized", "send an API key: Authorization: Bearer KEY (herald api-key makes one)")
         }
         let parts = header.split(separator: " ", maxSplits: 1)
-        guard parts.count == 2, parts[0].lowercased() == "bearer", let key = keyring.key(for: String(parts[1])) else {
+        guard parts.count == 2, parts[0].lowercased() == "bearer", let key = live.snapshot.keyring.key(for: String(parts[1])) else {
             throw APIError(.unauthorized, "unauthorized", "the API key is not one this gateway knows")
         }
         if let wait = limiter.take(key.name) {

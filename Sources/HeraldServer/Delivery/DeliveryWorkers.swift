@@ -24,8 +24,8 @@ import Foundation
 /// nothing: its leases run out and another worker sends what it held.
 final class DeliveryWorkers: Service, Sendable {
     let store: HeraldStore
-    let configuration: GatewayConfiguration
-    let clients: [AppEnvironment: APNSClient]
+    /// The apps and clients in force (a reload replaces them between batches).
+    let live: LiveConfiguration
     let metrics: GatewayMetrics
     let logger: Logger
     /// Names this process's workers in the store's leases.
@@ -33,18 +33,17 @@ final class DeliveryWorkers: Service, Sendable {
     /// After a graceful shutdown begins, how long a batch in flight may take to finish.
     let stopGrace: Duration
 
-    init(
-        store: HeraldStore, configuration: GatewayConfiguration, clients: [AppEnvironment: APNSClient], metrics: GatewayMetrics, logger: Logger,
-        stopGrace: Duration = .seconds(20)
-    ) {
+    init(store: HeraldStore, live: LiveConfiguration, metrics: GatewayMetrics, logger: Logger, stopGrace: Duration = .seconds(20)) {
         self.store = store
-        self.configuration = configuration
-        self.clients = clients
+        self.live = live
         self.metrics = metrics
         self.logger = logger
         self.stopGrace = stopGrace
         processTag = "\(Self.hostName())-\(getpid())-\(UInt32.random(in: 0 ... .max))"
     }
+
+    /// The workers' and queue's settings, which a reload does not change.
+    var configuration: GatewayConfiguration { live.configuration }
 
     func run() async throws {
         await withDiscardingTaskGroup { group in
@@ -109,6 +108,15 @@ final class DeliveryWorkers: Service, Sendable {
 
     /// Sends one batch and records its outcomes.
     private func deliver(_ batch: WorkBatch, worker: Int) async {
+        // The apps and clients in force when the batch starts; a reload meanwhile leaves this
+        // batch its clients, which close once it and the others that took them are done.
+        let snapshot = live.snapshot
+        await snapshot.clients.using {
+            await deliver(batch, worker: worker, configuration: snapshot.configuration, clients: snapshot.clients.clients)
+        }
+    }
+
+    private func deliver(_ batch: WorkBatch, worker: Int, configuration: GatewayConfiguration, clients: [AppEnvironment: APNSClient]) async {
         let start = ContinuousClock.now
         let queued = batch.notification
         var logger = self.logger
@@ -135,7 +143,6 @@ final class DeliveryWorkers: Service, Sendable {
         let invalid = Set(messages.invalid)
         let sent = invalid.isEmpty ? batch.items : batch.items.filter { !invalid.contains($0.token) }
         let groups = BatchMessages.groups(of: sent, defaultEnvironment: app.defaultEnvironment)
-        let clients = self.clients
         let appID = app.id
         // The kind's own credential's clients, if it has one (a VoIP certificate).
         let kind = TokenKind(for: queued.pushType).flatMap { app.credentialsByKind[$0] == nil ? nil : $0 }

@@ -27,7 +27,8 @@ struct Housekeeping: Service {
     let metrics: GatewayMetrics
     let backlog: AppBacklog
     let logger: Logger
-    var credentials: [CredentialExpiry] = []
+    /// The apps in force, whose certificates it warns of.
+    var live: LiveConfiguration? = nil
 
     func run() async {
         let clock = ContinuousClock()
@@ -55,7 +56,7 @@ struct Housekeeping: Service {
 
     /// Logs a warning for each credential within 30 days of its expiry.
     func warnOfExpiringCredentials(now: Date = Date()) {
-        for credential in credentials {
+        for credential in CredentialExpiry.of(live?.configuration.apps ?? []) {
             if let warning = credential.warning(now: now) {
                 logger.warning("\(warning)", metadata: ["app": "\(credential.app)", "expiry": "\(credential.expiry)"])
             }

@@ -119,10 +119,10 @@ struct GatewayHarness {
 
     /// Waits (at most `timeout`) until the notification is done; returns it as the API shows it.
     @discardableResult
-    func waitUntilDone(_ id: String, timeout: Duration = .seconds(60)) async throws -> JSONValue {
+    func waitUntilDone(_ id: String, timeout: Duration = .seconds(60), key: String? = nil) async throws -> JSONValue {
         var last: JSONValue?
         let finished = try await eventually(within: timeout, every: .milliseconds(50)) {
-            last = try await call(.get, "/v1/notifications/\(id)").json
+            last = try await call(.get, "/v1/notifications/\(id)", key: key).json
             return last?["status"]?.stringValue == "done" || last?["status"]?.stringValue == "cancelled"
         }
         if !finished { Issue.record("notification \(id) not done within \(timeout): \(last?.jsonString ?? "nil")") }

@@ -1,0 +1,105 @@
+import Foundation
+import HeraldClient
+import HeraldCore
+import HeraldMock
+import HeraldServer
+import HeraldStore
+import HeraldTestSupport
+import Testing
+
+/// A configuration reload (SIGHUP) while a broadcast of 300,000 devices is under way: nothing is
+/// lost, nothing is sent twice, and what the new configuration says (a new provider key, a new
+/// API key, a new app) applies from then on.
+@Suite("Reload under load", .timeLimit(.minutes(5)))
+struct ReloadTests {
+    static let devices = 300_000
+
+    @Test("a 300,000-device broadcast: a reload midway swaps the provider key and the API key; each device gets it exactly once")
+    func reloadUnderLoad() async throws {
+        let newProviderKey = ProviderKey.generate(keyID: "RELOADKEY1", teamID: "HERALDTEAM")
+        try await GatewayHarness.run(
+            .sqlite,
+            mock: {
+                $0.registerProviderKey(newProviderKey.publicKey, keyID: newProviderKey.keyID, teamID: newProviderKey.teamID)
+                $0.recordLimit = Self.devices + 1000
+                $0.maximumConcurrentStreams = 500
+            },
+            gateway: { configuration in
+                configuration.workers.count = 4
+                configuration.workers.batchSize = 5000
+            }
+        ) { harness in
+            let tokens = (0..<Self.devices).map { SHA256Token.make($0) }
+            let registered = try await harness.gateway.store.register(
+                contentsOf: AsyncStreamSequence(tokens.map { try! DeviceRegistration(token: $0) }), app: appID, batchSize: 25_000
+            )
+            #expect(registered == Self.devices)
+            let queued = try await harness.call(.post, "/v1/apps/\(appID)/notifications", ["to": ["all": true], "payload": ["aps": ["alert": "reload"]]])
+            let id = try #require(queued.json?["id"]?.stringValue)
+
+            // Midway: a new provider key for the app, a new API key in place of the old, a new app.
+            let midway = await eventually(within: .seconds(120), every: .milliseconds(5)) { harness.mock.acceptedCount >= 50_000 }
+            #expect(midway, "the broadcast got going")
+            var reloaded = harness.gateway.configuration
+            reloaded.apps[0].credentials = .providerToken(newProviderKey)
+            var blog = reloaded.apps[0]
+            blog.id = "blog"
+            blog.topic = "com.example.blog"
+            reloaded.apps.append(blog)
+            let (newKey, newEntry) = APIKey.generate(name: "rotated", apps: [appID, "blog"])
+            reloaded.apiKeys = [newEntry]
+            reloaded.workers.count = 9
+            let needsRestart = try await harness.gateway.reload(reloaded)
+            #expect(needsRestart == ["workers"], "only apps and API keys change at once")
+            let sentBefore = harness.mock.acceptedCount
+            #expect(sentBefore < Self.devices, "the reload came while the broadcast was under way")
+
+            #expect(try await harness.call(.get, "/v1/apps", key: newKey).json?["apps"]?.arrayItems.count == 2, "the new key, for both apps")
+            #expect(try await harness.call(.get, "/v1/apps").status == 401, "the old key is gone")
+            let done = try await harness.waitUntilDone(id, timeout: .seconds(240), key: newKey)
+            #expect(done.count("accepted") == Self.devices, "\(done.jsonString)")
+
+            // Exactly once each, the old key before the reload and the new one after.
+            var received: [String: Int] = [:]
+            var byKey: [String: Int] = [:]
+            for record in harness.mock.accepted {
+                received[record.token, default: 0] += 1
+                byKey[record.keyID ?? "none", default: 0] += 1
+            }
+            #expect(received.count == Self.devices && received.values.allSatisfy { $0 == 1 }, "each device once: \(received.count) devices, \(received.values.filter { $0 > 1 }.count) twice")
+            #expect((byKey[newProviderKey.keyID] ?? 0) > 0 && (byKey[newProviderKey.keyID] ?? 0) <= Self.devices - sentBefore + 25_000, "\(byKey)")
+            #expect(byKey.count == 2, "the old key before, the new one after: \(byKey)")
+        }
+    }
+}
+
+/// Tokens spread over the key space, as real ones are.
+enum SHA256Token {
+    static func make(_ number: Int) -> String {
+        var generator = SplitMix64State(number)
+        return (0..<4).map { _ in String(format: "%016llx", generator.next()) }.joined()
+    }
+
+    struct SplitMix64State {
+        var state: UInt64
+        init(_ seed: Int) { state = UInt64(truncatingIfNeeded: seed) &* 0x9E37_79B9_7F4A_7C15 &+ 1 }
+        mutating func next() -> UInt64 {
+            state &+= 0x9E37_79B9_7F4A_7C15
+            var z = state
+            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+            return z ^ (z >> 31)
+        }
+    }
+}
+
+/// An array as an `AsyncSequence`, for the store's bulk registration.
+struct AsyncStreamSequence<Element: Sendable>: AsyncSequence, Sendable {
+    let elements: [Element]
+    init(_ elements: [Element]) { self.elements = elements }
+    struct AsyncIterator: AsyncIteratorProtocol {
+        var iterator: IndexingIterator<[Element]>
+        mutating func next() async -> Element? { iterator.next() }
+    }
+    func makeAsyncIterator() -> AsyncIterator { AsyncIterator(iterator: elements.makeIterator()) }
+}
