@@ -199,8 +199,9 @@ public final class HeraldStore: Service, Sendable {
     }
 
     /// An app's deliveries that ended (accepted, rejected, failed) in each of the last `minutes`
-    /// minutes (brought into 1...1440), oldest first, the last being `now`'s. Deliveries of a
-    /// cancelled notification that were never sent are not counted.
+    /// minutes (brought into 1...1440), oldest first, the last being `now`'s. A cancelled
+    /// notification's devices not sent count as failed in the minute it was cancelled (a
+    /// broadcast's devices in ranges not yet read are not counted: they were never read).
     public func activity(app: String, minutes: Int = 60, now: Date = Date()) async throws -> [ActivityMinute] {
         try await backend.activity(app: app, minutes: max(1, min(minutes, 1440)), now: now)
     }

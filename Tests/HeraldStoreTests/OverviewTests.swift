@@ -70,4 +70,22 @@ struct OverviewTests {
             #expect(after[4].accepted == 2)
         }
     }
+
+    @Test("a cancel counts the devices it stopped as failed in its minute, whether or not a worker had claimed them", arguments: Backend.allCases)
+    func cancelCounts(backend: Backend) async throws {
+        try await withStore(backend) { store in
+            let base = Date(timeIntervalSince1970: (Date().timeIntervalSince1970 / 60).rounded(.down) * 60)
+            for number in 0..<3 { try await store.register(try registration(number), app: app) }
+            let (queued, _) = try await store.enqueue(NotificationRequest(app: app, audience: .tokens((0..<3).map(token)), payload: payload), now: base)
+            // One claimed (the worker then finds it cancelled), two never claimed.
+            let claimed = try #require(try await store.claim(owner: "worker-1", limit: 1, now: base.addingTimeInterval(1)).first)
+            _ = try await store.cancel(id: queued.id, now: base.addingTimeInterval(2))
+            try await store.complete(claimed, outcomes: claimed.items.map { DeliveryOutcome(token: $0.token, result: .accepted(apnsID: nil)) }, now: base.addingTimeInterval(3))
+            let minute = try await store.activity(app: app, minutes: 1, now: base.addingTimeInterval(4))
+            let counted = minute[0].accepted + minute[0].rejected + minute[0].failed
+            #expect(minute[0].failed >= 2 && counted == 3, "every device counted once: \(minute[0])")
+            let stored = try #require(try await store.notification(id: queued.id))
+            #expect(stored.counts.accepted + stored.counts.failed == counted, "as the notification counts them")
+        }
+    }
 }

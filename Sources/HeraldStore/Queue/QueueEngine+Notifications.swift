@@ -212,21 +212,26 @@ extension QueueEngine {
 
     func cancel(id: String, now: Date) async throws -> StoredNotification? {
         try await database.write(.durable) { [self] connection in
-            try await stop(id, reason: Unsendable.cancelled.reason, now: now, on: connection)
+            let unsent = try await stop(id, reason: Unsendable.cancelled.reason, now: now, on: connection)
             guard let row = try await connection.query(sql.selectNotification, [.text(id)]).first else { return nil }
-            return try await notification(row, on: connection)
+            let cancelled = try await notification(row, on: connection)
+            try await recordMinute(app: cancelled.request.app, accepted: 0, rejected: 0, failed: unsent, now: now, on: connection)
+            return cancelled
         }
     }
 
     /// Cancels a notification still queued or sending: its unsent deliveries fail with `reason`
     /// and its unread ranges end. Its row is locked first, then its deliveries and ranges, as a
     /// completion locks them; a claim's rows are skipped (``QueueStatements/cancelDeliveries``).
-    func stop(_ id: String, reason: String, now: Date, on connection: any SQLConnection) async throws {
+    /// Returns how many deliveries it failed.
+    @discardableResult
+    func stop(_ id: String, reason: String, now: Date, on connection: any SQLConnection) async throws -> Int {
         let time = now.milliseconds
-        guard try await !connection.query(sql.stopNotification, [.int(time), .text(id)]).isEmpty else { return }
+        guard try await !connection.query(sql.stopNotification, [.int(time), .text(id)]).isEmpty else { return 0 }
         let unsent = try await connection.query(sql.cancelDeliveries, [.int(time), .text(id), .text(reason)]).count
         try await connection.query(sql.addCounts, [.int(0), .int(0), .int(unsent), .text(id)])
         try await connection.query(sql.cancelSegments, [.text(id)])
+        return unsent
     }
 
     /// How many deliveries and ranges of a notification a worker holds a live lease on.
