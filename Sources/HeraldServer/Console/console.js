@@ -1274,7 +1274,11 @@
 
   function start() {
     $('signin-form').addEventListener('submit', signIn);
-    $('signout').addEventListener('click', () => signOut('Signed out.'));
+    $('signout').addEventListener('click', () => {
+      sessionStorage.clear();
+      // A fresh page: nothing that was shown (devices, users) stays behind in the DOM.
+      location.replace(location.pathname);
+    });
     $('app-picker').addEventListener('change', (event) => {
       location.hash = href('apps', event.target.value);
     });
