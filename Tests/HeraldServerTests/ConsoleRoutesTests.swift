@@ -129,3 +129,50 @@ struct ConsoleRoutesTests {
         }
     }
 }
+
+/// The Live Activity and channel routes' answers, each checked against the OpenAPI document by
+/// the harness: statuses and shapes, bad input named.
+@Suite("Activity and channel routes' contract", .timeLimit(.minutes(2)))
+struct ActivityContractTests {
+    @Test("tokens 201 then 200, read, events 202, end then 409, unknown 404, bad input 400; another app's key 403")
+    func activities() async throws {
+        try await RouterHarness.run { api in
+            let base = "/v1/apps/\(appID)/activities/act-1"
+            #expect(try await api.call(.put, base + "/tokens/" + token(1), body: #"{"user": "ann"}"#).status == 201)
+            #expect(try await api.call(.put, base + "/tokens/" + token(1), body: "").status == 200)
+            #expect(try await api.call(.put, base + "/tokens/xyz").status == 400)
+            #expect(try await api.call(.put, base + "/tokens/" + token(2), body: #"{"environment": "moon"}"#).status == 400)
+            let read = try await api.call(.get, base)
+            #expect(read.status == 200 && read.json?["tokens"]?.arrayItems.first?["user"] == "ann")
+            #expect(try await api.call(.get, "/v1/apps/\(appID)/activities/nope").status == 404)
+            #expect(try await api.call(.get, "/v1/apps/\(appID)/activities/bad%20id").status == 400)
+            #expect(try await api.call(.post, base + "/events", body: #"{"event": "update", "contentState": {"n": 1}}"#).status == 202)
+            #expect(try await api.call(.post, base + "/events", body: #"{"event": "end", "contentState": {}}"#).status == 202)
+            let again = try await api.call(.post, base + "/events", body: #"{"event": "end", "contentState": {}}"#)
+            #expect(again.status == 409 && again.json?["error"]?["code"] == "conflict")
+            #expect(try await api.call(.put, base + "/tokens/" + token(3)).status == 409)
+            #expect(try await api.call(.delete, base + "/tokens/" + token(1)).status == 204)
+            #expect(try await api.call(.delete, base + "/tokens/" + token(1)).status == 404)
+            let start = #"{"to": {"users": ["ann"]}, "activityType": "Delivery", "attributes": {}, "contentState": {}, "alert": "Hi"}"#
+            let started = try await api.call(.post, "/v1/apps/\(appID)/activities", body: start)
+            #expect(started.status == 202 && started.json?["targeted"] == 0)
+            let audience = try await api.call(.get, "/v1/notifications/\(try #require(started.json?["id"]?.stringValue))")
+            #expect(audience.json?["pushType"] == "liveactivity")
+            #expect(try await api.call(.post, "/v1/apps/\(appID)/activities", body: start, key: api.otherKey).status == 403)
+            let tooBig = #"{"to": {"all": true}, "activityType": "A", "attributes": {"x": "\#(String(repeating: "a", count: 6000))"}, "contentState": {}, "alert": "Hi"}"#
+            let refused = try await api.call(.post, "/v1/apps/\(appID)/activities", body: tooBig)
+            #expect(refused.status == 400 && refused.json?["error"]?["code"] == "PayloadTooLarge", "APNs's reason as the code")
+        }
+    }
+
+    @Test("channels: listed empty; an event to or delete of an unknown channel 404; a bad storage policy 400, refused before any request to APNs")
+    func channels() async throws {
+        try await RouterHarness.run { api in
+            let listed = try await api.call(.get, "/v1/apps/\(appID)/channels")
+            #expect(listed.status == 200 && listed.json?["channels"] == [])
+            #expect(try await api.call(.post, "/v1/apps/\(appID)/channels/bm9uZQ%3D%3D/events", body: #"{"event": "update", "contentState": {}}"#).status == 404)
+            #expect(try await api.call(.delete, "/v1/apps/\(appID)/channels/bm9uZQ%3D%3D").status == 404)
+            #expect(try await api.call(.post, "/v1/apps/\(appID)/channels", body: #"{"storagePolicy": "sometimes"}"#).status == 400)
+        }
+    }
+}

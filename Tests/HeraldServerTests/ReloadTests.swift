@@ -29,7 +29,7 @@ struct ReloadTests {
                 configuration.workers.batchSize = 5000
             }
         ) { harness in
-            let tokens = (0..<Self.devices).map { SHA256Token.make($0) }
+            let tokens = (0..<Self.devices).map { SpreadToken.make($0) }
             let registered = try await harness.gateway.store.register(
                 contentsOf: AsyncStreamSequence(tokens.map { try! DeviceRegistration(token: $0) }), app: appID, batchSize: 25_000
             )
@@ -74,22 +74,10 @@ struct ReloadTests {
 }
 
 /// Tokens spread over the key space, as real ones are.
-enum SHA256Token {
+enum SpreadToken {
     static func make(_ number: Int) -> String {
-        var generator = SplitMix64State(number)
+        var generator = SplitMix64(seed: UInt64(truncatingIfNeeded: number))
         return (0..<4).map { _ in String(format: "%016llx", generator.next()) }.joined()
-    }
-
-    struct SplitMix64State {
-        var state: UInt64
-        init(_ seed: Int) { state = UInt64(truncatingIfNeeded: seed) &* 0x9E37_79B9_7F4A_7C15 &+ 1 }
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
     }
 }
 

@@ -24,7 +24,7 @@ enum ActivityBody {
 
     /// A start, to the audience's push-to-start tokens of `activityType`.
     static func start(_ fields: JSONFields, app: GatewayConfiguration.App, limits: APILimits, now: Date) throws(APIError) -> NotificationRequest {
-        do {
+        try answered {
             try fields.only([
                 "to", "activityType", "attributes", "contentState", "alert", "staleDate", "relevanceScore", "priority", "expiration", "idempotencyKey",
             ])
@@ -50,29 +50,17 @@ enum ActivityBody {
             return try request(
                 fields, aps: aps, app: app, audience: audience, defaultPriority: .immediate, activityType: activityType, endsUntil: nil
             )
-        } catch let error as FieldError {
-            throw error.apiError
-        } catch let error as APIError {
-            throw error
-        } catch {
-            throw APIError.invalid("\(error)")
         }
     }
 
     /// An update or an end, to every update token of `activityID`.
     static func event(_ fields: JSONFields, activityID: String, app: GatewayConfiguration.App, now: Date) throws(APIError) -> NotificationRequest {
-        do {
+        try answered {
             let event = try eventParts(fields, now: now)
             return try request(
                 fields, aps: event.aps, app: app, audience: .activity(activityID), defaultPriority: event.defaultPriority, activityType: nil,
                 endsUntil: event.endsUntil
             )
-        } catch let error as FieldError {
-            throw error.apiError
-        } catch let error as APIError {
-            throw error
-        } catch {
-            throw APIError.invalid("\(error)")
         }
     }
 
@@ -81,7 +69,7 @@ enum ActivityBody {
     static func broadcast(
         _ fields: JSONFields, channel: StoredChannel, app: GatewayConfiguration.App, now: Date
     ) throws(APIError) -> BroadcastNotification {
-        do {
+        try answered {
             guard !fields.has("idempotencyKey") else {
                 throw FieldError("idempotencyKey", "a broadcast is sent at once, not queued: it takes no idempotency key")
             }
@@ -99,14 +87,6 @@ enum ActivityBody {
             let broadcast = BroadcastNotification(bundleID: app.topic, channelID: channel.id, payload: payload, priority: priority, expiration: expiration)
             try broadcast.validate()
             return broadcast
-        } catch let error as FieldError {
-            throw error.apiError
-        } catch let error as APIError {
-            throw error
-        } catch let error as APNSError {
-            throw APIError(.badRequest, error.reason.rawValue, error.detail ?? error.description)
-        } catch {
-            throw APIError.invalid("\(error)")
         }
     }
 
@@ -136,6 +116,22 @@ enum ActivityBody {
         // Priority 10 counts against the activity's hourly budget (apns-spec §3.1): updates
         // without an alert default to 5; an end or an alerting update is worth 10.
         return (aps, event == "end" || hasAlert ? .immediate : .throttled, endsUntil)
+    }
+
+    /// `body`'s answer, or its error as the API's 400: a field named, or APNs's reason as the
+    /// code for what APNs would refuse (as for notifications).
+    private static func answered<Result>(_ body: () throws -> Result) throws(APIError) -> Result {
+        do {
+            return try body()
+        } catch let error as FieldError {
+            throw error.apiError
+        } catch let error as APIError {
+            throw error
+        } catch let error as APNSError {
+            throw APIError(.badRequest, error.reason.rawValue, error.detail ?? error.description)
+        } catch {
+            throw APIError.invalid("\(error)")
+        }
     }
 
     /// The `aps` dictionary being built, in the order it is written.
