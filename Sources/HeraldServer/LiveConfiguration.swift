@@ -56,15 +56,53 @@ final class LiveConfiguration: Sendable {
 }
 
 /// The APNs clients made for one configuration: the workers' (per app, environment and
-/// credential) and the API's channel clients. Shut down once retired and unused.
+/// credential), and the API's channel clients, made on first use. Shut down once retired and unused.
 final class ClientGeneration: Sendable {
     let clients: [AppEnvironment: APNSClient]
-    let channels: ChannelClients
-    private let state = Mutex<(users: Int, retired: Bool, closing: Task<Void, Never>?)>((0, false, nil))
+    /// How to make an app's channel clients for an environment: a channel-management client, and
+    /// one to send broadcasts through (nil: the workers' client for it, `shared`).
+    struct ChannelMaker: Sendable {
+        let management: @Sendable () throws -> APNSClient
+        let broadcast: (@Sendable () throws -> APNSClient)?
+        let shared: APNSClient?
+    }
+    private let channelMakers: [AppEnvironment: ChannelMaker]
 
-    init(clients: [AppEnvironment: APNSClient], channels: ChannelClients) {
+    private struct State {
+        var users = 0
+        var retired = false
+        var closing: Task<Void, Never>?
+        /// Channel clients made so far (most processes never make one), and those of them this
+        /// generation owns (not the workers').
+        var channels: [AppEnvironment: (management: APNSClient, broadcast: APNSClient)] = [:]
+        var ownedChannels: [APNSClient] = []
+    }
+    private let state = Mutex(State())
+
+    init(clients: [AppEnvironment: APNSClient], channelMakers: [AppEnvironment: ChannelMaker]) {
         self.clients = clients
-        self.channels = channels
+        self.channelMakers = channelMakers
+    }
+
+    /// The channel clients of an app's environment, made on first use; `nil` when this process
+    /// serves no API for it, or the generation is closing.
+    func channelClients(for key: AppEnvironment) throws -> (management: APNSClient, broadcast: APNSClient)? {
+        guard let maker = channelMakers[key] else { return nil }
+        return try state.withLock { state in
+            if let made = state.channels[key] { return made }
+            guard state.closing == nil else { return nil }
+            let management = try maker.management()
+            state.ownedChannels.append(management)
+            let broadcast: APNSClient
+            if let shared = maker.shared {
+                broadcast = shared
+            } else {
+                broadcast = try maker.broadcast!()
+                state.ownedChannels.append(broadcast)
+            }
+            state.channels[key] = (management, broadcast)
+            return (management, broadcast)
+        }
     }
 
     /// Runs `body` with this generation's clients; it is not shut down while `body` runs.
@@ -89,21 +127,26 @@ final class ClientGeneration: Sendable {
         if close { startClosing() }
     }
 
-    /// Returns once it has closed (after it was retired and its last user was done).
+    /// Returns once it has closed (after it was retired and its last user was done), or when
+    /// the task is cancelled (the service group's shutdown deadline passed).
     func closed() async {
-        for _ in 0..<600_000 {
+        // Bounded: 10 minutes of 5 ms looks.
+        for _ in 0..<120_000 {
             if let closing = state.withLock({ $0.closing }) {
                 await closing.value
                 return
             }
+            if Task.isCancelled { return }
             try? await Task.sleep(for: .milliseconds(5))
         }
     }
 
     private func startClosing() {
-        let all = allClients
+        let workers = Array(clients.values)
         state.withLock { state in
             guard state.closing == nil else { return }
+            // Each client once: the channel routes share the workers' for broadcasts.
+            let all = workers + state.ownedChannels
             state.closing = Task {
                 await withTaskGroup(of: Void.self) { group in
                     for client in all { group.addTask { await client.shutdown() } }
@@ -112,20 +155,13 @@ final class ClientGeneration: Sendable {
         }
     }
 
-    /// Each client once (the channel routes share the workers' for broadcasts).
-    private var allClients: [APNSClient] {
-        var seen = Set<ObjectIdentifier>()
-        return (Array(clients.values) + channels.owned).filter { seen.insert(ObjectIdentifier($0)).inserted }
-    }
-
     /// The clients `configuration` needs for `roles`: a client per app, token environment and
-    /// credential for the workers (the app's, and each kind's own), and for the API a
-    /// channel-management client per app and environment, and one to send broadcasts through
-    /// (the workers' when this process has them). Each connects only when it has something to
-    /// send, so an app without sandbox devices never opens a sandbox connection.
+    /// credential for the workers (the app's, and each kind's own), each connecting only when it
+    /// has something to send (an app without sandbox devices never opens a sandbox connection);
+    /// and for the API, how to make the channel routes' clients when first used.
     static func make(_ configuration: GatewayConfiguration, roles: HeraldGateway.Roles, logger: Logger) throws -> ClientGeneration {
         var clients: [AppEnvironment: APNSClient] = [:]
-        var channels = ChannelClients()
+        var makers: [AppEnvironment: ChannelMaker] = [:]
         for app in configuration.apps {
             let credentials: [(kind: TokenKind?, credentials: APNSCredentials)] =
                 [(nil, app.credentials)] + TokenKind.allCases.compactMap { kind in app.credentialsByKind[kind].map { (kind, $0) } }
@@ -133,12 +169,13 @@ final class ClientGeneration: Sendable {
                 var clientLogger = logger
                 clientLogger[metadataKey: "app"] = "\(app.id)"
                 clientLogger[metadataKey: "environment"] = "\(tokenEnvironment)"
-                func client(_ host: APNSEnvironment, _ credentials: APNSCredentials, connections: Int) throws -> APNSClient {
+                let logger = clientLogger
+                @Sendable func client(_ host: APNSEnvironment, _ credentials: APNSCredentials, connections: Int) throws -> APNSClient {
                     var client = APNSClient.Configuration(environment: host, credentials: credentials)
                     client.trustRoots = app.trustRoots
                     client.pool.maximumConnections = connections
                     client.metrics.dimensions = [("app", app.id)]
-                    return try APNSClient(configuration: client, logger: clientLogger)
+                    return try APNSClient(configuration: client, logger: logger)
                 }
                 if roles.contains(.workers) {
                     for (kind, credential) in credentials {
@@ -148,9 +185,8 @@ final class ClientGeneration: Sendable {
                         logger.info(
                             "APNs client",
                             metadata: [
-                                "app": "\(app.id)", "environment": "\(tokenEnvironment)", "host": "\(app.host(for: tokenEnvironment))",
-                                "credential": "\(GatewayConfiguration.App.describe(credential))", "kinds": "\(kinds.map(\.rawValue).joined(separator: ","))",
-                                "default": "\(tokenEnvironment == app.defaultEnvironment)",
+                                "host": "\(app.host(for: tokenEnvironment))", "credential": "\(GatewayConfiguration.App.describe(credential))",
+                                "kinds": "\(kinds.map(\.rawValue).joined(separator: ","))", "default": "\(tokenEnvironment == app.defaultEnvironment)",
                             ]
                         )
                         clients[AppEnvironment(app: app.id, environment: tokenEnvironment, kind: kind)] =
@@ -160,20 +196,18 @@ final class ClientGeneration: Sendable {
                 // The API's channel routes (iOS 18 broadcast, apns-spec §1.9).
                 if roles.contains(.api) {
                     let key = AppEnvironment(app: app.id, environment: tokenEnvironment)
-                    let management = try client(app.channelManagementHost(for: tokenEnvironment), app.credentials, connections: 1)
-                    channels.management[key] = management
-                    channels.owned.append(management)
-                    if let shared = clients[key] {
-                        channels.broadcast[key] = shared
-                    } else {
-                        let own = try client(app.host(for: tokenEnvironment), app.credentials, connections: 1)
-                        channels.broadcast[key] = own
-                        channels.owned.append(own)
-                    }
+                    let shared = clients[key]
+                    let managementHost = app.channelManagementHost(for: tokenEnvironment)
+                    let pushHost = app.host(for: tokenEnvironment)
+                    let credentials = app.credentials
+                    let management: @Sendable () throws -> APNSClient = { try client(managementHost, credentials, connections: 1) }
+                    var broadcast: (@Sendable () throws -> APNSClient)?
+                    if shared == nil { broadcast = { try client(pushHost, credentials, connections: 1) } }
+                    makers[key] = ChannelMaker(management: management, broadcast: broadcast, shared: shared)
                 }
             }
         }
-        return ClientGeneration(clients: clients, channels: channels)
+        return ClientGeneration(clients: clients, channelMakers: makers)
     }
 }
 

@@ -117,10 +117,12 @@ struct ChannelRoutes {
     ) async throws -> Result {
         let generation = api.live.snapshot.clients
         let key = AppEnvironment(app: appID, environment: environment)
-        guard let management = generation.channels.management[key], let broadcast = generation.channels.broadcast[key] else {
-            throw APIError(.serviceUnavailable, "unavailable", "this process has no APNs clients for channels")
+        return try await generation.using {
+            guard let clients = try generation.channelClients(for: key) else {
+                throw APIError(.serviceUnavailable, "unavailable", "this process has no APNs clients for channels")
+            }
+            return try await body(clients)
         }
-        return try await generation.using { try await body((management, broadcast)) }
     }
 
     /// Runs a request to APNs; a refusal or a failure is answered 502 with APNs's reason as the code.

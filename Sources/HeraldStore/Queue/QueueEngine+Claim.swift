@@ -163,12 +163,14 @@ extension QueueEngine {
         let cursor = RangeCursor(hash: segment.int(4) ?? RangeCursor.start.hash, token: segment.text(5) ?? "")
         let from = cursor.reading(from: segment.int(2) ?? 0)
         let kind: SQLValue = (try? Self.kind(of: notification.pushType)).map { .code($0) } ?? .int(-1)
-        var binds: [SQLValue] = [.text(notification.app), .int(upper), .int(from.hash), .text(from.token), .int(limit), kind, .text(found?.activityType ?? "")]
-        var statement = sql.rangeOfAll
+        var binds: [SQLValue] = [.text(notification.app), .int(upper), .int(from.hash), .text(from.token), .int(limit), kind]
+        let activityType = found?.activityType
+        var statement = sql.rangeOfAll(activityType: activityType != nil)
         if case .tags(let tags) = found?.audience {
-            statement = sql.rangeOfTags
+            statement = sql.rangeOfTags(activityType: activityType != nil)
             binds.append(.texts(tags))
         }
+        if let activityType { binds.append(.text(activityType)) }
         let range = try await connection.query(statement, binds).first
         let (tokens, environments) = Self.lines(range?.text(0))
         let last = tokens.last.map { RangeCursor(hash: range?.int(1) ?? cursor.hash, token: $0) }

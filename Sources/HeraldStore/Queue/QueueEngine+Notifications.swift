@@ -10,8 +10,9 @@ import Foundation
 extension QueueEngine {
     func enqueue(_ request: NotificationRequest, id: String, deadline: Date, now: Date) async throws -> (notification: StoredNotification, created: Bool) {
         let kind = try Self.kind(of: request)
-        // '' matches every token that is not a push-to-start token (``QueueStatements/countActive``).
-        let activityType: SQLValue = .text(request.activityType ?? "")
+        // A Live Activity start's activity type, the last parameter where there is one.
+        let activityType: [SQLValue] = request.activityType.map { [.text($0)] } ?? []
+        let typed = request.activityType != nil
         let result = try await database.write(.durable) { [self] connection -> (StoredNotification, Bool) in
             if let existing = try await existing(request, on: connection) { return (existing, false) }
             let time = now.milliseconds
@@ -24,13 +25,13 @@ extension QueueEngine {
                 )
             case .users(let users):
                 for part in Self.chunks(users) {
-                    let rows = try await connection.query(sql.devicesOfUsers, [.text(request.app), .texts(part), .code(kind), activityType])
+                    let rows = try await connection.query(sql.devicesOfUsers(activityType: typed), [.text(request.app), .texts(part), .code(kind)] + activityType)
                     deliveries += rows.compactMap { row in row.text(0).map { ($0, .pending, nil, row.int(1)) } }
                 }
             case .tags(let tags):
-                targeted = try await connection.query(sql.countTagged, [.text(request.app), .texts(tags), .code(kind), activityType]).first?.int(0, default: 0) ?? 0
+                targeted = try await connection.query(sql.countTagged(activityType: typed), [.text(request.app), .texts(tags), .code(kind)] + activityType).first?.int(0, default: 0) ?? 0
             case .all:
-                targeted = try await connection.query(sql.countActive, [.text(request.app), .code(kind), activityType]).first?.int(0, default: 0) ?? 0
+                targeted = try await connection.query(sql.countActive(activityType: typed), [.text(request.app), .code(kind)] + activityType).first?.int(0, default: 0) ?? 0
             case .activity(let activityID):
                 guard let tokens = try await activityDeliveries(request, activityID: activityID, now: now, on: connection) else {
                     // Ended: by this very request sent again with its key (which gets the first

@@ -148,30 +148,33 @@ struct QueueStatements: Sendable {
         """
     }
     // A notification reaches the devices of one kind and, for a Live Activity start, of one
-    // activity type: `COALESCE(activity_type, '') = $n` with '' for every other push type (only
-    // push-to-start tokens have an activity type).
+    // activity type (`activityType` true: `activity_type = $n`, its last parameter). Only
+    // push-to-start tokens have an activity type, and only a start goes to them, so every other
+    // push needs no such condition, and has none: PostgreSQL estimated `COALESCE(activity_type,
+    // '') = ''` to keep almost no rows and read a broadcast's range by a scan and a sort, 120 ms a
+    // batch instead of 27 ms by the index (a 300,000-device broadcast at 52k/s instead of 82k/s).
 
     /// The devices of app $1 among rows `[token, hash]` ($2).
     var knownDevices: String {
         "SELECT token, status, reason, kind, environment, activity_type FROM devices WHERE app = $1 AND \(d.devices("devices", in: 2, hashAt: 1))"
     }
-    /// The active devices of kind $3 and activity type $4 of app $1's users $2.
-    var devicesOfUsers: String {
+    /// The active devices of kind $3 (and activity type $4) of app $1's users $2.
+    func devicesOfUsers(activityType: Bool) -> String {
         """
-        SELECT token, environment FROM devices WHERE app = $1 AND status = \(DeviceCode.active) AND kind = $3 AND COALESCE(activity_type, '') = $4
+        SELECT token, environment FROM devices WHERE app = $1 AND status = \(DeviceCode.active) AND kind = $3\(activityType ? " AND activity_type = $4" : "")
             AND user_id IN (\(d.list(2, .text))) ORDER BY token
         """
     }
-    /// The active devices of kind $3 and activity type $4 of app $1 with any of the tags $2.
-    var countTagged: String {
+    /// The active devices of kind $3 (and activity type $4) of app $1 with any of the tags $2.
+    func countTagged(activityType: Bool) -> String {
         """
         SELECT COUNT(DISTINCT t.token) FROM device_tags t JOIN devices d ON d.app = t.app AND d.hash = t.hash AND d.token = t.token
-        WHERE t.app = $1 AND t.tag IN (\(d.list(2, .text))) AND d.status = \(DeviceCode.active) AND d.kind = $3 AND COALESCE(d.activity_type, '') = $4
+        WHERE t.app = $1 AND t.tag IN (\(d.list(2, .text))) AND d.status = \(DeviceCode.active) AND d.kind = $3\(activityType ? " AND d.activity_type = $4" : "")
         """
     }
-    /// The active devices of kind $2 and activity type $3 of app $1.
-    var countActive: String {
-        "SELECT COUNT(*) FROM devices WHERE app = $1 AND status = \(DeviceCode.active) AND kind = $2 AND COALESCE(activity_type, '') = $3"
+    /// The active devices of kind $2 (and activity type $3) of app $1.
+    func countActive(activityType: Bool) -> String {
+        "SELECT COUNT(*) FROM devices WHERE app = $1 AND status = \(DeviceCode.active) AND kind = $2" + (activityType ? " AND activity_type = $3" : "")
     }
 
     /// Deliveries of notification $1 at $2, rows `[token, state, reason, environment]` ($3).
@@ -356,26 +359,26 @@ struct QueueStatements: Sendable {
         """
     }
 
-    /// The next active devices of kind $6 and activity type $7 of a range of app $1 (keys below $2, after ($3, $4), at most $5;
+    /// The next active devices of kind $6 (and activity type $7) of a range of app $1 (keys below $2, after ($3, $4), at most $5;
     /// the cursor at or above the range's start: ``RangeCursor/reading(from:)``), as one row:
     /// their tokens joined by newlines in key order (a batch costs one row to hand over, not
     /// thousands), each followed by a space and its environment code when it has one
     /// (``RangeLine``), the last key, and how many.
-    var rangeOfAll: String {
+    func rangeOfAll(activityType: Bool) -> String {
         """
         SELECT \(d.joinLines(Self.rangeLine, orderBy: "hash, token")), MAX(hash), COUNT(*) FROM (
             SELECT hash, token, environment FROM devices
-            WHERE app = $1 AND status = \(DeviceCode.active) AND kind = $6 AND COALESCE(activity_type, '') = $7 AND (hash, token) > ($3, $4) AND hash < $2
+            WHERE app = $1 AND status = \(DeviceCode.active) AND kind = $6\(activityType ? " AND activity_type = $7" : "") AND (hash, token) > ($3, $4) AND hash < $2
             ORDER BY hash, token LIMIT $5) AS r
         """
     }
-    /// As ``rangeOfAll``, for the devices with any of the tags $8.
-    var rangeOfTags: String {
+    /// As ``rangeOfAll(activityType:)``, for the devices with any of the tags $7 (the activity type $8).
+    func rangeOfTags(activityType: Bool) -> String {
         """
         SELECT \(d.joinLines(Self.rangeLine, orderBy: "hash, token")), MAX(hash), COUNT(*) FROM (
             SELECT DISTINCT t.hash AS hash, t.token AS token, d.environment AS environment FROM device_tags t JOIN devices d ON d.app = t.app AND d.hash = t.hash AND d.token = t.token
-            WHERE t.app = $1 AND t.tag IN (\(d.list(8, .text))) AND (t.hash, t.token) > ($3, $4) AND t.hash < $2
-                AND d.status = \(DeviceCode.active) AND d.kind = $6 AND COALESCE(d.activity_type, '') = $7
+            WHERE t.app = $1 AND t.tag IN (\(d.list(7, .text))) AND (t.hash, t.token) > ($3, $4) AND t.hash < $2
+                AND d.status = \(DeviceCode.active) AND d.kind = $6\(activityType ? " AND d.activity_type = $8" : "")
             ORDER BY t.hash, t.token LIMIT $5) AS r
         """
     }
