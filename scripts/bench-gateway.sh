@@ -169,6 +169,10 @@ run_gateway() {  # LABEL DATABASE [second process: yes]; APP=skewed for the skew
     if [ -n "$second" ]; then wait "$SERVE_PID" 2>/dev/null || true; fi
 }
 
+# Order matters on PostgreSQL: the second run of a pair comes after the first's writes (its
+# checkpoints, its dead rows). An A/A run of one build measured the second 19 % (2 processes) and
+# 25 % (skewed) lower. Run the comparison again with HERALD and HERALD_BEFORE swapped before
+# believing a difference of that size.
 # Each case with HERALD_BEFORE (another build of herald, e.g. the commit before a change) too,
 # right before it, on a database of its own (POSTGRES_BEFORE for PostgreSQL): "before" and
 # "after" side by side in one run. Prints each case's rate and its ratio to the direct send.
