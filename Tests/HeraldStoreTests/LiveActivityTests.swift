@@ -105,6 +105,27 @@ struct LiveActivityTests {
         }
     }
 
+    @Test("an update token APNs says is gone (410 after it was reported, or BadDeviceToken) is forgotten by its activity; one reported again since is kept", arguments: Backend.allCases)
+    func goneTokens(backend: Backend) async throws {
+        try await withStore(backend) { store in
+            let id = "act-gone"
+            let reported = Date()
+            for number in 1...3 { try await store.registerActivityToken(app: app, activityID: id, token: token(number), now: reported) }
+            _ = try await store.enqueue(Self.event(id), now: reported)
+            for batch in try await claimAll(store, now: reported) {
+                let outcomes = batch.items.map { item in
+                    switch item.token {
+                    case token(1): DeliveryOutcome(token: item.token, result: .rejected(reason: .apns(.unregistered), timestamp: reported.addingTimeInterval(5)))
+                    case token(2): DeliveryOutcome(token: item.token, result: .rejected(reason: .apns(.unregistered), timestamp: reported.addingTimeInterval(-5)))
+                    default: DeliveryOutcome(token: item.token, result: .rejected(reason: .apns(.badDeviceToken), timestamp: nil))
+                    }
+                }
+                try await store.complete(batch, outcomes: outcomes, now: reported.addingTimeInterval(10))
+            }
+            #expect(try await store.activity(app: app, id: id)?.tokens.map(\.token) == [token(2)], "gone after it was reported, and bad: forgotten; reported since: kept")
+        }
+    }
+
     @Test("tokens: one forgotten, bad IDs and tokens refused, at most LiveActivity.maximumTokens per activity", arguments: Backend.allCases)
     func tokens(backend: Backend) async throws {
         try await withStore(backend) { store in

@@ -17,18 +17,19 @@ extension QueueEngine {
             try await connection.query(sql.insertActivity, [.text(app), .text(activityID), .int(time)])
             let state = try await connection.query(sql.lockActivity, [.text(app), .text(activityID)]).first?.int(0)
             guard ActivityCode(code: state) == .active else { throw Self.ended(activityID) }
-            let count = try await connection.query(sql.countActivityTokens, [.text(app), .text(activityID)]).first?.int(0, default: 0) ?? 0
+            // The activity's row is locked: its tokens do not change under this transaction.
+            let created = try await connection.query(sql.activityToken, [.text(app), .text(activityID), .text(token)]).isEmpty
+            if created {
+                let count = try await connection.query(sql.countActivityTokens, [.text(app), .text(activityID)]).first?.int(0, default: 0) ?? 0
+                guard count < LiveActivity.maximumTokens else {
+                    throw StoreError(.invalidInput, "activity \(activityID) has \(count) update tokens, the most one activity may have (one per device it runs on)")
+                }
+            }
             let environment: SQLValue = environment.map { .code(EnvironmentCode($0)) } ?? .null
             guard let row = try await connection.query(
                 sql.upsertActivityToken, [.text(app), .text(activityID), .text(token), .text(user), environment, .int(time)]
             ).first else { throw StoreError(.databaseError, "the token upsert returned no row") }
-            let stored = Self.activityToken(row)
-            let created = stored.createdAt == stored.updatedAt && row.int(3) == time
-            if created && count >= LiveActivity.maximumTokens {
-                // Rolled back with the transaction.
-                throw StoreError(.invalidInput, "activity \(activityID) has \(count) update tokens, the most one activity may have (one per device it runs on)")
-            }
-            return (stored, created)
+            return (Self.activityToken(row), created)
         }
     }
 

@@ -82,6 +82,14 @@ extension QueueEngine {
                 try await connection.query(sql.addReasons, [.text(id), .rows(rejected.sorted { $0.key < $1.key }.map { [.text($0.key), .int($0.value)] })])
             }
             _ = try await invalidate(app: batch.notification.app, plan.invalidations, on: connection)
+            // An update token APNs says is gone is forgotten by its activity.
+            if !plan.invalidations.isEmpty, case .deliveries = batch.source,
+                let audience = try await connection.query(sql.audienceOf, [.text(id)]).first,
+                AudienceKind(code: audience.int(0)) == .activity, let activityID = audience.text(1)
+            {
+                let rows: [[SQLValue]] = plan.invalidations.map { [.text($0.token), .int(($0.timestamp ?? now).milliseconds)] }
+                try await connection.query(sql.retireActivityTokens, [.text(batch.notification.app), .text(activityID), .rows(rows)])
+            }
             // A range that goes on leaves its notification unfinished: nothing to look for.
             if case .segment(_, _, false) = batch.source {} else { try await finishIfDone(id, now: now, on: connection) }
             let retry = plan.rows.contains { $0.state == .pending }

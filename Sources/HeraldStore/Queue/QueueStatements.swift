@@ -516,6 +516,7 @@ struct QueueStatements: Sendable {
     var endActivity: String {
         "UPDATE activities SET state = \(ActivityCode.ended), ended_at = $3, dismissal_at = $4 WHERE app = $1 AND id = $2"
     }
+    var activityToken: String { "SELECT 1 FROM activity_tokens WHERE app = $1 AND activity_id = $2 AND token = $3" }
     var countActivityTokens: String { "SELECT COUNT(*) FROM activity_tokens WHERE app = $1 AND activity_id = $2" }
     /// Token $3 of activity $2 of app $1, with user $4 and environment $5 (null: kept), at $6.
     var upsertActivityToken: String {
@@ -530,6 +531,16 @@ struct QueueStatements: Sendable {
         "SELECT token, user_id, environment, created_at, updated_at FROM activity_tokens WHERE app = $1 AND activity_id = $2 ORDER BY token LIMIT $3"
     }
     var deleteActivityToken: String { "DELETE FROM activity_tokens WHERE app = $1 AND activity_id = $2 AND token = $3 RETURNING token" }
+    /// A notification's audience ($1): its kind and values.
+    var audienceOf: String { "SELECT audience_kind, audience FROM notifications WHERE id = $1" }
+    /// Update tokens of activity $2 of app $1 that APNs said are gone (rows `[token, at]`, $3),
+    /// unless reported again since (Apple's timestamp rule, as for devices).
+    var retireActivityTokens: String {
+        """
+        DELETE FROM activity_tokens WHERE app = $1 AND activity_id = $2
+            AND EXISTS (SELECT 1 FROM \(d.rows(3)) AS j WHERE \(e(0, .text)) = activity_tokens.token AND activity_tokens.updated_at <= \(e(1, .bigint)))
+        """
+    }
     /// Ended activities whose dismissal date is before $1, at most $2, locked.
     var dismissedActivities: String {
         "SELECT app, id FROM activities WHERE state = \(ActivityCode.ended) AND dismissal_at <= $1 LIMIT $2\(d.skipLocked(of: nil))"
