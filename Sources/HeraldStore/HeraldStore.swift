@@ -293,7 +293,7 @@ public final class HeraldStore: Service, Sendable {
         } catch {
             throw StoreError(.invalidInput, "update token: \(error.detail ?? error.reason.rawValue)")
         }
-        if let user, user.isEmpty || user.utf8.count > DeviceRegistration.maximumUserLength || !PeerText.isSafe(user) {
+        if let user, !DeviceRegistration.isValidUser(user) {
             throw StoreError(.invalidInput, "user must be 1 to \(DeviceRegistration.maximumUserLength) bytes without control characters")
         }
         return try await backend.registerActivityToken(app: app, activityID: activityID, token: hex, user: user, environment: environment, now: now)

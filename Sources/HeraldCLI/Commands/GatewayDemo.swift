@@ -153,11 +153,12 @@ struct GatewayDemo {
         // 2. A user, a tag, everyone: each followed to its end.
         let user = 21
         let userDevices = [2 * user, 2 * user + 1].filter { $0 < devices }
-        let sends: [(label: String, to: String, expected: Expected)] = [
-            ("to user-\(user)", #"{"users":["user-\#(user)"]}"#, Expected(indices: userDevices)),
-            ("to tag beta", #"{"tags":["beta"]}"#, Expected(indices: indices.filter(Self.isBeta))),
+        // Each send, and the devices it should reach.
+        let sends: [(label: String, to: String, expected: [Int])] = [
+            ("to user-\(user)", #"{"users":["user-\#(user)"]}"#, userDevices),
+            ("to tag beta", #"{"tags":["beta"]}"#, indices.filter(Self.isBeta)),
             // Everyone still active: the beta devices Apple said were gone are retired by now.
-            ("to everyone", #"{"all":true}"#, Expected(indices: indices.filter { !(Self.isBeta($0) && Self.isUnregistered($0)) })),
+            ("to everyone", #"{"all":true}"#, indices.filter { !(Self.isBeta($0) && Self.isUnregistered($0)) }),
         ]
         for send in sends {
             let payload = #"{"to":\#(send.to),"payload":{"aps":{"alert":{"title":"Herald demo","body":"Sent \#(send.label)"}}}}"#
@@ -193,8 +194,8 @@ struct GatewayDemo {
             Terminal.flush()
             let expected = send.expected
             let want = (
-                targeted: expected.indices.count, accepted: expected.indices.filter { !Self.isUnregistered($0) && !Self.isBad($0) }.count,
-                unregistered: expected.indices.filter(Self.isUnregistered).count, bad: expected.indices.filter(Self.isBad).count
+                targeted: expected.count, accepted: expected.filter { !Self.isUnregistered($0) && !Self.isBad($0) }.count,
+                unregistered: expected.filter(Self.isUnregistered).count, bad: expected.filter(Self.isBad).count
             )
             let got = (targeted: targeted, accepted: accepted, unregistered: rejected["Unregistered"] ?? 0, bad: rejected["BadDeviceToken"] ?? 0)
             if status["status"]?.stringValue != "done" || got != want || failed != 0 {
@@ -217,10 +218,6 @@ struct GatewayDemo {
         return problems
     }
 
-    /// The devices a notification should reach.
-    struct Expected {
-        var indices: [Int]
-    }
 }
 
 /// The gateway's HTTP API as the demo calls it, with its key.

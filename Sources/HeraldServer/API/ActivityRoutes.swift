@@ -76,10 +76,7 @@ struct ActivityRoutes {
             do throws(FieldError) {
                 try fields.only(["user", "environment"])
                 user = try fields.string("user")
-                if let name = try fields.string("environment") {
-                    guard let parsed = TokenEnvironment(rawValue: name) else { throw FieldError(fields.at("environment"), "must be production or sandbox") }
-                    environment = parsed
-                }
+                environment = try fields.environment("environment")
             } catch {
                 throw error.apiError
             }

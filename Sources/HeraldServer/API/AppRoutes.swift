@@ -78,13 +78,7 @@ struct AppRoutes {
     /// Deliveries ended per minute, `minutes=` (1 to 1440, default 60) of them up to now, oldest first.
     @Sendable func activity(request: Request, context: GatewayContext) async throws -> Response {
         let app = try api.authorizedApp(context)
-        var minutes = 60
-        if let text = request.uri.queryParameters["minutes"] {
-            guard text.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }), let value = Int(text), (1...1440).contains(value) else {
-                throw APIError.invalid("minutes must be a whole number from 1 to 1440")
-            }
-            minutes = value
-        }
+        let minutes = try GatewayAPI.wholeNumber(request.uri.queryParameters["minutes"], "minutes", in: 1...1440, default: 60)
         let activity = try await api.store.activity(app: app, minutes: minutes)
         return JSONBody.object { writer in
             writer.member("app", app)

@@ -36,10 +36,7 @@ struct ChannelRoutes {
             case nil: throw FieldError("storagePolicy", "is required: none, or mostRecent (APNs keeps the last message, up to 8 h, for devices offline)")
             default: throw FieldError("storagePolicy", "must be none or mostRecent")
             }
-            if let name = try fields.string("environment") {
-                guard let parsed = TokenEnvironment(rawValue: name) else { throw FieldError("environment", "must be production or sandbox") }
-                environment = parsed
-            }
+            environment = try fields.environment("environment") ?? environment
         } catch {
             throw error.apiError
         }

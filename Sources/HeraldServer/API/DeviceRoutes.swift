@@ -59,7 +59,7 @@ struct DeviceRoutes {
         }
         if let user = query["user"] {
             // The same rule as registering one: it is a SQL parameter.
-            guard !user.isEmpty, user.utf8.count <= DeviceRegistration.maximumUserLength, PeerText.isSafe(user) else {
+            guard DeviceRegistration.isValidUser(user) else {
                 throw APIError.invalid("user must be 1 to \(DeviceRegistration.maximumUserLength) bytes without control characters")
             }
             filter.user = String(user)
@@ -73,8 +73,11 @@ struct DeviceRoutes {
             filter.kind = parsed
         }
         if let environment = query["environment"] {
-            guard let parsed = TokenEnvironment(rawValue: String(environment)) else { throw APIError.invalid("environment must be production or sandbox") }
-            filter.environment = parsed
+            do throws(FieldError) {
+                filter.environment = try JSONFields.environment(String(environment), at: "environment")
+            } catch {
+                throw APIError.invalid("environment \(error.message)")
+            }
         }
         let limit = try GatewayAPI.limit(query["limit"])
         let cursor = try GatewayAPI.cursor(query["cursor"])
@@ -165,10 +168,7 @@ struct DeviceRoutes {
                 device.kind = parsed
             }
             device.activityType = try fields.string("activityType")
-            if let environment = try fields.string("environment") {
-                guard let parsed = TokenEnvironment(rawValue: environment) else { throw FieldError(fields.at("environment"), "must be production or sandbox") }
-                device.environment = parsed
-            }
+            device.environment = try fields.environment("environment")
             return device
         } catch {
             throw error.apiError

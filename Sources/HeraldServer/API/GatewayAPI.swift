@@ -67,11 +67,16 @@ public struct GatewayAPI: Sendable {
 
     /// `limit=`: 1 to 1000, default 100.
     static func limit(_ text: Substring?) throws(APIError) -> Int {
-        guard let text else { return 100 }
-        guard text.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }), let limit = Int(text), (1...1000).contains(limit) else {
-            throw APIError.invalid("limit must be a whole number from 1 to 1000")
+        try wholeNumber(text, "limit", in: 1...1000, default: 100)
+    }
+
+    /// A query parameter that is a whole number in `range` (digits only: no sign, no exponent).
+    static func wholeNumber(_ text: Substring?, _ name: String, in range: ClosedRange<Int>, default value: Int) throws(APIError) -> Int {
+        guard let text else { return value }
+        guard text.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }), let number = Int(text), range.contains(number) else {
+            throw APIError.invalid("\(name) must be a whole number from \(range.lowerBound) to \(range.upperBound)")
         }
-        return limit
+        return number
     }
 
     /// `cursor=`: a page's `next`, as given.

@@ -126,7 +126,7 @@ struct NotificationBody {
         }
         if let users = try to.strings("users") {
             try checkCount(users.count, "to.users", maximum: limits.maximumAudienceSize)
-            for (index, user) in users.enumerated() where user.isEmpty || user.utf8.count > DeviceRegistration.maximumUserLength || !PeerText.isSafe(user) {
+            for (index, user) in users.enumerated() where !DeviceRegistration.isValidUser(user) {
                 throw FieldError("to.users[\(index)]", "must be 1 to \(DeviceRegistration.maximumUserLength) bytes without control characters")
             }
             return .users(Array(Set(users)).sorted())

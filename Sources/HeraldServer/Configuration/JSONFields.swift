@@ -1,4 +1,5 @@
 import HeraldCore
+import HeraldStore
 
 /// Something wrong with one field of a JSON document: where (`apps[0].authKey.file`) and what.
 public struct FieldError: Error, Sendable, Hashable, CustomStringConvertible {
@@ -99,4 +100,14 @@ struct JSONFields {
     }
 
     func has(_ name: String) -> Bool { members[name] != nil }
+
+    /// A token environment, `production` or `sandbox`; `nil` when absent or `null`.
+    func environment(_ name: String) throws(FieldError) -> TokenEnvironment? {
+        try string(name).map { text throws(FieldError) in try Self.environment(text, at: at(name)) }
+    }
+
+    static func environment(_ text: String, at path: String) throws(FieldError) -> TokenEnvironment {
+        guard let environment = TokenEnvironment(rawValue: text) else { throw FieldError(path, "must be production or sandbox") }
+        return environment
+    }
 }

@@ -36,18 +36,21 @@ final class DeliveryWorkers: Service, Sendable {
     init(store: HeraldStore, live: LiveConfiguration, metrics: GatewayMetrics, logger: Logger, stopGrace: Duration = .seconds(20)) {
         self.store = store
         self.live = live
+        workers = live.configuration.workers
+        queue = live.configuration.queue
         self.metrics = metrics
         self.logger = logger
         self.stopGrace = stopGrace
         processTag = "\(Self.hostName())-\(getpid())-\(UInt32.random(in: 0 ... .max))"
     }
 
-    /// The workers' and queue's settings, which a reload does not change.
-    var configuration: GatewayConfiguration { live.configuration }
+    /// The workers' and queue's settings, read once: a reload does not change them.
+    let workers: WorkerSettings
+    let queue: QueueSettings
 
     func run() async throws {
         await withDiscardingTaskGroup { group in
-            for index in 0..<max(1, configuration.workers.count) {
+            for index in 0..<max(1, workers.count) {
                 group.addTask { await self.work(index: index) }
             }
         }
@@ -59,12 +62,12 @@ final class DeliveryWorkers: Service, Sendable {
         let owner = "\(processTag)-\(index)"
         // Worker 0 takes only single deliveries, so a notification to a few tokens never
         // waits behind a broadcast's ranges.
-        let includeRanges = index != 0 || configuration.workers.count == 1
+        let includeRanges = index != 0 || workers.count == 1
         var failures = 0
         while !Task.isShuttingDownGracefully, !Task.isCancelled {
             let batches: [WorkBatch]
             do {
-                batches = try await store.claim(owner: owner, limit: configuration.workers.batchSize, includeRanges: includeRanges)
+                batches = try await store.claim(owner: owner, limit: workers.batchSize, includeRanges: includeRanges)
                 if failures > 0 { logger.info("the store answers again; claiming", metadata: ["worker": "\(index)"]) }
                 failures = 0
             } catch {
@@ -164,7 +167,7 @@ final class DeliveryWorkers: Service, Sendable {
             }
             collector.stop()
         }
-        let lease = configuration.queue.lease
+        let lease = queue.lease
         let stopGrace = self.stopGrace
         let store = self.store
         let watchdog = Task {
@@ -203,7 +206,7 @@ final class DeliveryWorkers: Service, Sendable {
     /// Completes a batch; a database that does not answer is retried while the lease lasts (after
     /// that the devices are another worker's to send again).
     private func record(_ batch: WorkBatch, _ outcomes: [DeliveryOutcome], logger: Logger, start: ContinuousClock.Instant) async {
-        let giveUp = ContinuousClock.now + configuration.queue.lease
+        let giveUp = ContinuousClock.now + queue.lease
         var attempt = 0
         while true {
             do {

@@ -91,6 +91,12 @@ public struct DeviceRegistration: Sendable, Hashable {
     public static let maximumTagLength = 64
     /// The longest user ID.
     public static let maximumUserLength = 256
+
+    /// Whether `user` may name a user: 1 to ``maximumUserLength`` bytes without control
+    /// characters (it is a SQL parameter and may reach a log or the console).
+    public static func isValidUser(_ user: some StringProtocol) -> Bool {
+        !user.isEmpty && user.utf8.count <= maximumUserLength && PeerText.isSafe(user)
+    }
     /// The longest Live Activity attributes type name.
     public static let maximumActivityTypeLength = 128
     /// The largest badge APNs accepts (`aps.badge` is a 32-bit signed number); increments stop here.
@@ -110,7 +116,7 @@ public struct DeviceRegistration: Sendable, Hashable {
             throw StoreError(.invalidInput, "device token: \(error.detail ?? error.description)")
         }
         if case .some(.some(let user)) = user {
-            guard !user.isEmpty, user.utf8.count <= Self.maximumUserLength, PeerText.isSafe(user) else {
+            guard Self.isValidUser(user) else {
                 throw StoreError(.invalidInput, "user: must be 1 to \(Self.maximumUserLength) bytes without control characters")
             }
         }
