@@ -5,7 +5,7 @@ import HeraldIdentity
 import Testing
 
 /// `herald pass` and `herald pushpackage` as a user runs them.
-@Suite("herald pass and pushpackage, end to end", .timeLimit(.minutes(3)))
+@Suite("herald pass and pushpackage, end to end", .timeLimit(.minutes(6)))
 struct BundleCommandTests {
     let scratch: ScratchDirectory
     let pki: TestPKI

@@ -21,7 +21,7 @@ func writePackageDirectory(in scratch: ScratchDirectory, name: String = "package
     return scratch.file(name)
 }
 
-@Suite("Safari push packages", .timeLimit(.minutes(3)))
+@Suite("Safari push packages", .timeLimit(.minutes(6)))
 struct PushPackageTests {
     let scratch: ScratchDirectory
     let pki: TestPKI

@@ -25,7 +25,7 @@ func rezip(_ source: String, to destination: String, replace: [String: [UInt8]] 
     try runCommand("python3", ["-c", script, source, destination, json])
 }
 
-@Suite("Bundle verifier", .timeLimit(.minutes(3)))
+@Suite("Bundle verifier", .timeLimit(.minutes(6)))
 struct VerifierTests {
     let scratch: ScratchDirectory
     let pki: TestPKI

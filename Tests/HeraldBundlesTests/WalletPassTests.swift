@@ -36,7 +36,7 @@ func sha1Hex(_ bytes: some DataProtocol) -> String {
     Insecure.SHA1.hash(data: bytes).map { String(format: "%02x", $0) }.joined()
 }
 
-@Suite("Wallet passes", .timeLimit(.minutes(3)))
+@Suite("Wallet passes", .timeLimit(.minutes(6)))
 struct WalletPassTests {
     let scratch: ScratchDirectory
     let pki: TestPKI

@@ -6,7 +6,7 @@ import Testing
 /// `herald serve` (this build's), seeds them through the API, and drives headless Chromium
 /// (Debian's `chromium`, through Playwright for Python) through every view, writing a screenshot
 /// of each to `.build/console-screenshots`.
-@Suite("The console in headless Chromium", .timeLimit(.minutes(5)))
+@Suite("The console in headless Chromium", .timeLimit(.minutes(6)))
 struct ConsoleBrowserTests {
     /// Whether the browser test must run (CI sets `HERALD_REQUIRE_BROWSER=1`): then a missing
     /// browser or Playwright fails it instead of skipping it.

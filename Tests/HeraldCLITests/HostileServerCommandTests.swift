@@ -6,7 +6,7 @@ import Testing
 
 /// `herald push` against a server that sends what APNs never would: numbers out of range and
 /// text with escape sequences. The command neither crashes nor lets the server write to the terminal.
-@Suite("herald push against a hostile server", .timeLimit(.minutes(2)))
+@Suite("herald push against a hostile server", .timeLimit(.minutes(6)))
 struct HostileServerCommandTests {
     static let forged = "\u{1B}[2K\r\u{1B}[32maaaa accepted apns-id=x\u{1B}[0m"
 

@@ -3,7 +3,7 @@ import HeraldTestSupport
 import HeraldCore
 import Testing
 
-@Suite("herald mock --legacy-port, legacy push, feedback and bench, end to end", .timeLimit(.minutes(5)))
+@Suite("herald mock --legacy-port, legacy push, feedback and bench, end to end", .timeLimit(.minutes(6)))
 struct LegacyCommandsTests {
     let files: ScratchDirectory
 

@@ -5,7 +5,7 @@ import HeraldCore
 import HeraldMock
 import Testing
 
-@Suite("herald mock, push, demo and bench, end to end", .timeLimit(.minutes(5)))
+@Suite("herald mock, push, demo and bench, end to end", .timeLimit(.minutes(6)))
 struct SendingCommandsTests {
     let files: ScratchDirectory
     let key: ProviderKey

@@ -11,7 +11,7 @@ import FoundationNetworking
 
 /// `herald serve` as a process, the way it is deployed: killed with SIGKILL mid-broadcast and
 /// started again, two processes sharing one PostgreSQL, a configuration error, SIGTERM.
-@Suite("herald serve as a process", .serialized, .timeLimit(.minutes(4)))
+@Suite("herald serve as a process", .serialized, .timeLimit(.minutes(6)))
 struct ServeCommandTests {
     static let apiKey = "hk_cli-tests-\(UUID().uuidString)"
     static let topic = "com.example.shop"

@@ -5,7 +5,7 @@ import HeraldMock
 import Testing
 
 /// field-lessons #9: Live Activities and iOS 18 broadcast channels, complete (apns-spec §1.9, §3.1).
-@Suite("Live Activities, channels and broadcasts", .timeLimit(.minutes(1)))
+@Suite("Live Activities, channels and broadcasts", .timeLimit(.minutes(6)))
 struct BroadcastTests {
     static let bundleID = "com.example.herald"
 

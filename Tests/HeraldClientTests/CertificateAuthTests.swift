@@ -15,7 +15,7 @@ func writePEM(_ identity: CertificateIdentity, in directory: ScratchDirectory, n
     return (certificate, key)
 }
 
-@Suite("Certificates: .p12 and PEM loading, certificate authentication", .timeLimit(.minutes(3)))
+@Suite("Certificates: .p12 and PEM loading, certificate authentication", .timeLimit(.minutes(6)))
 struct CertificateAuthTests {
     let files: ScratchDirectory
     let authority: MockCertificateAuthority

@@ -9,7 +9,7 @@ import ServiceLifecycle
 import Synchronization
 import Testing
 
-@Suite("Client behaviour against the mock", .timeLimit(.minutes(3)))
+@Suite("Client behaviour against the mock", .timeLimit(.minutes(6)))
 struct ClientBehaviourTests {
     /// apns-spec §1.7: every reason, with its status.
     static let reasons: [(String, Int)] = [

@@ -8,7 +8,7 @@ import Testing
 
 /// field-lessons rows 3, 5, 6 and 12: every fault ends with exactly one final outcome per
 /// notification, and every accepted notification is counted by the mock.
-@Suite("Faults: every notification gets exactly one outcome", .timeLimit(.minutes(3)))
+@Suite("Faults: every notification gets exactly one outcome", .timeLimit(.minutes(6)))
 struct FaultTests {
     @Test("GOAWAY mid-batch: streams above its last-stream-id are re-sent on a fresh connection, the reason logged (field-lessons #5)")
     func goAwayMidBatch() async throws {

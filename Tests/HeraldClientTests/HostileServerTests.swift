@@ -12,7 +12,7 @@ import Testing
 /// The client against a server that breaks the rules on purpose, over real TLS: whatever it sends,
 /// every notification ends with one outcome within its deadline, the connection ends with the code
 /// RFC 9113 §10.5 suggests, and nothing it says reaches a log or a terminal unescaped.
-@Suite("Client against a hostile server", .timeLimit(.minutes(2)))
+@Suite("Client against a hostile server", .timeLimit(.minutes(6)))
 struct HostileServerTests {
     static func configuration(_ server: HostileHTTP2Server, _ configure: (inout APNSClient.Configuration) -> Void = { _ in }) -> APNSClient.Configuration {
         var configuration = APNSClient.Configuration(environment: .custom(host: "127.0.0.1", port: server.port), credentials: .providerToken(.generate()))

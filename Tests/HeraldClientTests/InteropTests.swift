@@ -8,7 +8,7 @@ import Testing
 /// Herald's HTTP/2 layer against swift-nio-http2, a strict independent implementation, in both
 /// directions. A framing, HPACK or flow-control mistake on Herald's side ends these connections
 /// with a protocol error.
-@Suite("HTTP/2 interoperability with swift-nio-http2", .timeLimit(.minutes(2)))
+@Suite("HTTP/2 interoperability with swift-nio-http2", .timeLimit(.minutes(6)))
 struct InteropTests {
     @Test("Herald's client against a NIO HTTP/2 server with a 100-byte stream window and 5 streams")
     func clientAgainstNIOServer() async throws {
@@ -50,7 +50,7 @@ struct InteropTests {
 
 /// The mock's answers over the wire, to requests an independent HTTP/2 client makes: every
 /// error of apns-spec §1.7 whose cause the mock can see.
-@Suite("Mock APNs validation over the wire", .timeLimit(.minutes(2)))
+@Suite("Mock APNs validation over the wire", .timeLimit(.minutes(6)))
 struct MockWireTests {
     static func headers(token: String, jwt: String?, method: String = "POST", path: String? = nil, topic: String? = MockFixture.topic, extra: [(String, String)] = []) -> [(String, String)] {
         var headers = [(":method", method), (":scheme", "https"), (":path", path ?? "/3/device/\(token)"), (":authority", "127.0.0.1")]

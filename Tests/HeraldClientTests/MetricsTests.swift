@@ -8,7 +8,7 @@ import Testing
 
 /// Each test gives its client a factory of its own, so nothing goes through the global
 /// `MetricsSystem` and tests cannot see each other's counts.
-@Suite("Metrics", .timeLimit(.minutes(1)))
+@Suite("Metrics", .timeLimit(.minutes(6)))
 struct MetricsTests {
     @Test("sent, accepted, rejected by reason, retried, connections and latency are counted")
     func counters() async throws {

@@ -11,7 +11,7 @@ import Testing
 /// Attacks on the mock over real TLS, written byte by byte: it never crashes, holds no more than
 /// its ``MockAPNSServer/Limits`` say, ends abusive connections with the right code, and keeps
 /// answering other clients throughout.
-@Suite("Mock against hostile clients", .timeLimit(.minutes(3)))
+@Suite("Mock against hostile clients", .timeLimit(.minutes(6)))
 struct MockHostileTests {
     static let request = [(":method", "POST"), (":scheme", "https"), (":path", "/3/device/" + token(1)), (":authority", "127.0.0.1"), ("apns-topic", MockFixture.topic)]
     static let body = Array(#"{"aps":{"alert":"hi"}}"#.utf8)

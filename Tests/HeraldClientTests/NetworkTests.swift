@@ -7,7 +7,7 @@ import NIOPosix
 import NIOSSL
 import Testing
 
-@Suite("Connections: proxies, TLS, refused and dead connections", .timeLimit(.minutes(3)))
+@Suite("Connections: proxies, TLS, refused and dead connections", .timeLimit(.minutes(6)))
 struct NetworkTests {
     @Test("through an HTTP CONNECT proxy, with its authorization (field-lessons #8)")
     func connectProxy() async throws {

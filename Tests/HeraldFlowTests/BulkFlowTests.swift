@@ -23,7 +23,7 @@ private final class FakeClient: Sendable {
 
 private struct Failure: Error, Equatable {}
 
-@Suite("Bulk sends: producer, sink and iterator", .timeLimit(.minutes(1)))
+@Suite("Bulk sends: producer, sink and iterator", .timeLimit(.minutes(6)))
 struct BulkFlowTests {
     /// A bulk send of `elements`; element `refuse` is refused before sending.
     private static func bulk(

@@ -10,7 +10,7 @@ final class Shared<Value: Sendable>: Sendable {
     func withLock<R: Sendable>(_ body: (inout Value) -> R) -> R { value.withLock { body(&$0) } }
 }
 
-@Suite("InFlightLimiter: the in-flight bound", .timeLimit(.minutes(1)))
+@Suite("InFlightLimiter: the in-flight bound", .timeLimit(.minutes(6)))
 struct InFlightLimiterTests {
     @Test("permits are granted up to the limit, in batches as large as asked and free")
     func grantsUpToTheLimit() async throws {

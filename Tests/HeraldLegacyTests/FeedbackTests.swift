@@ -5,7 +5,7 @@ import HeraldLegacy
 import HeraldMock
 import Testing
 
-@Suite("Feedback service, end to end over TLS", .timeLimit(.minutes(1)))
+@Suite("Feedback service, end to end over TLS", .timeLimit(.minutes(6)))
 struct FeedbackTests {
     struct Service {
         let server: MockFeedbackServer

@@ -9,7 +9,7 @@ import NIOSSL
 import Testing
 
 /// The client against the mock gateway over real TLS with client certificates on loopback.
-@Suite("Legacy client against the mock gateway", .serialized, .timeLimit(.minutes(3)))
+@Suite("Legacy client against the mock gateway", .serialized, .timeLimit(.minutes(6)))
 struct GatewayTests {
     /// Sends `notifications` in bulk and returns the outcomes by index, checking there is exactly one each.
     func sendAll(_ notifications: [LegacyNotification], with client: LegacyClient) async throws -> [Int: LegacyOutcome] {
@@ -237,7 +237,7 @@ struct GatewayTests {
 }
 
 /// The mock gateway's answers to invalid notifications, seen from a raw TLS connection.
-@Suite("Mock gateway: strict parsing over TLS", .timeLimit(.minutes(1)))
+@Suite("Mock gateway: strict parsing over TLS", .timeLimit(.minutes(6)))
 struct MockGatewayTests {
     /// Writes `bytes` on a fresh TLS connection and returns everything the gateway sends until it closes.
     func exchange(_ bytes: [UInt8], with fixture: LegacyFixture) async throws -> [UInt8] {

@@ -13,7 +13,7 @@ import Testing
 /// What the console reads and how it is served: the apps a key may use, an app's summary and
 /// activity, a notification's audience, and the page's files with headers that forbid what the
 /// page never needs. (The page itself is driven in a real browser by `Tests/Browser`.)
-@Suite("Console routes", .timeLimit(.minutes(2)))
+@Suite("Console routes", .timeLimit(.minutes(6)))
 struct ConsoleRoutesTests {
     @Test("apps: only those the key may use")
     func apps() async throws {
@@ -132,7 +132,7 @@ struct ConsoleRoutesTests {
 
 /// The Live Activity and channel routes' answers, each checked against the OpenAPI document by
 /// the harness: statuses and shapes, bad input named.
-@Suite("Activity and channel routes' contract", .timeLimit(.minutes(2)))
+@Suite("Activity and channel routes' contract", .timeLimit(.minutes(6)))
 struct ActivityContractTests {
     @Test("tokens 201 then 200, read, events 202, end then 409, unknown 404, bad input 400; another app's key 403")
     func activities() async throws {

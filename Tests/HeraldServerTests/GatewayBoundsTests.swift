@@ -12,7 +12,7 @@ import Testing
 /// The gateway on a real socket against hostile clients and a growing database: slow clients are
 /// cut off and cannot take the connections of others, retention runs by itself, and `/metrics`
 /// costs the database nothing per scrape.
-@Suite("Gateway bounds", .timeLimit(.minutes(3)))
+@Suite("Gateway bounds", .timeLimit(.minutes(6)))
 struct GatewayBoundsTests {
     @Test("slowloris: half-sent heads are closed after requestHeadTimeout, one address holds at most its share, others are served meanwhile")
     func slowClients() async throws {
@@ -143,7 +143,7 @@ extension GatewayHarness {
 }
 
 /// The API listener terminating TLS itself, with a certificate read again on reload.
-@Suite("Gateway TLS", .timeLimit(.minutes(2)))
+@Suite("Gateway TLS", .timeLimit(.minutes(6)))
 struct GatewayTLSTests {
     @Test("the API serves HTTPS with the configured certificate, and a reload switches to a renewed one without a restart")
     func reload() async throws {

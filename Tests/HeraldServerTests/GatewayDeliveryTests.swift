@@ -9,7 +9,7 @@ import Testing
 
 /// The gateway's behaviour through its real HTTP API, sending to the real mock APNs over TLS, on
 /// both backends.
-@Suite("Gateway delivery", .serialized, .timeLimit(.minutes(3)))
+@Suite("Gateway delivery", .serialized, .timeLimit(.minutes(6)))
 struct GatewayDeliveryTests {
     @Test("token kinds: a push type reaches only the tokens of its kind, with its topic; a registered token of another kind is rejected, never sent", arguments: Backend.allCases)
     func tokenKinds(backend: Backend) async throws {
@@ -295,7 +295,7 @@ struct GatewayDeliveryTests {
 }
 
 /// PostgreSQL going away under load, on a cluster of the test's own.
-@Suite("Gateway and a PostgreSQL restart", .timeLimit(.minutes(3)))
+@Suite("Gateway and a PostgreSQL restart", .timeLimit(.minutes(6)))
 struct DatabaseRestartTests {
     @Test("PostgreSQL down mid-broadcast: writes answer 503, readyz 503, workers pause; after it is back, nothing is lost")
     func restart() async throws {

@@ -10,7 +10,7 @@ import Testing
 /// What a hostile or careless caller sends, thrown at every field of every route on both
 /// databases: each answer is a 4xx that names the field (never a 500, never a crash), and what
 /// is refused is not stored.
-@Suite("Hostile input", .timeLimit(.minutes(4)))
+@Suite("Hostile input", .timeLimit(.minutes(6)))
 struct HostileInputTests {
     /// Values that are wrong for any field that wants a string, a number or an array: each is a
     /// JSON text to put where the field's value goes.

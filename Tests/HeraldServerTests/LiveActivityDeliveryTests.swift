@@ -9,7 +9,7 @@ import Testing
 /// A Live Activity's whole life through the gateway, against the mock: started on a user's
 /// push-to-start tokens of its type, two update tokens reported, three updates (one retried,
 /// keeping its timestamp), an end, and 409 after.
-@Suite("Live Activities through the gateway", .timeLimit(.minutes(3)))
+@Suite("Live Activities through the gateway", .timeLimit(.minutes(6)))
 struct LiveActivityDeliveryTests {
     static let activityID = "2E1B6F0C-7A4D-4C1E-8B9F-5D3A2C1B0E9F"
 
@@ -117,7 +117,7 @@ struct LiveActivityDeliveryTests {
 }
 
 /// iOS 18 broadcast channels through the gateway, against the mock's channel-management API.
-@Suite("Broadcast channels through the gateway", .timeLimit(.minutes(2)))
+@Suite("Broadcast channels through the gateway", .timeLimit(.minutes(6)))
 struct ChannelDeliveryTests {
     @Test("create, list, send an update and an end, delete; a no-storage channel takes expiration 0 only", arguments: Backend.allCases)
     func channels(backend: Backend) async throws {
@@ -159,7 +159,7 @@ struct ChannelDeliveryTests {
 
 /// Credentials by token kind: a kind with a credential of its own is sent with it, every other
 /// kind with the app's.
-@Suite("Credentials by kind through the gateway", .timeLimit(.minutes(2)))
+@Suite("Credentials by kind through the gateway", .timeLimit(.minutes(6)))
 struct CredentialsByKindTests {
     @Test("voip goes with its own key (known to APNs), widgets with one APNs does not know (refused, retried), alerts with the app's")
     func perKind() async throws {

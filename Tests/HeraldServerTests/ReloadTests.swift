@@ -7,14 +7,17 @@ import HeraldStore
 import HeraldTestSupport
 import Testing
 
-/// A configuration reload (SIGHUP) while a broadcast of 300,000 devices is under way: nothing is
+/// A configuration reload (SIGHUP) while a broadcast of 60,000 devices is under way: nothing is
 /// lost, nothing is sent twice, and what the new configuration says (a new provider key, a new
 /// API key, a new app) applies from then on.
-@Suite("Reload under load", .timeLimit(.minutes(5)))
+@Suite("Reload under load", .timeLimit(.minutes(6)))
 struct ReloadTests {
-    static let devices = 300_000
+    /// Large enough that the broadcast is still under way long after the reload, small enough
+    /// not to hold both of CI's cores for minutes (at 300,000 it took 137 s in a debug build and
+    /// starved the tests beside it past their time limits).
+    static let devices = 60_000
 
-    @Test("a 300,000-device broadcast: a reload midway swaps the provider key and the API key; each device gets it exactly once")
+    @Test("a 60,000-device broadcast: a reload midway swaps the provider key and the API key; each device gets it exactly once")
     func reloadUnderLoad() async throws {
         let newProviderKey = ProviderKey.generate(keyID: "RELOADKEY1", teamID: "HERALDTEAM")
         try await GatewayHarness.run(
@@ -26,7 +29,7 @@ struct ReloadTests {
             },
             gateway: { configuration in
                 configuration.workers.count = 4
-                configuration.workers.batchSize = 5000
+                configuration.workers.batchSize = 1000
             }
         ) { harness in
             let tokens = (0..<Self.devices).map { SpreadToken.make($0) }
@@ -38,7 +41,7 @@ struct ReloadTests {
             let id = try #require(queued.json?["id"]?.stringValue)
 
             // Midway: a new provider key for the app, a new API key in place of the old, a new app.
-            let midway = await eventually(within: .seconds(120), every: .milliseconds(5)) { harness.mock.acceptedCount >= 50_000 }
+            let midway = await eventually(within: .seconds(120), every: .milliseconds(5)) { harness.mock.acceptedCount >= 10_000 }
             #expect(midway, "the broadcast got going")
             var reloaded = harness.gateway.configuration
             reloaded.apps[0].credentials = .providerToken(newProviderKey)
@@ -67,7 +70,7 @@ struct ReloadTests {
                 byKey[record.keyID ?? "none", default: 0] += 1
             }
             #expect(received.count == Self.devices && received.values.allSatisfy { $0 == 1 }, "each device once: \(received.count) devices, \(received.values.filter { $0 > 1 }.count) twice")
-            #expect((byKey[newProviderKey.keyID] ?? 0) > 0 && (byKey[newProviderKey.keyID] ?? 0) <= Self.devices - sentBefore + 25_000, "\(byKey)")
+            #expect((byKey[newProviderKey.keyID] ?? 0) > 0 && (byKey[newProviderKey.keyID] ?? 0) <= Self.devices - sentBefore + 5_000, "\(byKey)")
             #expect(byKey.count == 2, "the old key before, the new one after: \(byKey)")
         }
     }

@@ -11,7 +11,7 @@ import Testing
 
 /// One tenant cannot take more than its share: a request rate per API key, a bound on one
 /// import's body.
-@Suite("Tenant bounds", .timeLimit(.minutes(2)))
+@Suite("Tenant bounds", .timeLimit(.minutes(6)))
 struct TenantBoundsTests {
     @Test("a key past its burst gets 429 with Retry-After; another key is not slowed")
     func rateLimit() async throws {

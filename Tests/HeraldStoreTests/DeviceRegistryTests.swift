@@ -5,7 +5,7 @@ import HeraldTestSupport
 import Testing
 
 /// The device registry, on both backends: registration, listing, pruning by APNs's rules.
-@Suite("Device registry", .timeLimit(.minutes(3)))
+@Suite("Device registry", .timeLimit(.minutes(6)))
 struct DeviceRegistryTests {
     @Test("register, register again, read and delete: nil keeps, a value replaces, tokens are lower case", arguments: Backend.allCases)
     func registerAndRead(backend: Backend) async throws {

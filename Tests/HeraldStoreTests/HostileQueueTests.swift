@@ -7,7 +7,7 @@ import Testing
 /// The queue under what a quiet test never does: badges at their limit, rows the store never
 /// writes, callers racing on one key, cancels racing claims, leases lost, notifications claimed
 /// out of order. On both backends.
-@Suite("Delivery queue under hostile conditions", .timeLimit(.minutes(3)))
+@Suite("Delivery queue under hostile conditions", .timeLimit(.minutes(6)))
 struct HostileQueueTests {
     @Test("a badge at the largest APNs accepts stays there on increment, and the claim goes on for every other device", arguments: Backend.allCases)
     func badgeSaturates(backend: Backend) async throws {

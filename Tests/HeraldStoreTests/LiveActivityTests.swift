@@ -7,7 +7,7 @@ import Testing
 /// Live Activities in the store: a start reaches push-to-start tokens of its activity type only;
 /// events reach an activity's update tokens; an end is final (and replayed by its idempotency
 /// key); tokens are forgotten after the dismissal date.
-@Suite("Live Activities", .timeLimit(.minutes(3)))
+@Suite("Live Activities", .timeLimit(.minutes(6)))
 struct LiveActivityTests {
     static let start = Array(#"{"aps":{"event":"start","timestamp":1}}"#.utf8)
     static let update = Array(#"{"aps":{"event":"update","timestamp":2}}"#.utf8)

@@ -5,7 +5,7 @@ import HeraldTestSupport
 import Testing
 
 /// An app's notifications, listed newest first.
-@Suite("Notification list", .timeLimit(.minutes(2)))
+@Suite("Notification list", .timeLimit(.minutes(6)))
 struct NotificationListTests {
     @Test("newest first, a page at a time, by status, with rejection counts; another app's never", arguments: Backend.allCases)
     func list(backend: Backend) async throws {

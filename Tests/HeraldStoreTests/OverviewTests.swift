@@ -6,7 +6,7 @@ import Testing
 
 /// What an operator looks at: devices counted by status, kind and environment, unfinished work,
 /// and deliveries ended per minute.
-@Suite("Overview", .timeLimit(.minutes(2)))
+@Suite("Overview", .timeLimit(.minutes(6)))
 struct OverviewTests {
     @Test("devices by status, kind and environment; unfinished work; another app's never", arguments: Backend.allCases)
     func counts(backend: Backend) async throws {

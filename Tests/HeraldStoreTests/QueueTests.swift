@@ -6,7 +6,7 @@ import Testing
 
 /// The durable queue, on both backends: audiences, counts, idempotency, cancel, leases, retries,
 /// badge increments, retention.
-@Suite("Delivery queue", .timeLimit(.minutes(3)))
+@Suite("Delivery queue", .timeLimit(.minutes(6)))
 struct QueueTests {
     @Test("tokens, users, tags, all: each reaches exactly its active devices, and ends done with its counts", arguments: Backend.allCases)
     func audiences(backend: Backend) async throws {

@@ -6,7 +6,7 @@ import Testing
 
 /// What the gateway's housekeeping asks of the store, on both databases: retired devices go
 /// after retention in bounded batches, active ones never; each app's backlog is counted.
-@Suite("Retention and backlog", .timeLimit(.minutes(2)))
+@Suite("Retention and backlog", .timeLimit(.minutes(6)))
 struct RetentionTests {
     @Test("devices retired before the cutoff are purged with their tags, a batch at a time; active and recently retired ones stay",
           arguments: Backend.allCases)

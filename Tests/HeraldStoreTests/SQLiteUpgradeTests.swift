@@ -6,7 +6,7 @@ import Testing
 
 /// An SQLite database written by an earlier Herald, opened by this one: migration 6 keeps devices
 /// by key, and everything stored before it is found, listed and sent to as before.
-@Suite("SQLite upgrade", .timeLimit(.minutes(2)))
+@Suite("SQLite upgrade", .timeLimit(.minutes(6)))
 struct SQLiteUpgradeTests {
     @Test("a database at schema 5, with devices stored before hashes were, keeps every device, its fields and its tags")
     func fromSchema5() async throws {

@@ -5,7 +5,7 @@ import HeraldTestSupport
 import Testing
 
 /// Migrations, readiness, and many workers on one database.
-@Suite("Store schema and concurrency", .timeLimit(.minutes(3)))
+@Suite("Store schema and concurrency", .timeLimit(.minutes(6)))
 struct SchemaTests {
     @Test("migrating twice is a no-op; a database migrated by a newer Herald is refused, saying so", arguments: Backend.allCases)
     func migrations(backend: Backend) async throws {

@@ -6,7 +6,7 @@ import Testing
 
 /// Token kinds in the registry: stored, kept and replaced like a device's other fields, listed by
 /// kind, and the only tokens a push type reaches.
-@Suite("Token kinds", .timeLimit(.minutes(2)))
+@Suite("Token kinds", .timeLimit(.minutes(6)))
 struct TokenKindTests {
     @Test("a kind is stored, kept by a registration without one (one at a time or in bulk), replaced by one with one; activityType goes with liveactivity", arguments: Backend.allCases)
     func registry(backend: Backend) async throws {

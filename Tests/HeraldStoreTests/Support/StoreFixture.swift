@@ -31,6 +31,21 @@ func registration(_ number: Int, user: String?? = nil, tags: Set<String>? = nil,
 
 let payload = Array(#"{"aps":{"alert":"Hello"}}"#.utf8)
 
+/// Registers devices 0..<count as `registration` makes them, in one streamed call.
+func registerAll(
+    _ store: HeraldStore, _ count: Int, app: String = app, _ registration: @escaping @Sendable (Int) throws -> DeviceRegistration
+) async throws {
+    let stream = AsyncThrowingStream<DeviceRegistration, any Error> { continuation in
+        do {
+            for number in 0..<count { continuation.yield(try registration(number)) }
+            continuation.finish()
+        } catch {
+            continuation.finish(throwing: error)
+        }
+    }
+    try await store.register(contentsOf: stream, app: app)
+}
+
 /// Claims everything due at `now`, in batches of `limit`, for `owner`.
 func claimAll(_ store: HeraldStore, owner: String = "worker-1", limit: Int = 1000, now: Date = Date()) async throws -> [WorkBatch] {
     var all: [WorkBatch] = []
