@@ -50,7 +50,10 @@ public final class APNSClient: Sendable {
         tls.shutdownTimeout = .seconds(1)
         tls.applicationProtocols = ["h2"]
         configuration.trustRoots.apply(to: &tls)
-        switch configuration.credentials {
+        switch configuration.sendsCredentials ? configuration.credentials : nil {
+        case nil:
+            issuer = nil
+            identity = nil
         case .providerToken(let key):
             issuer = ProviderTokenIssuer.shared(for: key)
             identity = nil
@@ -134,6 +137,18 @@ public final class APNSClient: Sendable {
                 continuation.resume(throwing: APNSClientError(.shutdown, "the client is shutting down"))
             }
         }
+    }
+
+    /// Sends any request through the pool and returns its answer whatever the status: for
+    /// protocols other than APNs over Herald's HTTP/2 (Web Push). A lost stream or a timeout
+    /// throws ``APNSClientError``. Use a client made with ``Configuration/sendsCredentials`` off.
+    package func exchange(
+        method: String, path: String, headers: [(name: String, value: String)], body: [UInt8]?, logger: Logger? = nil
+    ) async throws -> (status: Int, location: String?, retryAfter: String?, body: [UInt8]) {
+        var request = OtherRequest(method: method, path: path, headers: headers, body: body, expiration: nil)
+        request.passthrough = true
+        let answer = try await perform(request, logger: logger)
+        return (answer.status, answer.location, answer.retryAfter, answer.body)
     }
 
     /// Sends a channel-management or broadcast request through the same pool, bound and retries.

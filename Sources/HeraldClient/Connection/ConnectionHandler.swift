@@ -161,6 +161,8 @@ final class ConnectionHandler: ChannelInboundHandler, RemovableChannelHandler {
             var uniqueID: String?
             var channelID: String?
             var requestID: String?
+            var location: String?
+            var retryAfter: String?
             // :status is three digits (checked by HeraldHTTP2); the ids are the server's text,
             // made safe to print where they are read.
             for (name, value, _) in headers {
@@ -170,12 +172,14 @@ final class ConnectionHandler: ChannelInboundHandler, RemovableChannelHandler {
                 case "apns-unique-id": uniqueID = Self.peerValue(value)
                 case "apns-channel-id": channelID = Self.peerValue(value)
                 case "apns-request-id": requestID = Self.peerValue(value)
+                case "location": location = Self.peerValue(value)
+                case "retry-after": retryAfter = Self.peerValue(value)
                 default: break
                 }
             }
             state.headersReceived(
                 streamID: streamID, status: status, apnsID: apnsID, uniqueID: uniqueID, endStream: endStream, now: now,
-                channelID: channelID, requestID: requestID, into: &actions
+                channelID: channelID, requestID: requestID, location: location, retryAfter: retryAfter, into: &actions
             )
         case .trailers(let streamID, _):
             state.dataReceived(streamID: streamID, bytes: ByteBuffer(), endStream: true, now: now, into: &actions)

@@ -97,6 +97,8 @@ struct ConnectionStateMachine<Job> {
         var uniqueID: String?
         var channelID: String?
         var requestID: String?
+        var location: String?
+        var retryAfter: String?
         var body: [UInt8] = []
     }
 
@@ -233,7 +235,7 @@ struct ConnectionStateMachine<Job> {
     /// Response headers. A complete answer (END_STREAM) ends the stream at once.
     mutating func headersReceived(
         streamID: HTTP2StreamNumber, status: Int?, apnsID: String?, uniqueID: String?, endStream: Bool, now: NIODeadline,
-        channelID: String? = nil, requestID: String? = nil, into actions: inout [Action]
+        channelID: String? = nil, requestID: String? = nil, location: String? = nil, retryAfter: String? = nil, into actions: inout [Action]
     ) {
         guard var stream = streams[streamID] else { return }
         if let status, stream.status == nil {
@@ -242,6 +244,8 @@ struct ConnectionStateMachine<Job> {
             stream.uniqueID = uniqueID
             stream.channelID = channelID
             stream.requestID = requestID
+            stream.location = location
+            stream.retryAfter = retryAfter
         }
         streams[streamID] = stream
         if endStream { finish(streamID, now: now, into: &actions) }
@@ -377,7 +381,7 @@ struct ConnectionStateMachine<Job> {
         if let status = stream.status {
             let answer = RawResponse(
                 status: status, apnsID: stream.apnsID, uniqueID: stream.uniqueID, channelID: stream.channelID,
-                requestID: stream.requestID, body: stream.body
+                requestID: stream.requestID, location: stream.location, retryAfter: stream.retryAfter, body: stream.body
             )
             let response = Response(answer: answer, latency: now - stream.sentAt)
             actions.append(.streamEnded(.response(stream.job, response)))

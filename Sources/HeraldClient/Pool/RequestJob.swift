@@ -65,7 +65,7 @@ final class RequestJob: @unchecked Sendable {
     func succeeds(with status: Int) -> Bool {
         switch request {
         case .notification: status == 200
-        case .other: (200..<300).contains(status)
+        case .other(let request, _): request.passthrough || (200..<300).contains(status)
         }
     }
 
@@ -116,6 +116,10 @@ struct OtherRequest: Sendable {
     var headers: [(name: String, value: String)]
     var body: [UInt8]?
     var expiration: Date?
+    /// Every answer, whatever its status, is the caller's: no retry decision is made on it (the
+    /// caller speaks another protocol over this pool: Web Push). Lost streams and timeouts still
+    /// fail as the client's errors.
+    var passthrough = false
 }
 
 /// A successful answer from the server, as it came: what a notification's ``APNSResponse`` and a
@@ -126,5 +130,8 @@ struct RawResponse: Sendable, Equatable {
     var uniqueID: String? = nil
     var channelID: String?
     var requestID: String?
+    /// `location` and `retry-after`, for passthrough requests (Web Push answers with them).
+    var location: String? = nil
+    var retryAfter: String? = nil
     var body: [UInt8]
 }
