@@ -17,6 +17,10 @@ let package = Package(
         .library(name: "HeraldLegacy", targets: ["HeraldLegacy"]),
         // Signed Wallet passes and Safari push packages.
         .library(name: "HeraldBundles", targets: ["HeraldBundles"]),
+        // Web Push (RFC 8030, 8291, 8292): VAPID, message encryption and a client, for browsers.
+        .library(name: "HeraldWebPush", targets: ["HeraldWebPush"]),
+        // A mock Web Push service that is also the browser, to test against.
+        .library(name: "HeraldWebPushMock", targets: ["HeraldWebPushMock"]),
         // The device registry and durable delivery queue, on SQLite or PostgreSQL.
         .library(name: "HeraldStore", targets: ["HeraldStore"]),
         // The push gateway: HTTP API, delivery workers and metrics over the store.
@@ -45,6 +49,9 @@ let package = Package(
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1", traits: []),
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
         .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
+        // Web Push's client: HTTP/2 by ALPN where the push service offers it, HTTP/1.1 keep-alive
+        // otherwise, pooled per origin.
+        .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
     ],
     targets: [
         .target(
@@ -146,6 +153,40 @@ let package = Package(
             ]
         ),
         .target(
+            name: "HeraldWebPush",
+            dependencies: [
+                "HeraldCore",
+                "HeraldFlow",
+                "HeraldClient",
+                "HeraldIdentity",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .target(
+            name: "HeraldWebPushMock",
+            dependencies: [
+                "HeraldCore",
+                "HeraldWebPush",
+                "HeraldMock",
+                "HeraldIdentity",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdCore", package: "hummingbird"),
+                .product(name: "HummingbirdTLS", package: "hummingbird"),
+                .product(name: "HummingbirdHTTP2", package: "hummingbird"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
+        .target(
             name: "HeraldStore",
             dependencies: [
                 "HeraldCore",
@@ -196,7 +237,10 @@ let package = Package(
                 "HeraldMock",
                 "HeraldStore",
                 "HeraldServer",
+                "HeraldWebPush",
+                "HeraldWebPushMock",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -322,6 +366,20 @@ let package = Package(
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
+        .testTarget(
+            name: "HeraldWebPushTests",
+            dependencies: [
+                "HeraldTestSupport",
+                "HeraldCore",
+                "HeraldWebPush",
+                "HeraldWebPushMock",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ]
         ),
         .testTarget(

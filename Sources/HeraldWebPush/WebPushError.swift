@@ -10,6 +10,8 @@ public struct WebPushError: Error, Sendable, Hashable, CustomStringConvertible {
         public static let invalidSubject = Code(name: "invalidSubject")
         /// A subscription whose endpoint, `p256dh` or `auth` is unusable.
         public static let invalidSubscription = Code(name: "invalidSubscription")
+        /// A message whose TTL or Topic is out of range.
+        public static let invalidMessage = Code(name: "invalidMessage")
         /// A plaintext longer than one 4096-byte record can carry (RFC 8291 §4).
         public static let payloadTooLarge = Code(name: "payloadTooLarge")
         /// A message body that does not decrypt (wrong keys, tampered, or not `aes128gcm`).

@@ -5,6 +5,7 @@ import Foundation
 import HeraldIdentity
 import HeraldLegacy
 import HeraldMock
+import HeraldWebPushMock
 import NIOCore
 import NIOPosix
 import NIOSSL
@@ -20,7 +21,10 @@ struct MockCommand: AsyncParsableCommand {
             and writes the CA to --write-ca for clients to trust. Without --auth-key-public any \
             well-formed ES256 provider token is accepted. --legacy-port and --feedback-port also \
             serve the legacy binary gateway and feedback service, with the same certificate; \
-            --unregistered answers status 8 there and --legacy-fail any status.
+            --unregistered answers status 8 there and --legacy-fail any status. --webpush-port also \
+            serves a mock Web Push service (RFC 8030, VAPID, aes128gcm) that is also the browser: \
+            POST /subscribe there gives a subscription to push to. Its certificate comes from the \
+            same generated CA.
             """
     )
 
@@ -81,7 +85,20 @@ struct MockCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Report this token on the feedback service, optionally with its UNIX time (repeatable).", valueName: "TOKEN[@TIME]"))
     var feedback: [String] = []
 
+    @Option(name: .customLong("webpush-port"), help: "Also serve a mock Web Push service on this port (0 picks a free one); POST /subscribe there gives a subscription.")
+    var webPushPort: Int?
+
+    @Option(
+        name: .customLong("webpush-write-ca"),
+        help: ArgumentHelp(
+            "Write the Web Push mock's CA certificate (PEM) here (default: the --write-ca file when the CA is generated, otherwise a temporary file).",
+            valueName: "FILE"))
+    var webPushWriteCA: String?
+
     func run() async throws {
+        if webPushPort == nil, webPushWriteCA != nil {
+            throw CommandFailure.usage("--webpush-write-ca writes the Web Push mock's CA; add --webpush-port")
+        }
         var configuration = MockAPNSServer.Configuration()
         configuration.host = bind
         configuration.port = port
@@ -208,6 +225,16 @@ struct MockCommand: AsyncParsableCommand {
         try await listen("", on: port) { try await server.start() }
         if let legacyGateway, let legacyPort { try await listen("--legacy-port ", on: legacyPort) { try await legacyGateway.start() } }
         if let feedbackServer, let feedbackPort { try await listen("--feedback-port ", on: feedbackPort) { try await feedbackServer.start() } }
+        var webPush: MockWebPushServer?
+        if let webPushPort {
+            var webPushConfiguration = MockWebPushServer.Configuration()
+            webPushConfiguration.host = bind
+            webPushConfiguration.port = webPushPort
+            // The generated CA issues its certificate too, so one --ca-file trusts every listener.
+            webPushConfiguration.certificateIssuer = authority
+            webPushConfiguration.maximumRecords = recordLimit
+            try await listen("--webpush-port ", on: webPushPort) { webPush = try await MockWebPushServer.start(configuration: webPushConfiguration) }
+        }
         if let writeCA, let authority {
             do {
                 try FileContents.write(Array(authority.certificatePEM.utf8), to: writeCA)
@@ -220,11 +247,20 @@ struct MockCommand: AsyncParsableCommand {
         if let feedbackServer { Terminal.line("feedback service listening on \(feedbackServer.endpoint)") }
         if let writeCA { Terminal.line("trust its CA with --ca-file \(writeCA)") }
         if let writeClientCertificate { Terminal.line("push certificate for \(clientTopic) in \(writeClientCertificate): --cert \(writeClientCertificate)") }
+        var webPushCAFile: String?
+        if let webPush {
+            let path = try writeWebPushCA(webPush, shared: authority != nil)
+            Terminal.line("mock Web Push listening on \(webPush.origin): POST \(webPush.origin)/subscribe gives a subscription to push to")
+            Terminal.line("trust the Web Push mock's CA with \(path)")
+            if webPushWriteCA == nil, path != writeCA { webPushCAFile = path }
+        }
         Terminal.flush()
         await waitForInterrupt()
         try await server.shutdown()
         try await legacyGateway?.shutdown()
         try await feedbackServer?.shutdown()
+        try await webPush?.shutdown()
+        if let webPushCAFile { try? FileManager.default.removeItem(atPath: webPushCAFile) }
         Terminal.line("mock APNs stopped: \(server.acceptedCount) accepted, \(server.rejectionsByReason.values.reduce(0, +)) rejected")
         if let legacyGateway {
             let rejected = legacyGateway.rejectionsByStatus.values.reduce(0, +)
@@ -233,6 +269,24 @@ struct MockCommand: AsyncParsableCommand {
         if let feedbackServer {
             Terminal.line("feedback service stopped: \(feedbackServer.readCount) reads, \(feedbackServer.pending.count) tuples unread")
         }
+        if let webPush {
+            let refused = webPush.rejectionsByReason.values.reduce(0, +)
+            Terminal.line("mock Web Push stopped: \(webPush.receivedCount) accepted, \(refused) refused, \(webPush.subscriptionCount) subscriptions")
+        }
+    }
+
+    /// Writes the Web Push mock's CA: to --webpush-write-ca, else to the --write-ca file when the
+    /// mocks share the generated CA (already written), else to a file in the temporary directory
+    /// (removed at exit). Returns its path.
+    private func writeWebPushCA(_ webPush: MockWebPushServer, shared: Bool) throws -> String {
+        if webPushWriteCA == nil, shared, let writeCA { return writeCA }
+        let path = webPushWriteCA ?? FileManager.default.temporaryDirectory.appendingPathComponent("herald-webpush-mock-ca-\(webPush.port).pem").path
+        do {
+            try FileContents.write(Array(webPush.certificateAuthorityPEM.utf8), to: path)
+        } catch {
+            throw CommandFailure.usage("--webpush-write-ca: \(error.description)")
+        }
+        return path
     }
 
     private func listen(_ option: String, on port: Int, _ start: () async throws -> Void) async throws {

@@ -1,0 +1,273 @@
+import AsyncHTTPClient
+import HeraldClient
+import HeraldCore
+import HeraldFlow
+import HeraldIdentity
+import Logging
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+import NIOSSL
+import Synchronization
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
+/// Sends Web Push messages (RFC 8030) to browsers' push services: encrypts each message for its
+/// subscription (RFC 8291), signs with VAPID (RFC 8292, one token per push service), and keeps
+/// connections per push-service origin: HTTP/2 where the service offers it by ALPN (Apple's,
+/// Google's and Mozilla's do), on Herald's own HTTP/2 pool (the APNs client's: measured many
+/// times cheaper per request than a general HTTP client); HTTP/1.1 keep-alive otherwise, with
+/// async-http-client's pool.
+///
+/// `send` waits while ``Configuration/maximumInFlight`` messages are outstanding (back-pressure),
+/// retries 429, 5xx, timeouts and unreachable services with back-off and `Retry-After`, and
+/// throws ``WebPushSendError`` for anything else: ``WebPushSendError/isSubscriptionGone`` for
+/// 404/410, the service's reason for 400/403 (`BadJwtToken`, …).
+///
+/// Call ``shutdown()`` when done, or use ``withWebPushClient(configuration:logger:_:)``.
+public final class WebPushClient: Sendable {
+    /// How the client connects, signs, bounds and retries.
+    public struct Configuration: Sendable {
+        /// Signs every request; one per application server key and contact.
+        public var vapid: VAPIDSigner
+        /// Messages outstanding at once, across every push service; `send` waits past it.
+        public var maximumInFlight: Int = 1000
+        /// HTTP/1.1 connections kept per push service (HTTP/2 multiplexes on one).
+        public var maximumHTTP1ConnectionsPerOrigin: Int = 8
+        /// Whether HTTP/2 is offered by ALPN (`true`), or HTTP/1.1 only.
+        public var allowsHTTP2 = true
+        /// The deadline of each attempt, from sending to the answer's end.
+        public var requestTimeout: Duration = .seconds(30)
+        /// The deadline for a connection (TCP and TLS).
+        public var connectTimeout: Duration = .seconds(10)
+        /// Retries of 429, 5xx, timeouts and unreachable services.
+        public var retry: WebPushRetryPolicy = .default
+        /// Certificates to trust besides the system's: a mock's CA, in tests.
+        public var additionalTrustRoots: [NIOSSLCertificate] = []
+        /// Which endpoints may be sent to; `http:` loopback only for tests.
+        public var subscriptionPolicy: WebPushSubscription.Policy = .standard
+
+        public init(vapid: VAPIDSigner) { self.vapid = vapid }
+    }
+
+    /// The longest answer body read: push services answer with a short JSON reason.
+    static let maximumAnswerCount = 8192
+
+    /// At most this many push-service origins get an HTTP/2 pool of their own; past it, the
+    /// others go over HTTP/1.1. Browsers use a handful; the bound is against made-up endpoints.
+    public static let maximumHTTP2Origins = 32
+
+    public let configuration: Configuration
+    private let http: HTTPClient
+    private let limiter: InFlightLimiter
+    private let logger: Logger
+    private let eventLoopGroup: any EventLoopGroup
+    private let isShutDown = Atomic<Bool>(false)
+    /// The HTTP/2 pool of each origin that speaks it; `nil`: it refused h2 by ALPN (HTTP/1.1).
+    private let transports = Mutex<[String: APNSClient?]>([:])
+
+    /// A client. Shut it down with ``shutdown()``.
+    public init(configuration: Configuration, eventLoopGroup: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton, logger: Logger = Logger(label: "herald.webpush", factory: { _ in SwiftLogNoOpLogHandler() })) {
+        self.configuration = configuration
+        self.logger = logger
+        self.eventLoopGroup = eventLoopGroup
+        var tls = TLSConfiguration.makeClientConfiguration()
+        if !configuration.additionalTrustRoots.isEmpty { tls.additionalTrustRoots = [.certificates(configuration.additionalTrustRoots)] }
+        var http = HTTPClient.Configuration(tlsConfiguration: tls)
+        http.httpVersion = configuration.allowsHTTP2 ? .automatic : .http1Only
+        http.connectionPool = .init(idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: max(1, configuration.maximumHTTP1ConnectionsPerOrigin))
+        http.timeout = .init(connect: .nanoseconds(Int64(configuration.connectTimeout.nanoseconds)), read: .nanoseconds(Int64(configuration.requestTimeout.nanoseconds)))
+        http.redirectConfiguration = .disallow
+        http.decompression = .disabled
+        self.http = HTTPClient(eventLoopGroup: eventLoopGroup, configuration: http, backgroundActivityLogger: logger)
+        self.limiter = InFlightLimiter(limit: max(1, configuration.maximumInFlight))
+    }
+
+    /// Encrypts `message` for `subscription`, sends it, and returns when the push service has
+    /// accepted it (201), with its `Location` (the message's resource at the service), after any
+    /// retries. Throws ``WebPushSendError`` otherwise.
+    @discardableResult
+    public func send(_ message: WebPushMessage, to subscription: WebPushSubscription) async throws(WebPushSendError) -> WebPushReceipt {
+        guard !isShutDown.load(ordering: .relaxed) else { throw WebPushSendError(.shutdown, reason: "the client was shut down") }
+        do {
+            _ = try await limiter.acquire()
+        } catch {
+            throw WebPushSendError(.shutdown, reason: "cancelled while waiting for room to send")
+        }
+        defer { limiter.release() }
+        let body: [UInt8]
+        do {
+            body = message.payload.isEmpty ? [] : try WebPushEncryption.encrypt(message.payload, for: subscription)
+        } catch {
+            throw WebPushSendError(.invalidRequest, reason: error.message)
+        }
+        var attempts = 0
+        while true {
+            attempts += 1
+            let authorization: String
+            do {
+                authorization = try configuration.vapid.authorization(origin: subscription.origin)
+            } catch {
+                throw WebPushSendError(.invalidRequest, reason: error.message, attempts: attempts)
+            }
+            let attempt = await self.attempt(body: body, message: message, subscription: subscription, authorization: authorization, attempts: attempts)
+            if isShutDown.load(ordering: .relaxed), case .unreachable = attempt {
+                throw WebPushSendError(.shutdown, reason: "the client was shut down", attempts: attempts)
+            }
+            switch WebPushDecision.decide(attempt, attempts: attempts, policy: configuration.retry, random: Double.random(in: 0..<1)) {
+            case .accepted(let location):
+                return WebPushReceipt(location: location, attempts: attempts)
+            case .fail(let error):
+                logger.debug("web push refused", metadata: ["origin": "\(subscription.origin)", "reason": "\(error)"])
+                throw error
+            case .retry(let delay):
+                logger.debug("web push retry", metadata: ["origin": "\(subscription.origin)", "attempt": "\(attempts)", "delay": "\(delay)"])
+                do {
+                    try await Task.sleep(for: delay)
+                } catch {
+                    throw WebPushSendError(.shutdown, reason: "cancelled while waiting to retry", attempts: attempts)
+                }
+            }
+        }
+    }
+
+    /// The request's headers (RFC 8030 §5, RFC 8291, RFC 8292).
+    private static func headers(body: [UInt8], message: WebPushMessage, authorization: String) -> [(name: String, value: String)] {
+        var headers: [(name: String, value: String)] = [("ttl", String(message.timeToLive))]
+        if let urgency = message.urgency { headers.append(("urgency", urgency.rawValue)) }
+        if let topic = message.topic { headers.append(("topic", topic)) }
+        headers.append(("authorization", authorization))
+        if !body.isEmpty {
+            headers.append(("content-encoding", "aes128gcm"))
+            headers.append(("content-type", "application/octet-stream"))
+        }
+        headers.append(("content-length", String(body.count)))
+        return headers
+    }
+
+    /// One request and its answer, over the origin's HTTP/2 pool when it has one.
+    private func attempt(
+        body: [UInt8], message: WebPushMessage, subscription: WebPushSubscription, authorization: String, attempts: Int
+    ) async -> WebPushDecision.Attempt {
+        if let transport = transport(for: subscription) {
+            do {
+                var path = subscription.endpoint.path
+                if path.isEmpty { path = "/" }
+                if let query = subscription.endpoint.query { path += "?" + query }
+                let answer = try await transport.exchange(
+                    method: "POST", path: path, headers: Self.headers(body: body, message: message, authorization: authorization),
+                    body: body, logger: logger)
+                return .answered(status: answer.status, retryAfter: answer.retryAfter, location: answer.location, body: answer.body)
+            } catch let error as APNSClientError {
+                switch error.code {
+                case .timedOut: return .timedOut
+                case .tlsFailed where error.message.contains("(ALPN h2)"):
+                    // The push service speaks HTTP/1.1 only: from now on its origin goes that way.
+                    logger.info("push service refused HTTP/2; using HTTP/1.1", metadata: ["origin": "\(subscription.origin)"])
+                    transports.withLock { $0[subscription.origin] = .some(nil) }
+                    Task { [transport] in await transport.shutdown() }
+                    return await attemptHTTP1(body: body, message: message, subscription: subscription, authorization: authorization)
+                default: return .unreachable("\(subscription.origin): \(error.message)")
+                }
+            } catch {
+                return .unreachable("\(subscription.origin): \(PeerText(String(describing: error), limit: 200))")
+            }
+        }
+        return await attemptHTTP1(body: body, message: message, subscription: subscription, authorization: authorization)
+    }
+
+    /// The origin's HTTP/2 pool: made on first use, for `https:` endpoints when HTTP/2 is allowed.
+    private func transport(for subscription: WebPushSubscription) -> APNSClient? {
+        guard configuration.allowsHTTP2, subscription.endpoint.scheme?.lowercased() == "https", let host = subscription.endpoint.host else { return nil }
+        return transports.withLock { transports -> APNSClient? in
+            if let known = transports[subscription.origin] { return known }
+            guard transports.count < Self.maximumHTTP2Origins, !isShutDown.load(ordering: .relaxed) else { return nil }
+            var settings = APNSClient.Configuration.anonymous(environment: .custom(host: host, port: subscription.endpoint.port ?? 443))
+            settings.trustRoots = configuration.additionalTrustRoots.isEmpty ? .system : .systemAnd(configuration.additionalTrustRoots)
+            settings.pool.maximumConnections = 2
+            settings.pool.maximumInFlight = max(1, configuration.maximumInFlight)
+            settings.timeouts.connect = configuration.connectTimeout
+            settings.timeouts.request = configuration.requestTimeout
+            // This client decides retries (``WebPushDecision``); the pool only re-sends what the
+            // server refused unprocessed.
+            settings.retry = .none
+            let client = try? APNSClient(configuration: settings, eventLoopGroup: eventLoopGroup, logger: logger)
+            transports[subscription.origin] = .some(client)
+            return client
+        }
+    }
+
+    /// One request and its answer over HTTP/1.1 (async-http-client).
+    private func attemptHTTP1(body: [UInt8], message: WebPushMessage, subscription: WebPushSubscription, authorization: String) async -> WebPushDecision.Attempt {
+        var request = HTTPClientRequest(url: subscription.endpoint.absoluteString)
+        request.method = .POST
+        request.headers.add(name: "TTL", value: String(message.timeToLive))
+        if let urgency = message.urgency { request.headers.add(name: "Urgency", value: urgency.rawValue) }
+        if let topic = message.topic { request.headers.add(name: "Topic", value: topic) }
+        request.headers.add(name: "Authorization", value: authorization)
+        if !body.isEmpty {
+            request.headers.add(name: "Content-Encoding", value: "aes128gcm")
+            request.headers.add(name: "Content-Type", value: "application/octet-stream")
+        }
+        request.body = .bytes(ByteBuffer(bytes: body))
+        do {
+            let deadline = NIODeadline.now() + .nanoseconds(Int64(configuration.requestTimeout.nanoseconds))
+            let response = try await http.execute(request, deadline: deadline, logger: logger)
+            var answer = try await response.body.collect(upTo: Self.maximumAnswerCount)
+            let bytes = answer.readBytes(length: answer.readableBytes) ?? []
+            return .answered(
+                status: Int(response.status.code), retryAfter: response.headers.first(name: "Retry-After"), location: response.headers.first(name: "Location"),
+                body: bytes)
+        } catch let error as HTTPClientError where error == .deadlineExceeded || error == .readTimeout {
+            return .timedOut
+        } catch let error as HTTPClientError where error == .connectTimeout {
+            return .unreachable("could not connect to \(subscription.origin) within \(configuration.connectTimeout)")
+        } catch {
+            return .unreachable("\(subscription.origin): \(PeerText(String(describing: error), limit: 200))")
+        }
+    }
+
+    /// Stops: later sends fail with ``WebPushSendError/Code/shutdown``, connections close.
+    public func shutdown() async throws {
+        guard !isShutDown.exchange(true, ordering: .relaxed) else { return }
+        let pools = transports.withLock { transports in transports.values.compactMap { $0 } }
+        for pool in pools { await pool.shutdown() }
+        try await http.shutdown()
+    }
+}
+
+/// A message the push service accepted.
+public struct WebPushReceipt: Sendable, Hashable {
+    /// `Location`: the push message's resource at the push service (RFC 8030 §5).
+    public var location: String?
+    /// How many times it was sent.
+    public var attempts: Int
+}
+
+/// Runs `body` with a client, and shuts it down however `body` ends.
+public func withWebPushClient<Result: Sendable>(
+    configuration: WebPushClient.Configuration, logger: Logger = Logger(label: "herald.webpush", factory: { _ in SwiftLogNoOpLogHandler() }),
+    _ body: (WebPushClient) async throws -> Result
+) async throws -> Result {
+    let client = WebPushClient(configuration: configuration, logger: logger)
+    let result: Result
+    do {
+        result = try await body(client)
+    } catch {
+        try? await client.shutdown()
+        throw error
+    }
+    try await client.shutdown()
+    return result
+}
+
+extension Duration {
+    fileprivate var nanoseconds: Int128 {
+        let (seconds, attoseconds) = components
+        return Int128(seconds) * 1_000_000_000 + Int128(attoseconds / 1_000_000_000)
+    }
+}

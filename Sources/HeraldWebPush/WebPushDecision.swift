@@ -1,0 +1,105 @@
+import HeraldCore
+
+/// What to do with one answer from a push service: a pure function of the answer, the attempt
+/// and the policy, so every status is tested as a value (RFC 8030 §5-§8; Apple's reasons).
+enum WebPushDecision: Sendable, Hashable {
+    case accepted(location: String?)
+    case retry(after: Duration)
+    case fail(WebPushSendError)
+
+    /// What an attempt ended with.
+    enum Attempt: Sendable, Hashable {
+        /// An answer: its status, `Retry-After` and body (at most a few KB).
+        case answered(status: Int, retryAfter: String?, location: String?, body: [UInt8])
+        case timedOut
+        case unreachable(String)
+    }
+
+    /// - Parameters:
+    ///   - attempts: how many times the message was sent, this one included.
+    ///   - random: a value in 0..<1 for the back-off's jitter.
+    static func decide(_ attempt: Attempt, attempts: Int, policy: WebPushRetryPolicy, random: Double) -> WebPushDecision {
+        let canRetry = attempts < policy.maximumAttempts
+        let backoff = policy.backoff.delay(afterAttempt: attempts, random: random)
+        switch attempt {
+        case .answered(let status, let retryAfter, let location, let body):
+            switch status {
+            case 200..<300:
+                return .accepted(location: location)
+            case 404, 410:
+                return .fail(WebPushSendError(.subscriptionGone, status: status, reason: reason(body, otherwise: "the subscription is gone"), attempts: attempts))
+            case 413:
+                return .fail(WebPushSendError(.payloadTooLarge, status: status, reason: reason(body, otherwise: "the message is too large"), attempts: attempts))
+            case 429:
+                guard canRetry else {
+                    return .fail(WebPushSendError(.tooManyRequests, status: status, reason: reason(body, otherwise: "too many requests"), attempts: attempts))
+                }
+                // The push service's own wait, if it says one, within the policy's ceiling.
+                let asked = retryAfter.flatMap(retryAfterSeconds).map { Duration.seconds(min($0, policy.maximumRetryAfterSeconds)) }
+                return .retry(after: max(asked ?? backoff, backoff))
+            case 500..<600:
+                guard canRetry else {
+                    return .fail(WebPushSendError(.serviceUnavailable, status: status, reason: reason(body, otherwise: "the push service failed"), attempts: attempts))
+                }
+                let asked = retryAfter.flatMap(retryAfterSeconds).map { Duration.seconds(min($0, policy.maximumRetryAfterSeconds)) }
+                return .retry(after: max(asked ?? backoff, backoff))
+            default:
+                return .fail(WebPushSendError(.rejected, status: status, reason: reason(body, otherwise: "refused"), attempts: attempts))
+            }
+        case .timedOut:
+            guard canRetry else { return .fail(WebPushSendError(.timedOut, reason: "no answer within the deadline", attempts: attempts)) }
+            return .retry(after: backoff)
+        case .unreachable(let why):
+            guard canRetry else { return .fail(WebPushSendError(.connectionFailed, reason: why, attempts: attempts)) }
+            return .retry(after: backoff)
+        }
+    }
+
+    /// `Retry-After` in seconds: a whole number (an HTTP-date is not followed; the back-off applies).
+    static func retryAfterSeconds(_ value: String) -> Int? {
+        let trimmed = value.trimmingSpaces
+        guard !trimmed.isEmpty, trimmed.utf8.count <= 9, trimmed.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }) else { return nil }
+        return Int(trimmed)
+    }
+
+    /// The push service's reason: Apple's `{"reason": …}`, Mozilla's `{"message": …}` or
+    /// `{"error": …}`, or the start of a text body; escaped and at most 200 characters.
+    static func reason(_ body: [UInt8], otherwise fallback: String) -> String {
+        if body.isEmpty { return fallback }
+        if let json = try? JSONValue(parsing: body) {
+            for key in ["reason", "message", "error"] {
+                if let text = json[key]?.stringValue, !text.isEmpty { return PeerText(text, limit: 200).description }
+            }
+        }
+        return PeerText(body, limit: 200).description
+    }
+}
+
+extension StringProtocol {
+    fileprivate var trimmingSpaces: Substring {
+        let view = self[...]
+        return Substring(view.drop(while: { $0 == " " || $0 == "\t" }).reversed().drop(while: { $0 == " " || $0 == "\t" }).reversed())
+    }
+}
+
+/// How the client retries: 429, 5xx, timeouts and unreachable services, with the project's one
+/// back-off rule and `Retry-After` honoured up to a ceiling.
+public struct WebPushRetryPolicy: Sendable, Hashable {
+    /// The most times one message is sent, the first included.
+    public var maximumAttempts: Int
+    /// The back-off between attempts.
+    public var backoff: Backoff
+    /// The longest `Retry-After` followed; a longer one is cut to it.
+    public var maximumRetryAfterSeconds: Int
+
+    public init(maximumAttempts: Int = 5, backoff: Backoff = Backoff(initial: .seconds(1), maximum: .seconds(30), jitter: 0.2), maximumRetryAfterSeconds: Int = 60) {
+        self.maximumAttempts = max(1, maximumAttempts)
+        self.backoff = backoff
+        self.maximumRetryAfterSeconds = max(0, maximumRetryAfterSeconds)
+    }
+
+    /// Up to 5 attempts, 1 s doubling to 30 s, `Retry-After` up to a minute.
+    public static let `default` = WebPushRetryPolicy()
+    /// Never retry.
+    public static let none = WebPushRetryPolicy(maximumAttempts: 1)
+}

@@ -1,0 +1,40 @@
+/// The latest `capacity` elements, oldest first: appending past it overwrites the oldest and
+/// counts it as dropped.
+struct MockRecordRing<Element: Sendable>: Sendable {
+    let capacity: Int
+    private var storage: [Element] = []
+    /// Where the oldest element is once the ring is full.
+    private var head = 0
+    /// Elements overwritten since the start.
+    private(set) var droppedCount = 0
+
+    init(capacity: Int) {
+        self.capacity = max(0, capacity)
+    }
+
+    mutating func append(_ element: Element) {
+        guard capacity > 0 else {
+            droppedCount += 1
+            return
+        }
+        if storage.count < capacity {
+            storage.append(element)
+        } else {
+            storage[head] = element
+            head = (head + 1) % capacity
+            droppedCount += 1
+        }
+    }
+
+    /// The elements held, oldest first.
+    var elements: [Element] {
+        Array(storage[head...] + storage[..<head])
+    }
+
+    var count: Int { storage.count }
+
+    mutating func removeAll() {
+        storage = []
+        head = 0
+    }
+}

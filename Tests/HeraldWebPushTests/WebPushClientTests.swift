@@ -1,0 +1,138 @@
+import Foundation
+import HeraldCore
+import HeraldWebPush
+import HeraldWebPushMock
+import Testing
+
+/// The client against the mock push service over loopback TLS: HTTP/2 on Herald's own pool,
+/// HTTP/1.1 on async-http-client's; every answer and fault as a caller sees it.
+@Suite("Web Push client against the mock push service", .timeLimit(.minutes(6)))
+struct WebPushClientTests {
+    static let key = VAPIDKey.generate()
+
+    static func configuration(_ server: MockWebPushServer, http2: Bool = true, retry: WebPushRetryPolicy = .none) throws -> WebPushClient.Configuration {
+        var configuration = WebPushClient.Configuration(vapid: try VAPIDSigner(key: key, subject: "mailto:ops@example.com"))
+        configuration.additionalTrustRoots = [server.certificateAuthority]
+        configuration.allowsHTTP2 = http2
+        configuration.retry = retry
+        configuration.requestTimeout = .seconds(5)
+        return configuration
+    }
+
+    static let fast = WebPushRetryPolicy(maximumAttempts: 3, backoff: Backoff(initial: .milliseconds(10), maximum: .milliseconds(50)), maximumRetryAfterSeconds: 1)
+
+    @Test("a message reaches the browser decrypted, with its TTL, urgency and topic, over HTTP/2 and over HTTP/1.1", arguments: [true, false])
+    func delivers(http2: Bool) async throws {
+        try await withMockWebPushServer { server in
+            let subscription = server.subscribe(applicationServerKey: Array(Self.key.publicKey.x963Representation))
+            let text = Array(#"{"web_push":8030,"notification":{"title":"Shipped","navigate":"https://example.com/o/42"}}"#.utf8)
+            let message = try WebPushMessage(payload: text, timeToLive: 600, urgency: .high, topic: "order-42")
+            let receipt = try await withWebPushClient(configuration: try Self.configuration(server, http2: http2)) { client in
+                try await client.send(message, to: subscription)
+            }
+            #expect(receipt.attempts == 1 && receipt.location?.hasPrefix("/message/") == true)
+            let received = try #require(server.received.first)
+            #expect(received.plaintext == text)
+            #expect(received.ttl == 600 && received.urgency == "high" && received.topic == "order-42")
+            #expect(received.httpVersion == (http2 ? 2 : 1))
+            #expect(received.vapidSubject == "mailto:ops@example.com")
+        }
+    }
+
+    @Test("a thousand messages to fifty subscriptions, sent at once: each reaches its browser exactly once, on one pool")
+    func many() async throws {
+        try await withMockWebPushServer { server in
+            let subscriptions = (0..<50).map { _ in server.subscribe() }
+            try await withWebPushClient(configuration: try Self.configuration(server)) { client in
+                try await withThrowingTaskGroup(of: Void.self) { group in
+                    for index in 0..<1000 {
+                        group.addTask {
+                            let message = try WebPushMessage(payload: Array("message \(index)".utf8), timeToLive: 60)
+                            try await client.send(message, to: subscriptions[index % 50])
+                        }
+                    }
+                    try await group.waitForAll()
+                }
+            }
+            let texts = server.received.compactMap { $0.plaintext.map { String(decoding: $0, as: UTF8.self) } }
+            #expect(texts.count == 1000 && Set(texts).count == 1000)
+            #expect(server.received.allSatisfy { $0.httpVersion == 2 })
+        }
+    }
+
+    @Test("410 and 404: the subscription is gone, never retried; 413 too large; 403 BadJwtToken with the service's reason")
+    func refusals() async throws {
+        try await withMockWebPushServer { server in
+            let gone = server.subscribe()
+            server.unsubscribe(gone)
+            let notFound = server.subscribe()
+            server.script(.notFound, for: notFound)
+            let large = server.subscribe()
+            server.script(.tooLarge, for: large)
+            // Bound to another application server key: this client's tokens are refused.
+            let bound = server.subscribe(applicationServerKey: Array(VAPIDKey.generate().publicKey.x963Representation))
+            let message = try WebPushMessage(payload: Array("hi".utf8), timeToLive: 60)
+            try await withWebPushClient(configuration: try Self.configuration(server, retry: Self.fast)) { client in
+                for (subscription, code, status) in [
+                    (gone, WebPushSendError.Code.subscriptionGone, 410), (notFound, .subscriptionGone, 404), (large, .payloadTooLarge, 413), (bound, .rejected, 403),
+                ] {
+                    let error = await #expect(throws: WebPushSendError.self) { try await client.send(message, to: subscription) }
+                    #expect(error?.code == code && error?.status == status && error?.attempts == 1, "\(String(describing: error))")
+                }
+            }
+            #expect(server.received.isEmpty)
+            #expect(server.rejectionsByReason.keys.contains { $0.contains("Jwt") || $0.contains("Vapid") } || !server.rejectionsByReason.isEmpty)
+        }
+    }
+
+    @Test("429 with Retry-After and a 503 storm are retried and then accepted; retries run out with the last status")
+    func transient() async throws {
+        try await withMockWebPushServer { server in
+            let limited = server.subscribe()
+            server.script(.tooManyRequests(retryAfterSeconds: 0, times: 1), for: limited)
+            let storm = server.subscribe()
+            server.script(.serverError(status: 503, times: 2), for: storm)
+            let hopeless = server.subscribe()
+            server.script(.serverError(status: 500, times: 10), for: hopeless)
+            let message = try WebPushMessage(payload: Array("retry".utf8), timeToLive: 60)
+            try await withWebPushClient(configuration: try Self.configuration(server, retry: Self.fast)) { client async throws -> Void in
+                let first = try await client.send(message, to: limited)
+                #expect(first.attempts == 2)
+                let second = try await client.send(message, to: storm)
+                #expect(second.attempts == 3)
+                let error = await #expect(throws: WebPushSendError.self) { try await client.send(message, to: hopeless) }
+                #expect(error?.code == .serviceUnavailable && error?.status == 500 && error?.attempts == 3)
+            }
+            #expect(server.received.count == 2)
+        }
+    }
+
+    @Test("a service slower than the deadline times out; one that is not there is unreachable; a closed client refuses")
+    func noAnswer() async throws {
+        try await withMockWebPushServer { server in
+            let slow = server.subscribe()
+            server.script(.delay(.seconds(3), times: 1), for: slow)
+            var configuration = try Self.configuration(server)
+            configuration.requestTimeout = .milliseconds(300)
+            let message = try WebPushMessage(payload: Array("late".utf8), timeToLive: 60)
+            let client = WebPushClient(configuration: configuration)
+            let error = await #expect(throws: WebPushSendError.self) { try await client.send(message, to: slow) }
+            #expect(error?.code == .timedOut)
+            let nowhere = try WebPushSubscription(
+                endpoint: "https://127.0.0.1:9/push/x", p256dh: Base64URL.encode(slow.p256dh), auth: Base64URL.encode(slow.authSecret))
+            try await client.shutdown()
+            // Nothing listens there: the pool's connection attempts fail, and so does the message.
+            let patient = WebPushClient(configuration: try Self.configuration(server))
+            let unreachable = await #expect(throws: WebPushSendError.self) { try await patient.send(message, to: nowhere) }
+            #expect(unreachable?.code == .connectionFailed, "\(String(describing: unreachable))")
+            try await patient.shutdown()
+            let closed = await #expect(throws: WebPushSendError.self) { try await client.send(message, to: slow) }
+            #expect(closed?.code == .shutdown)
+        }
+    }
+
+    @Test("a payload over 3,993 bytes is refused before anything is sent")
+    func tooLargeLocally() async throws {
+        #expect(throws: WebPushError.self) { _ = try WebPushMessage(payload: [UInt8](repeating: 1, count: 3994)) }
+    }
+}
