@@ -1,6 +1,7 @@
 import HeraldClient
 import HeraldCore
 import HeraldStore
+import HeraldWebPush
 import Logging
 import Synchronization
 
@@ -59,6 +60,8 @@ final class LiveConfiguration: Sendable {
 /// credential), and the API's channel clients, made on first use. Shut down once retired and unused.
 final class ClientGeneration: Sendable {
     let clients: [AppEnvironment: APNSClient]
+    /// The workers' Web Push client of each app that has `webPush`.
+    let webPushClients: [String: WebPushClient]
     /// How to make an app's channel clients for an environment: a channel-management client, and
     /// one to send broadcasts through (nil: the workers' client for it, `shared`).
     struct ChannelMaker: Sendable {
@@ -79,8 +82,9 @@ final class ClientGeneration: Sendable {
     }
     private let state = Mutex(State())
 
-    init(clients: [AppEnvironment: APNSClient], channelMakers: [AppEnvironment: ChannelMaker]) {
+    init(clients: [AppEnvironment: APNSClient], channelMakers: [AppEnvironment: ChannelMaker], webPushClients: [String: WebPushClient] = [:]) {
         self.clients = clients
+        self.webPushClients = webPushClients
         self.channelMakers = channelMakers
     }
 
@@ -143,6 +147,7 @@ final class ClientGeneration: Sendable {
 
     private func startClosing() {
         let workers = Array(clients.values)
+        let browsers = Array(webPushClients.values)
         state.withLock { state in
             guard state.closing == nil else { return }
             // Each client once: the channel routes share the workers' for broadcasts.
@@ -150,6 +155,7 @@ final class ClientGeneration: Sendable {
             state.closing = Task {
                 await withTaskGroup(of: Void.self) { group in
                     for client in all { group.addTask { await client.shutdown() } }
+                    for client in browsers { group.addTask { try? await client.shutdown() } }
                 }
             }
         }
@@ -162,7 +168,19 @@ final class ClientGeneration: Sendable {
     static func make(_ configuration: GatewayConfiguration, roles: HeraldGateway.Roles, logger: Logger) throws -> ClientGeneration {
         var clients: [AppEnvironment: APNSClient] = [:]
         var makers: [AppEnvironment: ChannelMaker] = [:]
+        var browsers: [String: WebPushClient] = [:]
         for app in configuration.apps {
+            if roles.contains(.workers), let webPush = app.webPush {
+                var settings = WebPushClient.Configuration(vapid: try VAPIDSigner(key: webPush.key, subject: webPush.subject))
+                settings.additionalTrustRoots = webPush.trustRoots
+                settings.subscriptionPolicy = .init(allowsLoopbackHTTP: webPush.allowsLoopbackHTTP)
+                // The queue retries: one attempt per claim, as for APNs.
+                settings.retry = .none
+                var clientLogger = logger
+                clientLogger[metadataKey: "app"] = "\(app.id)"
+                logger.info("Web Push client", metadata: ["app": "\(app.id)", "key": "\(webPush.key.publicKeyBase64URL)", "subject": "\(webPush.subject)"])
+                browsers[app.id] = WebPushClient(configuration: settings, logger: clientLogger)
+            }
             let credentials: [(kind: TokenKind?, credentials: APNSCredentials)] =
                 [(nil, app.credentials)] + TokenKind.allCases.compactMap { kind in app.credentialsByKind[kind].map { (kind, $0) } }
             for tokenEnvironment in TokenEnvironment.allCases {
@@ -207,7 +225,7 @@ final class ClientGeneration: Sendable {
                 }
             }
         }
-        return ClientGeneration(clients: clients, channelMakers: makers)
+        return ClientGeneration(clients: clients, channelMakers: makers, webPushClients: browsers)
     }
 }
 

@@ -183,6 +183,13 @@ public final class HeraldStore: Service, Sendable {
         try await backend.devices(app: app, filter: filter, limit: max(1, min(limit, 1000)), after: after)
     }
 
+    /// The Web Push subscriptions among `tokens` (device IDs) of `app`: what a worker sends to
+    /// for the browsers of a batch.
+    public func webPushAddresses(app: String, tokens: [String]) async throws -> [String: WebPushAddress] {
+        guard !tokens.isEmpty else { return [:] }
+        return try await backend.webPushAddresses(app: app, tokens: tokens)
+    }
+
     public func countDevices(app: String, status: DeviceStatus? = nil) async throws -> Int {
         try await backend.countDevices(app: app, status: status)
     }

@@ -246,6 +246,11 @@ public struct WebPushReceipt: Sendable, Hashable {
     public var location: String?
     /// How many times it was sent.
     public var attempts: Int
+
+    public init(location: String?, attempts: Int) {
+        self.location = location
+        self.attempts = attempts
+    }
 }
 
 /// Runs `body` with a client, and shuts it down however `body` ends.

@@ -46,9 +46,11 @@ public struct WebPushMessage: Sendable, Hashable {
     }
 
     /// A Topic made from any collapse identifier: the identifier itself when it already is one,
-    /// otherwise the base64url of the first 24 bytes of its SHA-256 (32 characters).
+    /// otherwise the base64url of the first 24 bytes of its SHA-256 (32 characters). A length of
+    /// 4n+1 is hashed too: Apple's service decodes the topic as base64url, and such a length does
+    /// not decode (`BadWebPushTopic`, as developers report).
     public static func topic(forCollapseID collapseID: String) -> String {
-        if (try? checkTopic(collapseID)) != nil { return collapseID }
+        if (try? checkTopic(collapseID)) != nil, collapseID.utf8.count % 4 != 1 { return collapseID }
         return Base64URL.encode(Array(SHA256.hash(data: Array(collapseID.utf8))).prefix(24))
     }
 

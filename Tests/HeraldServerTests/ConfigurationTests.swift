@@ -3,6 +3,7 @@ import HeraldCore
 import HeraldServer
 import HeraldStore
 import HeraldTestSupport
+import HeraldWebPush
 import Testing
 
 /// The configuration file: what it accepts, and for what it refuses, the file, the field and what
@@ -90,6 +91,33 @@ struct ConfigurationTests {
         }
         let missing = #expect(throws: ConfigurationError.self) { try GatewayConfiguration.load(file: scratch.file("nope.json")) }
         #expect(missing?.description.contains("nope.json") == true)
+    }
+
+    @Test("webPush: a VAPID key file, a contact and a default URL; each mistake named by its field")
+    func webPush() throws {
+        let (scratch, json) = try fixture()
+        let key = VAPIDKey.generate()
+        _ = try scratch.write("vapid.pem", key.pemRepresentation)
+        let base = self.app
+        func app(_ webPush: String) -> String { String(base.dropLast()) + #", "webPush": "# + webPush + "}" }
+        let good = #"{"vapidKeyFile": "vapid.pem", "subject": "mailto:ops@example.com", "defaultURL": "https://shop.example.com/"}"#
+        let loaded = try GatewayConfiguration.load(file: try scratch.write("webpush.json", json(app(good)))).apps[0].webPush
+        #expect(loaded?.key.publicKeyBase64URL == key.publicKeyBase64URL && loaded?.subject == "mailto:ops@example.com")
+        #expect(loaded?.defaultURL == "https://shop.example.com/" && loaded?.allowsLoopbackHTTP == false)
+        let cases: [(String, String, String)] = [
+            (good.replacingOccurrences(of: "vapid.pem", with: "absent.pem"), "apps[0].webPush.vapidKeyFile", "webpush keygen"),
+            (good.replacingOccurrences(of: "mailto:ops@example.com", with: "ops@example.com"), "apps[0].webPush.subject", "mailto:"),
+            (good.replacingOccurrences(of: "https://shop", with: "http://shop"), "apps[0].webPush.defaultURL", "https://"),
+            (#"{"vapidKeyFile": "vapid.pem", "subject": "mailto:a@b.c"}"#, "apps[0].webPush.defaultURL", "required"),
+            (good.replacingOccurrences(of: "}", with: #", "color": 1}"#), "apps[0].webPush.color", "unknown field"),
+        ]
+        for (index, (webPush, field, words)) in cases.enumerated() {
+            let file = try scratch.write("webpush\(index).json", json(app(webPush)))
+            let error = #expect(throws: ConfigurationError.self, "\(field)") { try GatewayConfiguration.load(file: file) }
+            #expect(error?.field == field, "\(error?.description ?? "")")
+            #expect(error?.message.contains(words) == true, "\(error?.description ?? ""): should say '\(words)'")
+            #expect(error?.description.contains("PRIVATE KEY") == false, "never the key")
+        }
     }
 
     @Test("credentials by kind: a kind's own credential serves it, the app's serves the rest")

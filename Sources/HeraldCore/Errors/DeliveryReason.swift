@@ -58,6 +58,22 @@ public enum DeliveryReason: Sendable, Hashable, CustomStringConvertible, Lossles
         case invalidConfiguration
         /// The server answered something that is not an APNs response.
         case protocolError
+        // Web Push (browsers).
+        /// The push service said the browser's subscription is gone (404 or 410, RFC 8030 §7.3):
+        /// the device is retired unless it registered again since.
+        case subscriptionGone = "SubscriptionGone"
+        /// A device is a browser's subscription, but its app has no `webPush` configured (any
+        /// more): it cannot be sent to.
+        case webPushNotConfigured = "WebPushNotConfigured"
+        /// The push type reaches no browser (`background`: Web Push has no silent messages).
+        case notForBrowsers = "NotForBrowsers"
+        /// Apple's Web Push service refused the VAPID token (a wrong key, `aud`, `exp` or `sub`):
+        /// the gateway's configuration, so retried.
+        case badJwtToken = "BadJwtToken"
+        /// Apple's Web Push service refused the `Topic` header.
+        case badWebPushTopic = "BadWebPushTopic"
+        /// The subscription is bound to another VAPID key than the one that signed (RFC 8292 §4).
+        case vapidPkHashMismatch = "VapidPkHashMismatch"
     }
 
     /// Every reason with a fixed string: APNs's known reasons, then the gateway's. Each has a

@@ -1,6 +1,13 @@
 import HeraldCore
 import HeraldStore
+import HeraldWebPush
 import Hummingbird
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 
 /// `/v1/apps/{app}/devices…`: register, read, list, forget and import device tokens.
 struct DeviceRoutes {
@@ -71,6 +78,10 @@ struct DeviceRoutes {
         if let kind = query["kind"] {
             guard let parsed = TokenKind(rawValue: String(kind)) else { throw APIError.invalid("kind must be one of \(Self.kinds)") }
             filter.kind = parsed
+        }
+        if let platform = query["platform"] {
+            guard let parsed = DevicePlatform(rawValue: String(platform)) else { throw APIError.invalid("platform must be apns or webpush") }
+            filter.platform = parsed
         }
         if let environment = query["environment"] {
             do throws(FieldError) {
@@ -177,6 +188,8 @@ struct DeviceRoutes {
 
     static func token(_ context: GatewayContext) throws -> String {
         let text = try context.parameters.require("token")
+        // A browser's subscription, by its ID.
+        if WebPushAddress.isID(text) { return text }
         do {
             return try DeviceToken(text).hex
         } catch {
@@ -198,6 +211,12 @@ struct DeviceRoutes {
         writer.member("updatedAt", device.updatedAt)
         writer.member("kind", device.kind.rawValue)
         if let activityType = device.activityType { writer.member("activityType", activityType) }
-        writer.member("environment", (device.environment ?? defaultEnvironment).rawValue)
+        writer.member("platform", device.platform.rawValue)
+        if let webPush = device.webPush {
+            // The push service, not the endpoint: at some services the endpoint is the capability.
+            if let url = URL(string: webPush.endpoint), let origin = VAPID.origin(of: url) { writer.member("pushService", origin) }
+        } else {
+            writer.member("environment", (device.environment ?? defaultEnvironment).rawValue)
+        }
     }
 }

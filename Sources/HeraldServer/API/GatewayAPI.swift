@@ -41,6 +41,7 @@ public struct GatewayAPI: Sendable {
             NotificationRoutes(api: self).add(to: v1)
             ActivityRoutes(api: self).add(to: v1)
             ChannelRoutes(api: self).add(to: v1)
+            WebPushRoutes(api: self).add(to: v1)
         }
         return router
     }

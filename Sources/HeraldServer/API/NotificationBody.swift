@@ -115,6 +115,11 @@ struct NotificationBody {
             var seen = Set<String>()
             var hex: [String] = []
             for (index, token) in tokens.enumerated() {
+                if WebPushAddress.isID(token) {
+                    // A browser's subscription, by its device ID.
+                    if seen.insert(token).inserted { hex.append(token) }
+                    continue
+                }
                 do {
                     let parsed = try DeviceToken(token).hex
                     if seen.insert(parsed).inserted { hex.append(parsed) }

@@ -2,6 +2,7 @@ import HeraldClient
 import HeraldCore
 import HeraldIdentity
 import HeraldStore
+import HeraldWebPush
 import NIOSSL
 
 #if canImport(Glibc)
@@ -124,7 +125,7 @@ extension GatewayConfiguration {
 
 extension GatewayConfiguration.App {
     init(_ fields: JSONFields, directory: String, environment: [String: String]) throws(FieldError) {
-        try fields.only(["id", "topic", "environment", "environments", "authKey", "certificate", "credentialsByKind", "caFile", "connections"])
+        try fields.only(["id", "topic", "environment", "environments", "authKey", "certificate", "credentialsByKind", "caFile", "connections", "webPush"])
         let id = try fields.requiredString("id")
         guard Self.isValidID(id) else { throw FieldError(fields.at("id"), "must be 1 to 64 of a-z 0-9 . _ - (it is part of the API's paths)") }
         let topic = try fields.requiredString("topic")
@@ -208,6 +209,43 @@ extension GatewayConfiguration.App {
             guard (1...64).contains(connections) else { throw FieldError(fields.at("connections"), "must be 1 to 64") }
             self.connections = connections
         }
+        if let webPush = try fields.object("webPush") {
+            self.webPush = try Self.webPush(webPush, directory: directory)
+        }
+    }
+
+    /// `webPush`: `{"vapidKeyFile", "subject", "defaultURL", "caFile"?, "allowLoopbackHTTP"?}`.
+    static func webPush(_ fields: JSONFields, directory: String) throws(FieldError) -> GatewayConfiguration.WebPushSettings {
+        try fields.only(["vapidKeyFile", "subject", "defaultURL", "caFile", "allowLoopbackHTTP"])
+        let keyFile = resolve(try fields.requiredString("vapidKeyFile"), in: directory)
+        let key: VAPIDKey
+        do {
+            key = try VAPIDKey(contentsOfFile: keyFile)
+        } catch {
+            throw FieldError(fields.at("vapidKeyFile"), "\(error.message) (make one with: herald webpush keygen --out FILE)")
+        }
+        let subject = try fields.requiredString("subject")
+        do {
+            try VAPID.checkSubject(subject)
+        } catch {
+            throw FieldError(fields.at("subject"), error.message)
+        }
+        let defaultURL = try fields.requiredString("defaultURL")
+        guard defaultURL.hasPrefix("https://"), defaultURL.utf8.count <= 2048, PeerText.isSafe(defaultURL), !defaultURL.contains(" ") else {
+            throw FieldError(fields.at("defaultURL"), "must be an https:// URL (where a browser's notification opens)")
+        }
+        var settings = GatewayConfiguration.WebPushSettings(key: key, subject: subject, defaultURL: defaultURL)
+        if let caFile = try fields.string("caFile") {
+            let path = resolve(caFile, in: directory)
+            do {
+                settings.trustRoots = try NIOSSLCertificate.fromPEMFile(path)
+            } catch {
+                throw FieldError(fields.at("caFile"), "cannot read PEM certificates from '\(path)' (\(error))")
+            }
+            guard !settings.trustRoots.isEmpty else { throw FieldError(fields.at("caFile"), "'\(path)' holds no PEM certificate") }
+        }
+        settings.allowsLoopbackHTTP = try fields.bool("allowLoopbackHTTP") ?? false
+        return settings
     }
 
     static func isValidID(_ id: String) -> Bool {

@@ -1,6 +1,8 @@
 import HeraldClient
 import HeraldCore
 import HeraldStore
+import HeraldWebPush
+import NIOSSL
 
 /// What a gateway serves: where it listens, its database, its apps with their APNs credentials,
 /// and the API keys that may use them.
@@ -30,6 +32,8 @@ public struct GatewayConfiguration: Sendable {
         public var trustRoots: APNSClient.TrustRoots = .system
         /// HTTP/2 connections to APNs. Default 4.
         public var connections = 4
+        /// How the app reaches browsers (Web Push); `nil`: it has none (`webPush` in the file).
+        public var webPush: WebPushSettings?
 
         public init(id: String, topic: String, environment: APNSEnvironment, credentials: APNSCredentials) {
             self.id = id
@@ -76,6 +80,28 @@ public struct GatewayConfiguration: Sendable {
             case .sandbox: return .channelManagementSandbox
             case .custom: return push
             }
+        }
+    }
+
+    /// An app's Web Push: the VAPID key and contact it signs with, and where a browser's
+    /// notification opens when the notification does not say.
+    public struct WebPushSettings: Sendable {
+        /// The application server key (`vapidKeyFile`): every subscription is bound to it.
+        public var key: VAPIDKey
+        /// The VAPID `sub`: `mailto:` or `https:` (Apple requires one).
+        public var subject: String
+        /// The https URL a browser opens when its notification is clicked (WebKit's declarative
+        /// `navigate`), unless the notification names one.
+        public var defaultURL: String
+        /// CAs trusted besides the system's (`caFile`: a mock's).
+        public var trustRoots: [NIOSSLCertificate] = []
+        /// Accept `http:` endpoints on loopback (`allowLoopbackHTTP`: tests only).
+        public var allowsLoopbackHTTP = false
+
+        public init(key: VAPIDKey, subject: String, defaultURL: String) {
+            self.key = key
+            self.subject = subject
+            self.defaultURL = defaultURL
         }
     }
 

@@ -1,6 +1,7 @@
 import HeraldClient
 import HeraldCore
 import HeraldStore
+import HeraldWebPush
 import Logging
 import ServiceLifecycle
 
@@ -115,11 +116,20 @@ final class DeliveryWorkers: Service, Sendable {
         // batch its clients, which close once it and the others that took them are done.
         let snapshot = live.snapshot
         await snapshot.clients.using {
-            await deliver(batch, worker: worker, configuration: snapshot.configuration, clients: snapshot.clients.clients)
+            await deliver(batch, worker: worker, configuration: snapshot.configuration, generation: snapshot.clients)
         }
     }
 
-    private func deliver(_ batch: WorkBatch, worker: Int, configuration: GatewayConfiguration, clients: [AppEnvironment: APNSClient]) async {
+    private func deliver(_ whole: WorkBatch, worker: Int, configuration: GatewayConfiguration, generation: ClientGeneration) async {
+        let clients = generation.clients
+        // Browsers (Web Push subscriptions) go through the app's Web Push client, beside the
+        // APNs devices; most batches have none.
+        var batch = whole
+        var browserItems: [WorkItem] = []
+        if whole.items.contains(where: { WebPushAddress.isID($0.token) }) {
+            browserItems = whole.items.filter { WebPushAddress.isID($0.token) }
+            batch.items = whole.items.filter { !WebPushAddress.isID($0.token) }
+        }
         let start = ContinuousClock.now
         let queued = batch.notification
         var logger = self.logger
@@ -128,15 +138,21 @@ final class DeliveryWorkers: Service, Sendable {
         guard let app = configuration.app(queued.app) else {
             // Not this process's app (a configuration changed): retried until it expires, so a
             // process that has the app, or this one restarted with it, still sends it.
-            logger.warning("a notification for an app this gateway does not serve; retrying later", metadata: ["devices": "\(batch.items.count)"])
-            await record(batch, batch.items.map { DeliveryOutcome(token: $0.token, result: .retry(reason: .gateway(.unknownApp))) }, logger: logger, start: start)
+            logger.warning("a notification for an app this gateway does not serve; retrying later", metadata: ["devices": "\(whole.items.count)"])
+            await record(whole, whole.items.map { DeliveryOutcome(token: $0.token, result: .retry(reason: .gateway(.unknownApp))) }, logger: logger, start: start)
             return
+        }
+        let browsers = browserItems.isEmpty ? nil : Task { [logger] in
+            await self.sendToBrowsers(browserItems, of: whole, app: app, client: generation.webPushClients[app.id], logger: logger)
         }
         let messages: (notifications: [PushNotification], invalid: [String])
         do {
             messages = try BatchMessages.notifications(for: batch, topic: app.topic)
         } catch {
-            await record(batch, batch.items.map { DeliveryOutcome(token: $0.token, result: .failed(reason: .gateway(.payloadInvalid))) }, logger: logger, start: start)
+            let browserOutcomes = await browsers?.value ?? []
+            await record(
+                whole, batch.items.map { DeliveryOutcome(token: $0.token, result: .failed(reason: .gateway(.payloadInvalid))) } + browserOutcomes, logger: logger,
+                start: start)
             return
         }
         let notifications = messages.notifications
@@ -178,7 +194,7 @@ final class DeliveryWorkers: Service, Sendable {
                     while !Task.isCancelled {
                         try? await Task.sleep(for: lease / 3)
                         if Task.isCancelled { return }
-                        try? await store.renew(batch)
+                        try? await store.renew(whole)
                     }
                 }
                 group.addTask {
@@ -192,6 +208,7 @@ final class DeliveryWorkers: Service, Sendable {
             }
         }
         await collector.wait()
+        let browserOutcomes = await browsers?.value ?? []
         watchdog.cancel()
         _ = sender  // left to finish on its own if the grace period ran out
         let results = collector.results(missing: .retry(reason: .gateway(.shutdown)))
@@ -200,7 +217,59 @@ final class DeliveryWorkers: Service, Sendable {
         let tokens = sent.lazy.map(\.token)
         var outcomes = zip(tokens, results).map { DeliveryOutcome(token: $0, result: $1) }
         outcomes += messages.invalid.map { DeliveryOutcome(token: $0, result: .failed(reason: .apns(.badDeviceToken))) }
-        await record(batch, outcomes, logger: logger, start: start)
+        outcomes += browserOutcomes
+        await record(whole, outcomes, logger: logger, start: start)
+    }
+
+    /// Sends `items` (browsers of `batch`) through the app's Web Push client, all at once up to
+    /// the client's in-flight bound, and returns an outcome for each.
+    private func sendToBrowsers(_ items: [WorkItem], of batch: WorkBatch, app: GatewayConfiguration.App, client: WebPushClient?, logger: Logger) async -> [DeliveryOutcome] {
+        let queued = batch.notification
+        guard let client, let settings = app.webPush else {
+            return items.map { DeliveryOutcome(token: $0.token, result: .failed(reason: .gateway(.webPushNotConfigured))) }
+        }
+        // Web Push has no silent messages: a background push reaches no browser.
+        guard queued.pushType == .alert else {
+            return items.map { DeliveryOutcome(token: $0.token, result: .failed(reason: .gateway(.notForBrowsers))) }
+        }
+        let addresses: [String: WebPushAddress]
+        do {
+            addresses = try await store.webPushAddresses(app: app.id, tokens: items.map(\.token))
+        } catch {
+            logger.warning("cannot read the batch's Web Push subscriptions; retrying later", metadata: ["error": "\(error)"])
+            return items.map { DeliveryOutcome(token: $0.token, result: .retry(reason: .gateway(.connectionFailed))) }
+        }
+        let policy = WebPushSubscription.Policy(allowsLoopbackHTTP: settings.allowsLoopbackHTTP)
+        return await withTaskGroup(of: DeliveryOutcome.self) { group in
+            for item in items {
+                group.addTask {
+                    let now = Date()
+                    // Deleted since the claim: nothing to send to.
+                    guard let address = addresses[item.token] else {
+                        return DeliveryOutcome(token: item.token, result: .rejected(reason: .gateway(.subscriptionGone), timestamp: now))
+                    }
+                    let message: WebPushMessage
+                    let subscription: WebPushSubscription
+                    do throws(WebPushError) {
+                        message = try BrowserMessages.message(for: queued, badge: item.badge, defaultURL: settings.defaultURL, now: now)
+                        subscription = try WebPushSubscription(endpoint: address.endpoint, p256dh: address.p256dh, auth: address.auth, policy: policy)
+                    } catch {
+                        let reason: DeliveryReason = error.code == .payloadTooLarge ? .apns(.payloadTooLarge) : .gateway(.payloadInvalid)
+                        return DeliveryOutcome(token: item.token, result: .failed(reason: reason))
+                    }
+                    do throws(WebPushSendError) {
+                        let receipt = try await client.send(message, to: subscription)
+                        return DeliveryOutcome(token: item.token, result: BrowserMessages.outcome(.success(receipt), now: Date()))
+                    } catch {
+                        return DeliveryOutcome(token: item.token, result: BrowserMessages.outcome(.failure(error), now: Date()))
+                    }
+                }
+            }
+            var outcomes: [DeliveryOutcome] = []
+            outcomes.reserveCapacity(items.count)
+            for await outcome in group { outcomes.append(outcome) }
+            return outcomes
+        }
     }
 
     /// Completes a batch; a database that does not answer is retried while the lease lasts (after

@@ -42,13 +42,19 @@ public struct Device: Sendable, Hashable {
     public var activityType: String?
     /// The environment its token belongs to; `nil`: the app's.
     public var environment: TokenEnvironment?
+    /// For a browser: its Web Push subscription (then ``token`` is the subscription's ID).
+    public var webPush: WebPushAddress?
+
+    /// Which push service reaches it.
+    public var platform: DevicePlatform { webPush == nil ? .apns : .webpush }
 
     public init(
         app: String, token: String, user: String? = nil, tags: Set<String> = [], badge: Int = 0, status: DeviceStatus = .active,
         reason: String? = nil, invalidatedAt: Date? = nil, createdAt: Date, updatedAt: Date, kind: TokenKind = .alert, activityType: String? = nil,
-        environment: TokenEnvironment? = nil
+        environment: TokenEnvironment? = nil, webPush: WebPushAddress? = nil
     ) {
         self.environment = environment
+        self.webPush = webPush
         self.app = app
         self.token = token
         self.kind = kind
@@ -85,6 +91,8 @@ public struct DeviceRegistration: Sendable, Hashable {
     public private(set) var activityType: String?
     /// The environment the token belongs to: `nil` keeps the stored one (a new device: the app's).
     public var environment: TokenEnvironment?
+    /// A browser's subscription (``init(webPush:user:tags:badge:)``): replaces the stored one.
+    public private(set) var webPush: WebPushAddress?
 
     /// The most tags a device may have, and their longest length.
     public static let maximumTags = 32
@@ -110,6 +118,10 @@ public struct DeviceRegistration: Sendable, Hashable {
         environment: TokenEnvironment? = nil
     ) throws(StoreError) {
         self.environment = environment
+        if WebPushAddress.isID(token) {
+            // A subscription is registered with its endpoint and keys, never by its ID alone.
+            throw StoreError(.invalidInput, "device token: \(token) is a Web Push subscription's ID; register the subscription itself (its endpoint and keys)")
+        }
         do {
             self.token = try DeviceToken(token).hex
         } catch {
@@ -145,8 +157,16 @@ public struct DeviceRegistration: Sendable, Hashable {
         try checkBadge()
     }
 
+    /// A browser's Web Push subscription, as a device of the app under the subscription's ID: an
+    /// alert device (what `alert` notifications reach), in no APNs environment.
+    public init(webPush: WebPushAddress, user: String?? = nil, tags: Set<String>? = nil, badge: Int? = nil) throws(StoreError) {
+        try self.init(token: String(repeating: "0", count: 64), user: user, tags: tags, badge: badge, kind: .alert)
+        self.token = webPush.id
+        self.webPush = webPush
+    }
+
     /// Whether it says nothing but its token: registering it keeps every stored field.
-    var isBare: Bool { user == nil && tags == nil && badge == nil && kind == nil && environment == nil }
+    var isBare: Bool { user == nil && tags == nil && badge == nil && kind == nil && environment == nil && webPush == nil }
 
     /// A Live Activity attributes type name: 1 to 128 of letters, digits, `_` and `.`.
     public static func isValidActivityType(_ name: String) -> Bool {
@@ -170,6 +190,7 @@ public struct DeviceRegistration: Sendable, Hashable {
         if let tags = later.tags { self.tags = tags }
         if let badge = later.badge { self.badge = badge }
         if let environment = later.environment { self.environment = environment }
+        if let webPush = later.webPush { self.webPush = webPush }
         if let kind = later.kind {
             self.kind = kind
             self.activityType = later.activityType
@@ -192,6 +213,8 @@ public struct DeviceFilter: Sendable, Hashable {
     public var user: String?
     public var tag: String?
     public var kind: TokenKind?
+    /// Devices reached through this push service.
+    public var platform: DevicePlatform?
     /// Devices of this environment; those registered without one count as `defaultEnvironment`'s.
     public var environment: TokenEnvironment?
     /// The app's environment: where a device registered without one is sent.
@@ -199,8 +222,9 @@ public struct DeviceFilter: Sendable, Hashable {
 
     public init(
         status: DeviceStatus? = nil, user: String? = nil, tag: String? = nil, kind: TokenKind? = nil, environment: TokenEnvironment? = nil,
-        defaultEnvironment: TokenEnvironment = .production
+        defaultEnvironment: TokenEnvironment = .production, platform: DevicePlatform? = nil
     ) {
+        self.platform = platform
         self.status = status
         self.user = user
         self.tag = tag

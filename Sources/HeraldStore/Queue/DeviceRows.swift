@@ -7,7 +7,7 @@ import HeraldCore
 /// costs in memory.
 struct DeviceRows: Sendable {
     /// `[token, user ('' clears it, null keeps it), tags, badge, hash, kind, activity type,
-    /// environment]`, as
+    /// environment, Web Push subscription]`, as
     /// ``QueueStatements/upsertDevices(settingKind:)`` reads them: those that keep their stored
     /// kind, and those that give one.
     private(set) var full: JSONWriter
@@ -72,6 +72,7 @@ struct DeviceRows: Sendable {
         if let kind = registration.kind { rows.int(KindCode(kind).rawValue) } else { rows.null() }
         if let activityType = registration.activityType { rows.string(activityType) } else { rows.null() }
         if let environment = registration.environment { rows.int(EnvironmentCode(environment).rawValue) } else { rows.null() }
+        if let webPush = registration.webPush { rows.string(webPush.stored) } else { rows.null() }
         rows.endArray()
     }
 }

@@ -71,7 +71,8 @@ extension QueueEngine {
             if let kind = filter.kind { binds.append(.code(KindCode(kind))) }
             if let environment = filter.environment { binds += [.code(EnvironmentCode(environment)), .code(EnvironmentCode(filter.defaultEnvironment))] }
             let statement = sql.listDevices(
-                status: filter.status != nil, user: filter.user != nil, tag: filter.tag != nil, kind: filter.kind != nil, environment: filter.environment != nil
+                status: filter.status != nil, user: filter.user != nil, tag: filter.tag != nil, kind: filter.kind != nil, environment: filter.environment != nil,
+                platform: filter.platform
             )
             var devices = try await connection.query(statement, binds).map(Self.device)
             let more = devices.count > limit
@@ -118,8 +119,21 @@ extension QueueEngine {
             badge: row.int(4, default: 0), status: DeviceCode(code: row.int(5))?.status ?? .active, reason: row.text(6),
             invalidatedAt: row.int(7).map(Date.init(milliseconds:)), createdAt: Date(milliseconds: row.int(8) ?? 0),
             updatedAt: Date(milliseconds: row.int(9) ?? 0), kind: KindCode(code: row.int(10))?.kind ?? .alert, activityType: row.text(11),
-            environment: EnvironmentCode.environment(row.int(12))
+            environment: EnvironmentCode.environment(row.int(12)), webPush: WebPushAddress(stored: row.text(13))
         )
+    }
+
+    /// The Web Push subscriptions among `tokens` of `app`, by device ID (the others are not browsers).
+    func webPushAddresses(app: String, tokens: [String]) async throws -> [String: WebPushAddress] {
+        try await database.read { [self] connection in
+            var addresses: [String: WebPushAddress] = [:]
+            for part in Self.chunks(tokens) {
+                for row in try await connection.query(sql.webPushAddresses, [.text(app), .devices(part)]) {
+                    if let token = row.text(0), let address = WebPushAddress(stored: row.text(1)) { addresses[token] = address }
+                }
+            }
+            return addresses
+        }
     }
 
     /// Gives devices and tags stored before migration 4 their hash, a batch at a time in key

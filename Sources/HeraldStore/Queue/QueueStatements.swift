@@ -9,29 +9,30 @@ struct QueueStatements: Sendable {
 
     // MARK: Devices
 
-    static let deviceColumns = "app, token, user_id, tags, badge, status, reason, invalidated_at, created_at, updated_at, kind, activity_type, environment"
+    static let deviceColumns = "app, token, user_id, tags, badge, status, reason, invalidated_at, created_at, updated_at, kind, activity_type, environment, web_push"
 
     /// Device $2 (its key $3) of app $1. A device is found by its hash as well as its token: SQLite
     /// keeps devices in key order (``SQLDialect/deviceKey``); PostgreSQL finds it by token.
     var selectDevice: String { "SELECT \(Self.deviceColumns) FROM devices WHERE app = $1 AND hash = $3 AND token = $2" }
 
     /// Upserts devices of app $1 given as rows `[token, user, tags, badge, hash, kind, activity
-    /// type, environment]` ($2) at $3: a null user, tags, badge or environment keeps what is
-    /// stored (a cleared user is "");
+    /// type, environment, Web Push subscription]` ($2) at $3: a null user, tags, badge,
+    /// environment or subscription keeps what is stored (a cleared user is "");
     /// registering makes the device active again. A hash is the token's, never updated. A new
     /// device without a kind is an alert token; `settingKind`: the rows' kinds (and activity
     /// types) replace those stored, otherwise stored kinds are kept.
     func upsertDevices(settingKind: Bool) -> String {
         """
-        INSERT INTO devices (app, token, user_id, tags, badge, hash, kind, activity_type, environment, status, created_at, updated_at)
+        INSERT INTO devices (app, token, user_id, tags, badge, hash, kind, activity_type, environment, web_push, status, created_at, updated_at)
         SELECT $1, \(e(0, .text)), \(e(1, .text)), \(e(2, .text)), \(e(3, .integer)), \(e(4, .bigint)),
-            COALESCE(\(e(5, .smallint)), \(KindCode.alert)), \(e(6, .text)), \(e(7, .smallint)), \(DeviceCode.active), $3, $3
+            COALESCE(\(e(5, .smallint)), \(KindCode.alert)), \(e(6, .text)), \(e(7, .smallint)), \(e(8, .text)), \(DeviceCode.active), $3, $3
         FROM \(d.rows(2)) AS j WHERE true
         ON CONFLICT \(d.deviceKey) DO UPDATE SET
             user_id = COALESCE(excluded.user_id, devices.user_id),
             tags = COALESCE(excluded.tags, devices.tags),
             badge = COALESCE(excluded.badge, devices.badge),
-            environment = COALESCE(excluded.environment, devices.environment),\(settingKind ? "\n    kind = excluded.kind, activity_type = excluded.activity_type," : "")
+            environment = COALESCE(excluded.environment, devices.environment),
+            web_push = COALESCE(excluded.web_push, devices.web_push),\(settingKind ? "\n    kind = excluded.kind, activity_type = excluded.activity_type," : "")
             status = \(DeviceCode.active), reason = NULL, invalidated_at = NULL,
             updated_at = excluded.updated_at
         """
@@ -61,8 +62,11 @@ struct QueueStatements: Sendable {
     /// Keyset pagination after token $2 ("": from the start), at most $3, optionally by status,
     /// user or tag, in the order the database keeps devices: by key (``SQLDialect/devicesInKeyOrder``:
     /// then $4 is $2's hash, -1 from the start) or by token.
-    func listDevices(status: Bool, user: Bool, tag: Bool, kind: Bool, environment: Bool) -> String {
-        var sql = "SELECT d.app, d.token, d.user_id, d.tags, d.badge, d.status, d.reason, d.invalidated_at, d.created_at, d.updated_at FROM devices d"
+    func listDevices(status: Bool, user: Bool, tag: Bool, kind: Bool, environment: Bool, platform: DevicePlatform? = nil) -> String {
+        var sql = """
+            SELECT d.app, d.token, d.user_id, d.tags, d.badge, d.status, d.reason, d.invalidated_at, d.created_at, d.updated_at,
+                d.kind, d.activity_type, d.environment, d.web_push FROM devices d
+            """
         var next = d.devicesInKeyOrder ? 5 : 4
         var conditions = ""
         if tag {
@@ -84,6 +88,11 @@ struct QueueStatements: Sendable {
         }
         // Devices registered without an environment count as the app's ($next + 1).
         if environment { conditions += " AND COALESCE(d.environment, $\(next + 1)) = $\(next)" }
+        switch platform {
+        case nil: break
+        case .apns: conditions += " AND d.web_push IS NULL"
+        case .webpush: conditions += " AND d.web_push IS NOT NULL"
+        }
         sql += conditions
         return sql + (d.devicesInKeyOrder ? " ORDER BY d.hash, d.token LIMIT $3" : " ORDER BY d.token LIMIT $3")
     }
@@ -153,6 +162,11 @@ struct QueueStatements: Sendable {
     // push needs no such condition, and has none: PostgreSQL estimated `COALESCE(activity_type,
     // '') = ''` to keep almost no rows and read a broadcast's range by a scan and a sort, 120 ms a
     // batch instead of 27 ms by the index (a 300,000-device broadcast at 52k/s instead of 82k/s).
+
+    /// The Web Push subscriptions of app $1's devices among rows `[token, hash]` ($2).
+    var webPushAddresses: String {
+        "SELECT token, web_push FROM devices WHERE app = $1 AND web_push IS NOT NULL AND \(d.devices("devices", in: 2, hashAt: 1))"
+    }
 
     /// The devices of app $1 among rows `[token, hash]` ($2).
     var knownDevices: String {

@@ -35,7 +35,9 @@ struct Invalidation: Sendable, Hashable {
 
     /// The one table of reasons that end a device: ``DeliveryDecision`` decides by it too.
     static func status(for reason: DeliveryReason) -> DeviceCode? {
-        switch reason.apnsReason {
+        // A browser's push service says so with 404 or 410 (RFC 8030 §7.3), at the time it answers.
+        if reason == .gateway(.subscriptionGone) { return .unregistered }
+        return switch reason.apnsReason {
         case .unregistered, .expiredToken: .unregistered
         case .badDeviceToken, .deviceTokenNotForTopic: .invalid
         default: nil

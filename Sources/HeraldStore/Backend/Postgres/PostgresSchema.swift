@@ -184,6 +184,11 @@ enum PostgresSchema {
             )
             """,
         ],
+        // 8: a browser's Web Push subscription (``WebPushAddress``, its stored JSON) on the
+        // device it is registered as; NULL for an APNs token.
+        [
+            "ALTER TABLE devices ADD COLUMN web_push TEXT",
+        ],
     ]
 
     static let createVersions = "CREATE TABLE IF NOT EXISTS herald_schema (version INTEGER PRIMARY KEY, applied_at BIGINT NOT NULL)"

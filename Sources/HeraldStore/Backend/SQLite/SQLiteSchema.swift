@@ -216,6 +216,11 @@ enum SQLiteSchema {
             ) WITHOUT ROWID
             """,
         ],
+        // 10: a browser's Web Push subscription (``WebPushAddress``, its stored JSON) on the
+        // device it is registered as; NULL for an APNs token.
+        [
+            "ALTER TABLE devices ADD COLUMN web_push TEXT",
+        ],
     ]
 
     /// Before migration 6: gives every device without a hash (stored before migration 4, and

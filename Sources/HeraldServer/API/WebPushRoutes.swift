@@ -1,0 +1,53 @@
+import HeraldCore
+import HeraldStore
+import HeraldWebPush
+import Hummingbird
+
+/// `/v1/apps/{app}/webpush/subscriptions`: a browser's push subscription registers as a device
+/// of the app (docs/webpush.md). It is then read, listed and forgotten as devices are, under its
+/// ID, and `alert` notifications to its user, tags or `all` reach it beside the user's iPhone.
+struct WebPushRoutes {
+    let api: GatewayAPI
+
+    func add(to group: RouterGroup<GatewayContext>) {
+        group.post("apps/:app/webpush/subscriptions", use: subscribe)
+    }
+
+    /// Exactly what a page's `subscription.toJSON()` gives (`endpoint`, `expirationTime`,
+    /// `keys.p256dh`, `keys.auth`), plus `user` and `tags` as for devices. 201 when new, 200
+    /// when the endpoint was known (its keys, user and tags refreshed).
+    @Sendable func subscribe(request: Request, context: GatewayContext) async throws -> Response {
+        let app = try api.authorizedApp(context)
+        guard let settings = api.configuration.app(app)?.webPush else {
+            throw APIError(
+                .conflict, "webPushNotConfigured",
+                "app '\(app)' has no webPush in the gateway's configuration (vapidKeyFile, subject, defaultURL): browsers cannot be sent to")
+        }
+        let fields = try await JSONBody.object(of: request, limit: api.configuration.limits.maximumBodySize)
+        let registration: DeviceRegistration
+        do throws(FieldError) {
+            try fields.only(["endpoint", "expirationTime", "keys", "user", "tags"])
+            let subscription: WebPushSubscription
+            do {
+                subscription = try WebPushSubscription(json: .object(fields.members), policy: .init(allowsLoopbackHTTP: settings.allowsLoopbackHTTP))
+            } catch {
+                // The message names the field: "keys.auth: must be 16 bytes; this one is 15".
+                throw FieldError("", error.message)
+            }
+            let user: String?? = fields.has("user") ? .some(try fields.string("user")) : nil
+            let tags = try fields.strings("tags").map(Set.init)
+            do {
+                let address = try WebPushAddress(
+                    endpoint: subscription.endpoint.absoluteString, p256dh: Base64URL.encode(subscription.p256dh), auth: Base64URL.encode(subscription.authSecret))
+                registration = try DeviceRegistration(webPush: address, user: user, tags: tags)
+            } catch {
+                throw FieldError("", error.message)
+            }
+        } catch {
+            throw error.apiError
+        }
+        let (device, created) = try await api.store.register(registration, app: app)
+        let defaultEnvironment = api.defaultEnvironment(of: app)
+        return JSONBody.object(created ? .created : .ok) { DeviceRoutes.write(device, defaultEnvironment: defaultEnvironment, to: &$0) }
+    }
+}

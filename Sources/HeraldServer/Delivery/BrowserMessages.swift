@@ -1,0 +1,108 @@
+import HeraldCore
+import HeraldStore
+import HeraldWebPush
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
+/// What a browser receives for a notification, and how each Web Push answer is recorded: pure
+/// functions, tested as values (docs/webpush.md).
+enum BrowserMessages {
+    /// The message for `queued` to one browser at `now`: WebKit's declarative format (`"web_push":
+    /// 8030`, which Safari 18.4+ shows without a service worker, and a service worker elsewhere
+    /// reads), with `TTL` from what is left of its expiration or maximum age (a retry sends a
+    /// smaller one), `Urgency` from its priority and `Topic` from its collapse ID (else its ID,
+    /// as APNs's `apns-collapse-id`: a message sent twice replaces its copy still waiting).
+    static func message(for queued: QueuedNotification, badge: Int?, defaultURL: String, now: Date) throws(WebPushError) -> WebPushMessage {
+        let payload = try Self.payload(queued.payload, badge: badge, defaultURL: defaultURL)
+        let timeToLive: Int
+        switch queued.expiration {
+        case .immediately?: timeToLive = 0
+        case .at(let date)?: timeToLive = Self.seconds(from: now, to: date)
+        case nil: timeToLive = Self.seconds(from: now, to: queued.deadline)
+        }
+        let urgency: WebPushMessage.Urgency?
+        switch queued.priority {
+        case .immediate?: urgency = .high
+        case .throttled?: urgency = .normal
+        case .low?: urgency = .low
+        case nil: urgency = nil
+        }
+        return try WebPushMessage(
+            payload: payload, timeToLive: timeToLive, urgency: urgency, topic: WebPushMessage.topic(forCollapseID: queued.collapseID ?? queued.id))
+    }
+
+    /// `{"web_push": 8030, "notification": {"title", "body", "navigate", "data"}, "app_badge"}`
+    /// from an APNs payload: `aps.alert` (a string is the title; an object's `title` and `body`),
+    /// the custom keys as `data`, and the badge (`badge` when the notification increments it,
+    /// else `aps.badge`).
+    static func payload(_ apnsPayload: [UInt8], badge: Int?, defaultURL: String) throws(WebPushError) -> [UInt8] {
+        guard case .object(let members)? = try? JSONValue(parsing: apnsPayload) else {
+            throw WebPushError(.invalidMessage, "the stored payload is not a JSON object")
+        }
+        let aps = members["aps"]?.objectValue ?? [:]
+        var notification: [String: JSONValue] = ["navigate": .string(defaultURL)]
+        switch aps["alert"] {
+        case .string(let text)?:
+            notification["title"] = .string(text)
+        case .object(let alert)?:
+            let title = alert["title"]?.stringValue
+            let body = alert["body"]?.stringValue
+            notification["title"] = .string(title ?? body ?? "")
+            if title != nil, let body { notification["body"] = .string(body) }
+        default:
+            notification["title"] = .string("")
+        }
+        var custom = members
+        custom["aps"] = nil
+        if !custom.isEmpty { notification["data"] = .object(custom) }
+        var root: [String: JSONValue] = ["web_push": .int(8030), "notification": .object(notification)]
+        if let badge = badge ?? aps["badge"]?.intValue { root["app_badge"] = .int(badge) }
+        return Array(JSONValue.object(root).jsonString.utf8)
+    }
+
+    /// How one browser's answer is recorded. A gone subscription retires the device (at the time
+    /// of the answer); the VAPID token refused (`BadJwtToken`) is the gateway's configuration and
+    /// is retried, as APNs's credential reasons are; 429, 5xx and no answer are retried; other
+    /// refusals are recorded with the push service's reason.
+    static func outcome(_ result: Result<WebPushReceipt, WebPushSendError>, now: Date) -> DeliveryOutcome.Result {
+        switch result {
+        case .success(let receipt):
+            // The message's resource at the push service, kept as its ID (bounded: it is the peer's).
+            return .accepted(apnsID: receipt.location.map { String($0.prefix(128)) })
+        case .failure(let error):
+            switch error.code {
+            case .subscriptionGone:
+                return .rejected(reason: .gateway(.subscriptionGone), timestamp: now)
+            case .payloadTooLarge:
+                return .failed(reason: .apns(.payloadTooLarge))
+            case .rejected:
+                let reason = DeliveryReason(error.reason)
+                if reason == .gateway(.badJwtToken) || error.status == 401 { return .retry(reason: .gateway(.badJwtToken)) }
+                return .rejected(reason: reason, timestamp: nil)
+            case .tooManyRequests:
+                return .retry(reason: .apns(.tooManyRequests))
+            case .serviceUnavailable:
+                return .retry(reason: error.status == 500 ? .apns(.internalServerError) : .apns(.serviceUnavailable))
+            case .timedOut:
+                return .retry(reason: .gateway(.timedOut))
+            case .connectionFailed:
+                return .retry(reason: .gateway(.connectionFailed))
+            case .shutdown:
+                return .retry(reason: .gateway(.shutdown))
+            default:
+                return .failed(reason: .gateway(.payloadInvalid))
+            }
+        }
+    }
+
+    /// Whole seconds from `now` to `date`, at least 0.
+    private static func seconds(from now: Date, to date: Date) -> Int {
+        let interval = date.timeIntervalSince(now)
+        guard interval.isFinite, interval > 0 else { return 0 }
+        return Int(min(interval.rounded(.down), Double(Int32.max)))
+    }
+}

@@ -1,0 +1,148 @@
+import Foundation
+import HeraldCore
+import HeraldServer
+import HeraldTestSupport
+import HeraldWebPush
+import HeraldWebPushMock
+import Testing
+
+/// Browsers beside iPhones: a browser's subscription registers as a device of the app, and the
+/// same notification reaches a user's every device, through APNs and Web Push, against both mocks.
+@Suite("Gateway Web Push", .timeLimit(.minutes(6)))
+struct WebPushGatewayTests {
+    static let vapid = VAPIDKey.generate()
+    static let defaultURL = "https://shop.example.com/"
+
+    /// A gateway whose app sends to browsers through `webPush`, with the mock's CA trusted.
+    static func run(_ backend: Backend, webPush: Bool = true, _ body: (GatewayHarness, MockWebPushServer) async throws -> Void) async throws {
+        try await withMockWebPushServer { browsers in
+            try await GatewayHarness.run(backend, gateway: { configuration in
+                if webPush {
+                    var settings = GatewayConfiguration.WebPushSettings(key: Self.vapid, subject: "mailto:ops@example.com", defaultURL: Self.defaultURL)
+                    settings.trustRoots = [browsers.certificateAuthority]
+                    configuration.apps[0].webPush = settings
+                }
+            }) { harness in
+                try await body(harness, browsers)
+            }
+        }
+    }
+
+    /// Registers a browser's subscription for `user`; returns its device ID.
+    static func register(_ subscription: WebPushSubscription, user: String?, harness: GatewayHarness, expect status: Int = 201) async throws -> String {
+        var body = subscription.json.objectValue!
+        if let user { body["user"] = .string(user) }
+        let answer = try await harness.call(.post, "/v1/apps/\(appID)/webpush/subscriptions", .object(body))
+        #expect(answer.status == status, "\(answer.json?.jsonString ?? "")")
+        #expect(answer.json?["platform"]?.stringValue == "webpush")
+        return try #require(answer.json?["token"]?.stringValue)
+    }
+
+    @Test("a user with an iPhone and two browsers: one notification reaches each once, a browser in WebKit's declarative format", arguments: Backend.allCases)
+    func everyDevice(backend: Backend) async throws {
+        try await Self.run(backend) { harness, browsers in
+            try await harness.register([1], user: { _ in "ann" })
+            let serverKey = Array(Self.vapid.publicKey.x963Representation)
+            let safari = browsers.subscribe(applicationServerKey: serverKey)
+            let firefox = browsers.subscribe(applicationServerKey: serverKey)
+            let safariID = try await Self.register(safari, user: "ann", harness: harness)
+            let firefoxID = try await Self.register(firefox, user: "ann", harness: harness)
+            #expect(safariID.hasPrefix("wp_") && safariID != firefoxID)
+            // The same endpoint again is the same device.
+            #expect(try await Self.register(safari, user: "ann", harness: harness, expect: 200) == safariID)
+
+            let listed = try await harness.call(.get, "/v1/apps/\(appID)/devices?platform=webpush").json?["devices"]?.arrayItems ?? []
+            #expect(Set(listed.compactMap { $0["token"]?.stringValue }) == [safariID, firefoxID])
+            #expect(listed.allSatisfy { $0["pushService"]?.stringValue == browsers.origin && $0["user"]?.stringValue == "ann" })
+            let apns = try await harness.call(.get, "/v1/apps/\(appID)/devices?platform=apns").json?["devices"]?.arrayItems ?? []
+            #expect(apns.compactMap { $0["token"]?.stringValue } == [token(1)])
+
+            let id = try await harness.send(["users": ["ann"]], alert: "Your order shipped", extra: ["payload": ["aps": ["alert": ["title": "Shipped", "body": "Arrives Tuesday"], "badge": 2], "order": 42]])
+            let done = try await harness.waitUntilDone(id)
+            #expect(done.count("accepted") == 3, "\(done.jsonString)")
+            #expect(harness.received() == [token(1): 1])
+            #expect(browsers.received(for: safari).count == 1 && browsers.received(for: firefox).count == 1)
+            let shown = try #require(browsers.received(for: safari).first?.plaintext.flatMap { try? JSONValue(parsing: $0) })
+            #expect(shown["web_push"]?.intValue == 8030)
+            #expect(shown["notification"]?["title"]?.stringValue == "Shipped" && shown["notification"]?["body"]?.stringValue == "Arrives Tuesday")
+            #expect(shown["notification"]?["navigate"]?.stringValue == Self.defaultURL)
+            #expect(shown["notification"]?["data"]?["order"]?.intValue == 42 && shown["app_badge"]?.intValue == 2)
+            let ttl = try #require(browsers.received(for: safari).first?.ttl)
+            #expect(ttl > 0 && ttl <= 7 * 86400, "the TTL is what is left of the notification's maximum age")
+
+            // A broadcast reaches the three too; a browser's ID works as a token.
+            let all = try await harness.waitUntilDone(try await harness.send(["all": true], alert: "Sale"))
+            #expect(all.count("accepted") == 3, "\(all.jsonString)")
+            let one = try await harness.waitUntilDone(try await harness.send(["tokens": [.string(firefoxID)]], alert: "Just you"))
+            #expect(one.count("accepted") == 1 && browsers.received(for: firefox).count == 3)
+        }
+    }
+
+    @Test("410 from the push service retires the subscription: nothing is sent to it again", arguments: Backend.allCases)
+    func goneRetires(backend: Backend) async throws {
+        try await Self.run(backend) { harness, browsers in
+            let subscription = browsers.subscribe()
+            let id = try await Self.register(subscription, user: "bo", harness: harness)
+            browsers.unsubscribe(subscription)
+            let first = try await harness.waitUntilDone(try await harness.send(["users": ["bo"]]))
+            #expect(first["rejected"]?["SubscriptionGone"]?.intValue == 1, "\(first.jsonString)")
+            let device = try await harness.call(.get, "/v1/apps/\(appID)/devices/\(id)").json
+            #expect(device?["status"]?.stringValue == "unregistered" && device?["reason"]?.stringValue == "SubscriptionGone")
+            let requests = browsers.requestCount
+            let second = try await harness.waitUntilDone(try await harness.send(["users": ["bo"]]))
+            #expect(second.count("targeted") == 0 && browsers.requestCount == requests, "\(second.jsonString)")
+        }
+    }
+
+    @Test("a 429 storm is retried by the queue until each browser has it; a background push reaches no browser")
+    func storm() async throws {
+        try await Self.run(.sqlite) { harness, browsers in
+            let subscriptions = (0..<5).map { _ in browsers.subscribe() }
+            for subscription in subscriptions { _ = try await Self.register(subscription, user: "cy", harness: harness) }
+            browsers.scriptAll(.tooManyRequests(retryAfterSeconds: 0, times: 4))
+            let done = try await harness.waitUntilDone(try await harness.send(["users": ["cy"]]))
+            #expect(done.count("accepted") == 5, "\(done.jsonString)")
+            #expect(subscriptions.allSatisfy { browsers.received(for: $0).count == 1 })
+            let background = try await harness.call(.post, "/v1/apps/\(appID)/notifications", [
+                "to": ["users": ["cy"]], "pushType": "background", "payload": ["aps": ["content-available": 1]],
+            ])
+            let quiet = try await harness.waitUntilDone(try #require(background.json?["id"]?.stringValue))
+            #expect(quiet.count("failed") == 5, "\(quiet.jsonString)")
+        }
+    }
+
+    @Test("bad subscriptions are 400 naming the field; an app without webPush answers 409")
+    func badInput() async throws {
+        let p256dh = Base64URL.encode(P256KeyForTests.publicKey)
+        let auth = Base64URL.encode([UInt8](repeating: 7, count: 16))
+        var offCurve = [UInt8](repeating: 1, count: 65)
+        offCurve[0] = 4
+        let cases: [(body: JSONValue, field: String)] = [
+            (["endpoint": "http://push.example.net/x", "keys": ["p256dh": .string(p256dh), "auth": .string(auth)]], "endpoint"),
+            (["endpoint": .string("https://push.example.net/" + String(repeating: "a", count: 4096)), "keys": ["p256dh": .string(p256dh), "auth": .string(auth)]], "endpoint"),
+            (["endpoint": "https://push.example.net/x", "keys": ["p256dh": .string(Base64URL.encode(offCurve)), "auth": .string(auth)]], "keys.p256dh"),
+            (["endpoint": "https://push.example.net/x", "keys": ["p256dh": .string(p256dh), "auth": .string(Base64URL.encode([UInt8](repeating: 1, count: 15)))]], "keys.auth"),
+            (["endpoint": "https://push.example.net/x", "keys": ["p256dh": .string(p256dh)]], "keys.auth"),
+            (["endpoint": "https://push.example.net/x", "keys": ["p256dh": .string(p256dh), "auth": .string(auth)], "color": "red"], "color"),
+            (["endpoint": "https://push.example.net/x", "keys": ["p256dh": .string(p256dh), "auth": .string(auth)], "user": "a\u{0}b"], "user"),
+        ]
+        try await Self.run(.sqlite) { harness, _ in
+            for (body, field) in cases {
+                let answer = try await harness.call(.post, "/v1/apps/\(appID)/webpush/subscriptions", body)
+                let message = answer.json?["error"]?["message"]?.stringValue ?? ""
+                #expect(answer.status == 400 && message.contains(field), "\(field): \(answer.status) \(message)")
+            }
+            #expect(try await harness.call(.get, "/v1/apps/\(appID)/devices?platform=browser").status == 400)
+            #expect(try await harness.call(.put, "/v1/apps/\(appID)/devices/wp_abcdefghijklmnopqrstuvwxyz234567").status == 400, "an ID is not registered by itself")
+        }
+        try await Self.run(.sqlite, webPush: false) { harness, browsers in
+            let answer = try await harness.call(.post, "/v1/apps/\(appID)/webpush/subscriptions", browsers.subscribe().json)
+            #expect(answer.status == 409 && answer.json?["error"]?["code"]?.stringValue == "webPushNotConfigured")
+        }
+    }
+}
+
+/// A fixed valid P-256 public key for request bodies.
+enum P256KeyForTests {
+    static let publicKey: [UInt8] = Array(VAPIDKey.generate().publicKey.x963Representation)
+}
