@@ -155,11 +155,8 @@ public final class WebPushClient: Sendable {
     ) async -> WebPushDecision.Attempt {
         if let transport = transport(for: subscription) {
             do {
-                var path = subscription.endpoint.path
-                if path.isEmpty { path = "/" }
-                if let query = subscription.endpoint.query { path += "?" + query }
                 let answer = try await transport.exchange(
-                    method: "POST", path: path, headers: Self.headers(body: body, message: message, authorization: authorization),
+                    method: "POST", path: subscription.requestTarget, headers: Self.headers(body: body, message: message, authorization: authorization),
                     body: body, logger: logger)
                 return .answered(status: answer.status, retryAfter: answer.retryAfter, location: answer.location, body: answer.body)
             } catch let error as APNSClientError {
@@ -182,11 +179,11 @@ public final class WebPushClient: Sendable {
 
     /// The origin's HTTP/2 pool: made on first use, for `https:` endpoints when HTTP/2 is allowed.
     private func transport(for subscription: WebPushSubscription) -> APNSClient? {
-        guard configuration.allowsHTTP2, subscription.endpoint.scheme?.lowercased() == "https", let host = subscription.endpoint.host else { return nil }
+        guard configuration.allowsHTTP2, subscription.isHTTPS else { return nil }
         return transports.withLock { transports -> APNSClient? in
             if let known = transports[subscription.origin] { return known }
             guard transports.count < Self.maximumHTTP2Origins, !isShutDown.load(ordering: .relaxed) else { return nil }
-            var settings = APNSClient.Configuration.anonymous(environment: .custom(host: host, port: subscription.endpoint.port ?? 443))
+            var settings = APNSClient.Configuration.anonymous(environment: .custom(host: subscription.host, port: subscription.port))
             settings.trustRoots = configuration.additionalTrustRoots.isEmpty ? .system : .systemAnd(configuration.additionalTrustRoots)
             settings.pool.maximumConnections = 2
             settings.pool.maximumInFlight = max(1, configuration.maximumInFlight)

@@ -25,26 +25,24 @@ public enum WebPushEncryption {
             fillRandom(&random)
             if let key = try? P256.KeyAgreement.PrivateKey(rawRepresentation: random[16..<48]) {
                 return try encrypt(
-                    plaintext, userAgentKey: subscription.userAgentKey, authSecret: subscription.authSecret, ephemeralKey: key,
-                    salt: Array(random[0..<16]))
+                    plaintext, userAgentKey: subscription.userAgentKey, userAgentPublic: subscription.p256dh, authSecret: subscription.authSecret,
+                    ephemeralKey: key, salt: Array(random[0..<16]))
             }
         }
         // A scalar of 0 or past the group's order, eight times: the random source is broken.
         throw WebPushError(.invalidSubscription, "could not make an ephemeral P-256 key")
     }
 
-    /// Fills `bytes` from the system's random source.
+    /// Fills `bytes` from the system's random source, 8 bytes a call.
     private static func fillRandom(_ bytes: inout [UInt8]) {
         var generator = SystemRandomNumberGenerator()
         bytes.withUnsafeMutableBytes { buffer in
             var offset = 0
             while offset < buffer.count {
                 var word = generator.next()
-                withUnsafeBytes(of: &word) { source in
-                    let count = min(8, buffer.count - offset)
-                    buffer.baseAddress!.advanced(by: offset).copyMemory(from: source.baseAddress!, byteCount: count)
-                    offset += count
-                }
+                let count = min(8, buffer.count - offset)
+                withUnsafeBytes(of: &word) { buffer.baseAddress!.advanced(by: offset).copyMemory(from: $0.baseAddress!, byteCount: count) }
+                offset += count
             }
         }
     }
@@ -53,6 +51,17 @@ public enum WebPushEncryption {
     /// for two messages breaks the encryption.
     public static func encrypt(
         _ plaintext: some Collection<UInt8>, userAgentKey: P256.KeyAgreement.PublicKey, authSecret: [UInt8],
+        ephemeralKey: P256.KeyAgreement.PrivateKey, salt: [UInt8]
+    ) throws(WebPushError) -> [UInt8] {
+        try encrypt(
+            plaintext, userAgentKey: userAgentKey, userAgentPublic: Array(userAgentKey.x963Representation), authSecret: authSecret,
+            ephemeralKey: ephemeralKey, salt: salt)
+    }
+
+    /// As above, with the browser's key also as its bytes (the subscription keeps them: no
+    /// conversion per message).
+    static func encrypt(
+        _ plaintext: some Collection<UInt8>, userAgentKey: P256.KeyAgreement.PublicKey, userAgentPublic: [UInt8], authSecret: [UInt8],
         ephemeralKey: P256.KeyAgreement.PrivateKey, salt: [UInt8]
     ) throws(WebPushError) -> [UInt8] {
         guard plaintext.count <= maximumPlaintextCount else {
@@ -66,7 +75,7 @@ public enum WebPushEncryption {
         }
         let senderPublic = Array(ephemeralKey.publicKey.x963Representation)
         let (key, nonce) = try keys(
-            privateKey: ephemeralKey, peer: userAgentKey, userAgentPublic: Array(userAgentKey.x963Representation),
+            privateKey: ephemeralKey, peer: userAgentKey, userAgentPublic: userAgentPublic,
             senderPublic: senderPublic, authSecret: authSecret, salt: salt)
         var record = [UInt8]()
         record.reserveCapacity(plaintext.count + 1)

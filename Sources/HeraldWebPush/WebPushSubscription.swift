@@ -24,6 +24,12 @@ public struct WebPushSubscription: Sendable, Hashable {
     /// `expirationTime`, when the browser set one.
     public let expirationTime: Date?
     let userAgentKey: P256.KeyAgreement.PublicKey
+    /// The request target, percent-encoded as the browser gave it (`/path?query`), and where to
+    /// connect: worked out once, not per message.
+    let requestTarget: String
+    let host: String
+    let port: Int
+    let isHTTPS: Bool
 
     /// Which endpoints are accepted.
     public struct Policy: Sendable, Hashable {
@@ -68,6 +74,13 @@ public struct WebPushSubscription: Sendable, Hashable {
         }
         self.endpoint = url
         self.origin = origin
+        var target = url.path(percentEncoded: true)
+        if target.isEmpty { target = "/" }
+        if let query = url.query(percentEncoded: true) { target += "?" + query }
+        self.requestTarget = target
+        self.host = host
+        self.port = url.port ?? (scheme == "https" ? 443 : 80)
+        self.isHTTPS = scheme == "https"
         self.p256dh = key
         self.authSecret = secret
         self.expirationTime = expirationTime

@@ -95,6 +95,9 @@ struct MockCommand: AsyncParsableCommand {
             valueName: "FILE"))
     var webPushWriteCA: String?
 
+    @Flag(name: .customLong("webpush-no-decrypt"), help: "The Web Push mock checks and records messages without decrypting them (an ECDH each): for benchmarks.")
+    var webPushNoDecrypt = false
+
     func run() async throws {
         if webPushPort == nil, webPushWriteCA != nil {
             throw CommandFailure.usage("--webpush-write-ca writes the Web Push mock's CA; add --webpush-port")
@@ -233,6 +236,7 @@ struct MockCommand: AsyncParsableCommand {
             // The generated CA issues its certificate too, so one --ca-file trusts every listener.
             webPushConfiguration.certificateIssuer = authority
             webPushConfiguration.maximumRecords = recordLimit
+            webPushConfiguration.decryptsMessages = !webPushNoDecrypt
             try await listen("--webpush-port ", on: webPushPort) { webPush = try await MockWebPushServer.start(configuration: webPushConfiguration) }
         }
         if let writeCA, let authority {

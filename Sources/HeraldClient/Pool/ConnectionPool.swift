@@ -250,6 +250,10 @@ final class ConnectionHandle: Sendable {
     let id: Int
     let channel: any Channel
     private let handler: NIOLoopBound<ConnectionHandler>
+    /// A pull is scheduled on the event loop and has not started: a wake meanwhile need not
+    /// schedule another (each is a task on the loop and, from another thread, a write to its
+    /// eventfd: one per request when requests come one at a time, as Web Push's do).
+    private let pullScheduled = Atomic<Bool>(false)
 
     init(id: Int, channel: any Channel, handler: ConnectionHandler) {
         self.id = id
@@ -259,8 +263,14 @@ final class ConnectionHandle: Sendable {
 
     /// Asks the connection to pull queued work.
     func wake() {
+        // Work queued before this wake is seen by the scheduled pull: it clears the flag before
+        // it pulls, so a wake that finds the flag set came before the pull looked at the queue.
+        guard !pullScheduled.exchange(true, ordering: .acquiringAndReleasing) else { return }
         let handler = self.handler
-        channel.eventLoop.execute { handler.value.pull() }
+        channel.eventLoop.execute { [self] in
+            pullScheduled.store(false, ordering: .sequentiallyConsistent)
+            handler.value.pull()
+        }
     }
 
     /// Stops new streams and closes once the open ones end (they have all ended at shutdown).

@@ -1,5 +1,6 @@
 import HeraldCore
 import HeraldStore
+import HeraldWebPush
 
 /// The body of `POST /v1/apps/{app}/notifications`, checked as `herald push` checks a
 /// notification: a JSON object payload within its push type's size, headers APNs would accept.
@@ -78,6 +79,16 @@ struct NotificationBody {
                     local: .payloadTooLarge,
                     "the payload is \(encoded.count) bytes\(allowance > 0 ? " (plus up to \(allowance) for the badge)" : ""); APNs allows \(pushType.maximumPayloadSize) for \(pushType)"
                 )
+            }
+            // What browsers would receive (RFC 8291: 3,993 bytes at most), refused now, not at each browser later.
+            if pushType == .alert, let webPush = app.webPush {
+                let browser = (try? BrowserMessages.payload(payload, badge: badge == .increment ? Int(Int32.max) : nil, defaultURL: webPush.defaultURL))?.count ?? 0
+                if browser > WebPushEncryption.maximumPlaintextCount {
+                    throw APNSError(
+                        local: .payloadTooLarge,
+                        "the payload becomes \(browser) bytes for browsers (WebKit's declarative format); Web Push carries at most \(WebPushEncryption.maximumPlaintextCount)"
+                    )
+                }
             }
             return NotificationRequest(
                 app: app.id, audience: audience, payload: payload, pushType: pushType, priority: priority, expiration: expiration,
