@@ -4,6 +4,7 @@ import HeraldCore
 import HeraldFlow
 import HeraldIdentity
 import Logging
+import Metrics
 import NIOCore
 import NIOHTTP1
 import NIOPosix
@@ -192,6 +193,11 @@ public final class WebPushClient: Sendable {
             // This client decides retries (``WebPushDecision``); the pool only re-sends what the
             // server refused unprocessed.
             settings.retry = .none
+            // The pool's own counters are APNs's (notifications accepted, rejected by reason):
+            // not reported for Web Push requests. Made with the global factory, they also
+            // clashed with the gateway's labelled APNs counters of the same names, which
+            // swift-prometheus traps on (found by scripts/bench-webpush-gateway.sh).
+            settings.metrics.factory = NOOPMetricsHandler.instance
             let client = try? APNSClient(configuration: settings, eventLoopGroup: eventLoopGroup, logger: logger)
             transports[subscription.origin] = .some(client)
             return client

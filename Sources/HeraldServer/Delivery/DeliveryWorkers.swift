@@ -240,18 +240,29 @@ final class DeliveryWorkers: Service, Sendable {
             return items.map { DeliveryOutcome(token: $0.token, result: .retry(reason: .gateway(.connectionFailed))) }
         }
         let policy = WebPushSubscription.Policy(allowsLoopbackHTTP: settings.allowsLoopbackHTTP)
+        // The message is the same for every browser of the batch but for an incremented badge:
+        // made once per badge value, not once per browser.
+        let now = Date()
+        var messages: [Int?: Result<WebPushMessage, WebPushError>] = [:]
+        for badge in Set(items.map(\.badge)) {
+            do throws(WebPushError) {
+                messages[badge] = .success(try BrowserMessages.message(for: queued, badge: badge, defaultURL: settings.defaultURL, now: now))
+            } catch {
+                messages[badge] = .failure(error)
+            }
+        }
         return await withTaskGroup(of: DeliveryOutcome.self) { group in
             for item in items {
+                let made = messages[item.badge]!
                 group.addTask {
-                    let now = Date()
                     // Deleted since the claim: nothing to send to.
                     guard let address = addresses[item.token] else {
-                        return DeliveryOutcome(token: item.token, result: .rejected(reason: .gateway(.subscriptionGone), timestamp: now))
+                        return DeliveryOutcome(token: item.token, result: .rejected(reason: .gateway(.subscriptionGone), timestamp: Date()))
                     }
                     let message: WebPushMessage
                     let subscription: WebPushSubscription
                     do throws(WebPushError) {
-                        message = try BrowserMessages.message(for: queued, badge: item.badge, defaultURL: settings.defaultURL, now: now)
+                        message = try made.get()
                         subscription = try WebPushSubscription(endpoint: address.endpoint, p256dh: address.p256dh, auth: address.auth, policy: policy)
                     } catch {
                         let reason: DeliveryReason = error.code == .payloadTooLarge ? .apns(.payloadTooLarge) : .gateway(.payloadInvalid)
