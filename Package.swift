@@ -389,7 +389,10 @@ let package = Package(
         ),
         .testTarget(
             name: "HeraldCLITests",
-            dependencies: ["HeraldTestSupport", "HeraldHostilePeers", "HeraldCore", "HeraldMock", "herald", .product(name: "Crypto", package: "swift-crypto")]
+            dependencies: [
+                "HeraldTestSupport", "HeraldHostilePeers", "HeraldCore", "HeraldMock", "HeraldWebPush", "HeraldWebPushMock", "herald",
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]
         ),
     ],
     swiftLanguageModes: [.v6]
