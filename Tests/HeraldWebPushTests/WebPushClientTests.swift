@@ -131,6 +131,21 @@ struct WebPushClientTests {
         }
     }
 
+    @Test("a hostile push service's reason (5 KB, control characters) reaches the caller bounded and escaped")
+    func hostileReason() async throws {
+        try await withMockWebPushServer { server in
+            let subscription = server.subscribe()
+            server.script(.reject(status: 400, reason: String(repeating: "\u{1b}[2J", count: 1200), times: 1), for: subscription)
+            let message = try WebPushMessage(payload: Array("hi".utf8), timeToLive: 60)
+            try await withWebPushClient(configuration: try Self.configuration(server)) { client async throws -> Void in
+                let error = await #expect(throws: WebPushSendError.self) { try await client.send(message, to: subscription) }
+                #expect(error?.code == .rejected && error?.status == 400)
+                #expect((error?.reason.count ?? 0) < 1300, "at most 200 of its characters, each escaped: \(error?.reason.count ?? 0) of 4,800")
+                #expect(error?.reason.contains("\u{1b}") == false, "no raw escape reaches a terminal")
+            }
+        }
+    }
+
     @Test("a payload over 3,993 bytes is refused before anything is sent")
     func tooLargeLocally() async throws {
         #expect(throws: WebPushError.self) { _ = try WebPushMessage(payload: [UInt8](repeating: 1, count: 3994)) }
