@@ -78,6 +78,30 @@ struct WebPushGatewayTests {
         }
     }
 
+    @Test("the bulk import takes browsers' subscriptions beside tokens; a bad one is reported with its line and field", arguments: Backend.allCases)
+    func importsSubscriptions(backend: Backend) async throws {
+        try await Self.run(backend) { harness, browsers in
+            let first = browsers.subscribe()
+            let second = browsers.subscribe()
+            var bad = first.json.objectValue!
+            bad["endpoint"] = "http://push.example.net/x"
+            var tagged = second.json.objectValue!
+            tagged["user"] = "dee"
+            tagged["tags"] = ["beta"]
+            let lines = [
+                #"{"token": "\#(token(7))"}"#, first.json.jsonString, JSONValue.object(tagged).jsonString, JSONValue.object(bad).jsonString,
+            ].joined(separator: "\n")
+            let answer = try await harness.raw(.post, "/v1/apps/\(appID)/devices", Array(lines.utf8), key: harness.key, contentType: "application/x-ndjson")
+            #expect(answer.status == 200 && answer.json?["upserted"]?.intValue == 3, "\(answer.json?.jsonString ?? "")")
+            let error = answer.json?["errors"]?.arrayItems.first
+            #expect(error?["line"]?.intValue == 4 && error?["message"]?.stringValue?.contains("endpoint") == true, "\(answer.json?.jsonString ?? "")")
+            let browsersListed = try await harness.call(.get, "/v1/apps/\(appID)/devices?platform=webpush").json?["devices"]?.arrayItems ?? []
+            #expect(browsersListed.count == 2)
+            let done = try await harness.waitUntilDone(try await harness.send(["tags": ["beta"]]))
+            #expect(done.count("accepted") == 1 && browsers.received(for: second).count == 1, "\(done.jsonString)")
+        }
+    }
+
     @Test("410 from the push service retires the subscription: nothing is sent to it again", arguments: Backend.allCases)
     func goneRetires(backend: Backend) async throws {
         try await Self.run(backend) { harness, browsers in

@@ -47,11 +47,13 @@ struct DeviceImport: AsyncSequence {
     /// The most bytes of body read; the devices before it are registered, the rest is not read.
     let maximumSize: Int
     let report: Report
+    /// The app's Web Push settings: lines with an `endpoint` are browsers' subscriptions.
+    var webPush: GatewayConfiguration.WebPushSettings? = nil
 
     func makeAsyncIterator() -> AsyncIterator {
         AsyncIterator(
             body: body.makeAsyncIterator(), splitter: ElementSplitter(format: format, maximumSize: maximumElementSize), report: report,
-            remaining: maximumSize
+            remaining: maximumSize, webPush: webPush
         )
     }
 
@@ -63,12 +65,14 @@ struct DeviceImport: AsyncSequence {
         var next = 0
         var finished = false
         var remaining: Int
+        let webPush: GatewayConfiguration.WebPushSettings?
 
-        init(body: RequestBody.AsyncIterator, splitter: ElementSplitter, report: Report, remaining: Int) {
+        init(body: RequestBody.AsyncIterator, splitter: ElementSplitter, report: Report, remaining: Int, webPush: GatewayConfiguration.WebPushSettings?) {
             self.body = body
             self.splitter = splitter
             self.report = report
             self.remaining = remaining
+            self.webPush = webPush
         }
 
         mutating func next() async throws -> DeviceRegistration? {
@@ -79,7 +83,7 @@ struct DeviceImport: AsyncSequence {
                     switch item {
                     case .element(let number, let bytes):
                         do {
-                            return try Self.registration(bytes)
+                            return try Self.registration(bytes, webPush: webPush)
                         } catch {
                             report.record(line: number, error.message)
                         }
@@ -109,8 +113,10 @@ struct DeviceImport: AsyncSequence {
             }
         }
 
-        /// One device object: `{"token": "…", "user": "…", "tags": […], "badge": 0}`.
-        static func registration(_ bytes: [UInt8]) throws(APIError) -> DeviceRegistration {
+        /// One device object: `{"token": "…", "user": "…", "tags": […], "badge": 0}`, or a
+        /// browser's subscription (`{"endpoint": …, "keys": {…}, "user": …}`) when the app has
+        /// `webPush` (`webPush`: its settings).
+        static func registration(_ bytes: [UInt8], webPush: GatewayConfiguration.WebPushSettings? = nil) throws(APIError) -> DeviceRegistration {
             let value: JSONValue
             do {
                 value = try JSONValue(parsing: bytes)
@@ -120,6 +126,12 @@ struct DeviceImport: AsyncSequence {
             try InputScreen.refuseNUL(in: value)
             do {
                 let fields = try JSONFields(value, path: "")
+                if fields.has("endpoint") {
+                    guard let webPush else {
+                        throw APIError.invalid("a browser's subscription (endpoint): this app has no webPush in the gateway's configuration")
+                    }
+                    return try WebPushRoutes.registration(fields, settings: webPush)
+                }
                 let token = try fields.requiredString("token")
                 return try DeviceRoutes.deviceFields(fields, allowsToken: true).registration(token: token)
             } catch let error as FieldError {

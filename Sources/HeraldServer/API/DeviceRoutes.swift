@@ -118,7 +118,8 @@ struct DeviceRoutes {
         let limits = api.configuration.limits
         let report = DeviceImport.Report(maximumErrors: limits.maximumImportErrors)
         let devices = DeviceImport(
-            body: request.body, format: format, maximumElementSize: limits.maximumImportLineSize, maximumSize: limits.maximumImportSize, report: report
+            body: request.body, format: format, maximumElementSize: limits.maximumImportLineSize, maximumSize: limits.maximumImportSize, report: report,
+            webPush: api.configuration.app(app)?.webPush
         )
         // 25,000 a transaction, one batch read (and its rows made) while the one before is
         // written: 300,000 devices in 1.4 s on SQLite with a peak of 106 MiB (50,000: 1.2 s, 138 MiB).

@@ -26,28 +26,35 @@ struct WebPushRoutes {
         let fields = try await JSONBody.object(of: request, limit: api.configuration.limits.maximumBodySize)
         let registration: DeviceRegistration
         do throws(FieldError) {
-            try fields.only(["endpoint", "expirationTime", "keys", "user", "tags"])
-            let subscription: WebPushSubscription
-            do {
-                subscription = try WebPushSubscription(json: .object(fields.members), policy: .init(allowsLoopbackHTTP: settings.allowsLoopbackHTTP))
-            } catch {
-                // The message names the field: "keys.auth: must be 16 bytes; this one is 15".
-                throw FieldError("", error.message)
-            }
-            let user: String?? = fields.has("user") ? .some(try fields.string("user")) : nil
-            let tags = try fields.strings("tags").map(Set.init)
-            do {
-                let address = try WebPushAddress(
-                    endpoint: subscription.endpoint.absoluteString, p256dh: Base64URL.encode(subscription.p256dh), auth: Base64URL.encode(subscription.authSecret))
-                registration = try DeviceRegistration(webPush: address, user: user, tags: tags)
-            } catch {
-                throw FieldError("", error.message)
-            }
+            registration = try Self.registration(fields, settings: settings)
         } catch {
             throw error.apiError
         }
         let (device, created) = try await api.store.register(registration, app: app)
         let defaultEnvironment = api.defaultEnvironment(of: app)
         return JSONBody.object(created ? .created : .ok) { DeviceRoutes.write(device, defaultEnvironment: defaultEnvironment, to: &$0) }
+    }
+
+    /// A subscription object (`endpoint`, `expirationTime`, `keys`, `user`, `tags`) as a device
+    /// registration, checked: the error names the field. The bulk import reads its lines with
+    /// `endpoint` this way too.
+    static func registration(_ fields: JSONFields, settings: GatewayConfiguration.WebPushSettings) throws(FieldError) -> DeviceRegistration {
+        try fields.only(["endpoint", "expirationTime", "keys", "user", "tags"])
+        let subscription: WebPushSubscription
+        do {
+            subscription = try WebPushSubscription(json: .object(fields.members), policy: .init(allowsLoopbackHTTP: settings.allowsLoopbackHTTP))
+        } catch {
+            // The message names the field: "keys.auth: must be 16 bytes; this one is 15".
+            throw FieldError(fields.path, error.message)
+        }
+        let user: String?? = fields.has("user") ? .some(try fields.string("user")) : nil
+        let tags = try fields.strings("tags").map(Set.init)
+        do {
+            let address = try WebPushAddress(
+                endpoint: subscription.endpoint.absoluteString, p256dh: Base64URL.encode(subscription.p256dh), auth: Base64URL.encode(subscription.authSecret))
+            return try DeviceRegistration(webPush: address, user: user, tags: tags)
+        } catch {
+            throw FieldError(fields.path, error.message)
+        }
     }
 }
