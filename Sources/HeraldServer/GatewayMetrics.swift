@@ -28,6 +28,8 @@ final class GatewayMetrics: Sendable {
 
     struct DeliveryKey: Hashable {
         var app: String
+        /// `apns` or `webpush` (a browser's subscription).
+        var platform: String
         var outcome: String
         var reason: String
     }
@@ -75,23 +77,30 @@ final class GatewayMetrics: Sendable {
         var counts: [DeliveryKey: Int] = [:]
         // Acceptances, nearly every outcome, are counted without a key per device.
         var accepted = 0
+        var acceptedBrowsers = 0
         for outcome in outcomes {
             let key: DeliveryKey
+            let platform = WebPushAddress.isID(outcome.token) ? DevicePlatform.webpush.rawValue : DevicePlatform.apns.rawValue
             switch outcome.result {
             case .accepted:
-                accepted += 1
+                if platform == DevicePlatform.apns.rawValue { accepted += 1 } else { acceptedBrowsers += 1 }
                 continue
-            case .rejected(let reason, _): key = DeliveryKey(app: app, outcome: "rejected", reason: Self.label(reason))
-            case .retry(let reason): key = DeliveryKey(app: app, outcome: "retry", reason: Self.label(reason))
-            case .failed(let reason): key = DeliveryKey(app: app, outcome: "failed", reason: Self.label(reason))
+            case .rejected(let reason, _): key = DeliveryKey(app: app, platform: platform, outcome: "rejected", reason: Self.label(reason))
+            case .retry(let reason): key = DeliveryKey(app: app, platform: platform, outcome: "retry", reason: Self.label(reason))
+            case .failed(let reason): key = DeliveryKey(app: app, platform: platform, outcome: "failed", reason: Self.label(reason))
             }
             counts[key, default: 0] += 1
         }
-        if accepted > 0 { counts[DeliveryKey(app: app, outcome: "accepted", reason: ""), default: 0] += accepted }
+        if accepted > 0 { counts[DeliveryKey(app: app, platform: DevicePlatform.apns.rawValue, outcome: "accepted", reason: ""), default: 0] += accepted }
+        if acceptedBrowsers > 0 {
+            counts[DeliveryKey(app: app, platform: DevicePlatform.webpush.rawValue, outcome: "accepted", reason: ""), default: 0] += acceptedBrowsers
+        }
         for (key, count) in counts {
             let counter = deliveries.withLockedValue { table in
                 if let existing = table[key] { return existing }
-                let made = Metrics.Counter(label: "herald_deliveries_total", dimensions: [("app", key.app), ("outcome", key.outcome), ("reason", key.reason)], factory: factory)
+                let made = Metrics.Counter(
+                    label: "herald_deliveries_total", dimensions: [("app", key.app), ("platform", key.platform), ("outcome", key.outcome), ("reason", key.reason)],
+                    factory: factory)
                 table[key] = made
                 return made
             }

@@ -49,15 +49,19 @@ struct GatewayMetricsTests {
             DeliveryOutcome(token: "d", result: .retry(reason: .gateway(.unknownApp))),
             DeliveryOutcome(token: "e", result: .failed(reason: .gateway(.payloadInvalid))),
             DeliveryOutcome(token: "f", result: .rejected(reason: "SomethingNew", timestamp: nil)),
+            DeliveryOutcome(token: "wp_abcdefghijklmnopqrstuvwxyz234567", result: .accepted(apnsID: nil)),
+            DeliveryOutcome(token: "wp_abcdefghijklmnopqrstuvwxyz234572", result: .rejected(reason: .gateway(.subscriptionGone), timestamp: nil)),
         ]
         metrics.recordOutcomes(app: "shop", outcomes, duration: .milliseconds(3))
         let text = String(decoding: metrics.exposition(), as: UTF8.self)
         for line in [
-            #"herald_deliveries_total{app="shop",outcome="accepted",reason=""} 1"#,
-            #"herald_deliveries_total{app="shop",outcome="rejected",reason="Unregistered"} 1"#,
-            #"herald_deliveries_total{app="shop",outcome="retry",reason="UnknownApp"} 2"#,
-            #"herald_deliveries_total{app="shop",outcome="failed",reason="PayloadInvalid"} 1"#,
-            #"herald_deliveries_total{app="shop",outcome="rejected",reason="other"} 1"#,
+            #"herald_deliveries_total{app="shop",platform="apns",outcome="accepted",reason=""} 1"#,
+            #"herald_deliveries_total{app="shop",platform="apns",outcome="rejected",reason="Unregistered"} 1"#,
+            #"herald_deliveries_total{app="shop",platform="apns",outcome="retry",reason="UnknownApp"} 2"#,
+            #"herald_deliveries_total{app="shop",platform="apns",outcome="failed",reason="PayloadInvalid"} 1"#,
+            #"herald_deliveries_total{app="shop",platform="apns",outcome="rejected",reason="other"} 1"#,
+            #"herald_deliveries_total{app="shop",platform="webpush",outcome="accepted",reason=""} 1"#,
+            #"herald_deliveries_total{app="shop",platform="webpush",outcome="rejected",reason="SubscriptionGone"} 1"#,
         ] {
             #expect(text.contains(line), "\(line) in \(text)")
         }
