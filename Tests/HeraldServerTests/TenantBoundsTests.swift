@@ -18,7 +18,10 @@ struct TenantBoundsTests {
         try await RouterHarness.run(configure: { $0.limits.requestsPerSecondPerKey = 1; $0.limits.requestBurstPerKey = 3 }) { api in
             let path = "/v1/apps/\(appID)/devices"
             for _ in 0..<3 { #expect(try await api.call(.get, path).status == 200) }
-            let refused = try await api.call(.get, path)
+            // The next is refused, unless the machine was so slow that a second passed and a
+            // token came back: then one of the next few is (the limit, not a timing, is tested).
+            var refused = try await api.call(.get, path)
+            for _ in 0..<10 where refused.status == 200 { refused = try await api.call(.get, path) }
             #expect(refused.status == 429)
             #expect(refused.json?["error"]?["code"]?.stringValue == "tooManyRequests")
             #expect(refused.headers[.retryAfter] == "1")

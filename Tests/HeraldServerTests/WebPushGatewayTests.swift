@@ -60,6 +60,7 @@ struct WebPushGatewayTests {
             let id = try await harness.send(["users": ["ann"]], alert: "Your order shipped", extra: ["payload": ["aps": ["alert": ["title": "Shipped", "body": "Arrives Tuesday"], "badge": 2], "order": 42]])
             let done = try await harness.waitUntilDone(id)
             #expect(done.count("accepted") == 3, "\(done.jsonString)")
+            #expect(done["platforms"] == ["apns": ["accepted": 1, "rejected": 0, "failed": 0], "webpush": ["accepted": 2, "rejected": 0, "failed": 0]], "\(done.jsonString)")
             #expect(harness.received() == [token(1): 1])
             #expect(browsers.received(for: safari).count == 1 && browsers.received(for: firefox).count == 1)
             let shown = try #require(browsers.received(for: safari).first?.plaintext.flatMap { try? JSONValue(parsing: $0) })
@@ -73,6 +74,7 @@ struct WebPushGatewayTests {
             // A broadcast reaches the three too; a browser's ID works as a token.
             let all = try await harness.waitUntilDone(try await harness.send(["all": true], alert: "Sale"))
             #expect(all.count("accepted") == 3, "\(all.jsonString)")
+            #expect(all["platforms"]?["webpush"]?["accepted"]?.intValue == 2 && all["platforms"]?["apns"]?["accepted"]?.intValue == 1, "a broadcast's ranges too")
             let one = try await harness.waitUntilDone(try await harness.send(["tokens": [.string(firefoxID)]], alert: "Just you"))
             #expect(one.count("accepted") == 1 && browsers.received(for: firefox).count == 3)
         }
@@ -110,6 +112,7 @@ struct WebPushGatewayTests {
             browsers.unsubscribe(subscription)
             let first = try await harness.waitUntilDone(try await harness.send(["users": ["bo"]]))
             #expect(first["rejected"]?["SubscriptionGone"]?.intValue == 1, "\(first.jsonString)")
+            #expect(first["platforms"]?["webpush"]?["rejected"]?.intValue == 1 && first["platforms"]?["apns"]?["rejected"]?.intValue == 0)
             let device = try await harness.call(.get, "/v1/apps/\(appID)/devices/\(id)").json
             #expect(device?["status"]?.stringValue == "unregistered" && device?["reason"]?.stringValue == "SubscriptionGone")
             let requests = browsers.requestCount

@@ -98,16 +98,33 @@ public struct NotificationCounts: Sendable, Hashable {
     public var rejected: [String: Int]
     /// Devices it could not reach (APNs unreachable until it expired, or cancelled).
     public var failed: Int
+    /// Of the outcomes above, those of browsers (Web Push subscriptions): the rest are APNs
+    /// devices'. Counted as browsers are sent to (not a cancel's).
+    public var browsers: PlatformCounts
 
-    public init(targeted: Int = 0, accepted: Int = 0, rejected: [String: Int] = [:], failed: Int = 0) {
+    public init(targeted: Int = 0, accepted: Int = 0, rejected: [String: Int] = [:], failed: Int = 0, browsers: PlatformCounts = PlatformCounts()) {
         self.targeted = targeted
         self.accepted = accepted
         self.rejected = rejected
         self.failed = failed
+        self.browsers = browsers
     }
 
     /// Devices without an outcome yet.
     public var pending: Int { max(0, targeted - accepted - rejected.values.reduce(0, +) - failed) }
+}
+
+/// How many devices of one platform a notification was accepted, rejected and failed for.
+public struct PlatformCounts: Sendable, Hashable {
+    public var accepted: Int
+    public var rejected: Int
+    public var failed: Int
+
+    public init(accepted: Int = 0, rejected: Int = 0, failed: Int = 0) {
+        self.accepted = accepted
+        self.rejected = rejected
+        self.failed = failed
+    }
 }
 
 /// A notification as stored: what was asked, and how it is going.

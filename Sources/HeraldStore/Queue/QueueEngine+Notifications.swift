@@ -188,7 +188,8 @@ extension QueueEngine {
         return StoredNotification(
             id: id, request: request, status: NotificationState(code: row.int(11))?.status ?? .queued,
             counts: NotificationCounts(
-                targeted: row.int(12, default: 0), accepted: row.int(13, default: 0), rejected: rejected, failed: row.int(15, default: 0)
+                targeted: row.int(12, default: 0), accepted: row.int(13, default: 0), rejected: rejected, failed: row.int(15, default: 0),
+                browsers: PlatformCounts(accepted: row.int(20, default: 0), rejected: row.int(21, default: 0), failed: row.int(22, default: 0))
             ),
             createdAt: Date(milliseconds: row.int(17) ?? 0),
             finishedAt: row.int(18).map(Date.init(milliseconds:))

@@ -34,6 +34,7 @@ extension QueueEngine {
             var accepted = 0
             var rejected: [String: Int] = [:]
             var failed = 0
+            var browsers = PlatformCounts()
             switch batch.source {
             case .deliveries(let ids):
                 // Only rows this worker still leases count: a lease taken over is counted by its new holder.
@@ -43,12 +44,14 @@ extension QueueEngine {
                 }
                 for part in Self.chunks(rows) {
                     for finished in try await connection.query(sql.finishDeliveries, [.text(batch.owner), .int(time), .rows(Array(part))]) {
-                        switch DeliveryState(code: finished.int(0)) {
+                        let state = DeliveryState(code: finished.int(0))
+                        switch state {
                         case .accepted: accepted += 1
                         case .rejected: rejected[finished.text(1) ?? "", default: 0] += 1
                         case .failed: failed += 1
                         default: break
                         }
+                        if let token = finished.text(2), WebPushAddress.isID(token) { browsers.count(state) }
                     }
                 }
             case .segment(let number, let after, let exhausted):
@@ -73,10 +76,19 @@ extension QueueEngine {
                 accepted = plan.accepted
                 rejected = plan.rejected
                 failed = plan.failed
+                for row in plan.rows where WebPushAddress.isID(row.token) { browsers.count(row.state) }
+                // Accepted range devices keep no row: counted from the outcomes.
+                browsers.accepted = outcomes.reduce(0) { count, outcome in
+                    if case .accepted = outcome.result, WebPushAddress.isID(outcome.token) { return count + 1 }
+                    return count
+                }
             }
             let rejectedCount = rejected.values.reduce(0, +)
             if accepted + rejectedCount + failed > 0 {
                 try await connection.query(sql.addCounts, [.int(accepted), .int(rejectedCount), .int(failed), .text(id)])
+            }
+            if browsers.accepted + browsers.rejected + browsers.failed > 0 {
+                try await connection.query(sql.addBrowserCounts, [.int(browsers.accepted), .int(browsers.rejected), .int(browsers.failed), .text(id)])
             }
             if !rejected.isEmpty {
                 try await connection.query(sql.addReasons, [.text(id), .rows(rejected.sorted { $0.key < $1.key }.map { [.text($0.key), .int($0.value)] })])
@@ -112,5 +124,17 @@ extension QueueEngine {
             try await database.announceWork(on: connection)
         }
         database.work.signal()
+    }
+}
+
+extension PlatformCounts {
+    /// Counts one finished delivery.
+    mutating func count(_ state: DeliveryState?) {
+        switch state {
+        case .accepted: accepted += 1
+        case .rejected: rejected += 1
+        case .failed: failed += 1
+        default: break
+        }
     }
 }

@@ -132,7 +132,8 @@ struct QueueStatements: Sendable {
 
     static let notificationColumns = """
         id, app, audience_kind, audience, payload, push_type, priority, expiration, collapse_id, badge_mode, \
-        idempotency_key, status, targeted, accepted, rejected, failed, deadline, created_at, finished_at, activity_type
+        idempotency_key, status, targeted, accepted, rejected, failed, deadline, created_at, finished_at, activity_type,
+        webpush_accepted, webpush_rejected, webpush_failed
         """
     var selectNotification: String { "SELECT \(Self.notificationColumns) FROM notifications WHERE id = $1" }
     var selectByIdempotencyKey: String { "SELECT \(Self.notificationColumns) FROM notifications WHERE app = $1 AND idempotency_key = $2" }
@@ -449,8 +450,12 @@ struct QueueStatements: Sendable {
         FROM (SELECT \(e(0, .bigint)) AS o_id, \(e(1, .smallint)) AS o_state, \(e(2, .text)) AS o_reason, \(e(3, .text)) AS o_apns,
             \(e(4, .bigint)) AS o_next FROM \(d.rows(3)) AS j) AS o
         WHERE deliveries.id = o.o_id AND deliveries.lease_owner = $1 AND deliveries.state = \(DeliveryState.claimed)
-        RETURNING state, reason
+        RETURNING state, reason, token
         """
+    }
+    /// Browsers' outcomes of notification $4: accepted $1, rejected $2, failed $3.
+    var addBrowserCounts: String {
+        "UPDATE notifications SET webpush_accepted = webpush_accepted + $1, webpush_rejected = webpush_rejected + $2, webpush_failed = webpush_failed + $3 WHERE id = $4"
     }
     /// A range moves on to ($1, $2), in state $3, only while $6 still holds its lease.
     var advanceSegment: String {

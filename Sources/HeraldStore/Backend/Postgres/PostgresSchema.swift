@@ -188,6 +188,10 @@ enum PostgresSchema {
         // device it is registered as; NULL for an APNs token.
         [
             "ALTER TABLE devices ADD COLUMN web_push TEXT",
+            // Of a notification's outcomes, its browsers' (``NotificationCounts/browsers``).
+            "ALTER TABLE notifications ADD COLUMN webpush_accepted BIGINT NOT NULL DEFAULT 0",
+            "ALTER TABLE notifications ADD COLUMN webpush_rejected BIGINT NOT NULL DEFAULT 0",
+            "ALTER TABLE notifications ADD COLUMN webpush_failed BIGINT NOT NULL DEFAULT 0",
         ],
     ]
 

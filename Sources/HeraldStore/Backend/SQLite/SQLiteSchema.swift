@@ -220,6 +220,10 @@ enum SQLiteSchema {
         // device it is registered as; NULL for an APNs token.
         [
             "ALTER TABLE devices ADD COLUMN web_push TEXT",
+            // Of a notification's outcomes, its browsers' (``NotificationCounts/browsers``).
+            "ALTER TABLE notifications ADD COLUMN webpush_accepted INTEGER NOT NULL DEFAULT 0",
+            "ALTER TABLE notifications ADD COLUMN webpush_rejected INTEGER NOT NULL DEFAULT 0",
+            "ALTER TABLE notifications ADD COLUMN webpush_failed INTEGER NOT NULL DEFAULT 0",
         ],
     ]
 
