@@ -71,6 +71,15 @@ struct WebPushGatewayTests {
             let ttl = try #require(browsers.received(for: safari).first?.ttl)
             #expect(ttl > 0 && ttl <= 7 * 86400, "the TTL is what is left of the notification's maximum age")
 
+            // A notification's own webPush: where a click opens, or the whole message.
+            let navigated = try await harness.waitUntilDone(try await harness.send(["tokens": [.string(safariID)]], extra: ["webPush": ["navigate": "https://shop.example.com/orders/42"]]))
+            #expect(navigated.count("accepted") == 1)
+            let opened = try #require(browsers.received(for: safari).last?.plaintext.flatMap { try? JSONValue(parsing: $0) })
+            #expect(opened["notification"]?["navigate"]?.stringValue == "https://shop.example.com/orders/42")
+            let whole = try await harness.waitUntilDone(try await harness.send(["tokens": [.string(safariID)]], extra: ["webPush": ["payload": ["kind": "sync", "n": 3]]]))
+            #expect(whole.count("accepted") == 1)
+            #expect(browsers.received(for: safari).last?.plaintext.flatMap { try? JSONValue(parsing: $0) } == ["kind": "sync", "n": 3])
+
             // A broadcast reaches the three too; a browser's ID works as a token.
             let all = try await harness.waitUntilDone(try await harness.send(["all": true], alert: "Sale"))
             #expect(all.count("accepted") == 3, "\(all.jsonString)")
@@ -165,11 +174,17 @@ struct WebPushGatewayTests {
                 "to": ["all": true], "payload": ["aps": ["alert": .string(String(repeating: "x", count: 3950))]],
             ])
             #expect(long.status == 400 && long.json?["error"]?["code"]?.stringValue == "PayloadTooLarge", "\(long.json?.jsonString ?? "")")
+            for (webPush, field) in [(["navigate": "http://shop.example.com/"], "webPush.navigate"), (["payload": "text"], "webPush.payload"), (["color": 1], "webPush.color")] as [(JSONValue, String)] {
+                let answer = try await harness.call(.post, "/v1/apps/\(appID)/notifications", ["to": ["all": true], "payload": ["aps": ["alert": "x"]], "webPush": webPush])
+                #expect(answer.status == 400 && answer.json?["error"]?["message"]?.stringValue?.contains(field) == true, "\(field): \(answer.json?.jsonString ?? "")")
+            }
             #expect(try await harness.call(.put, "/v1/apps/\(appID)/devices/wp_abcdefghijklmnopqrstuvwxyz234567").status == 400, "an ID is not registered by itself")
         }
         try await Self.run(.sqlite, webPush: false) { harness, browsers in
             let answer = try await harness.call(.post, "/v1/apps/\(appID)/webpush/subscriptions", browsers.subscribe().json)
             #expect(answer.status == 409 && answer.json?["error"]?["code"]?.stringValue == "webPushNotConfigured")
+            let options = try await harness.call(.post, "/v1/apps/\(appID)/notifications", ["to": ["all": true], "payload": ["aps": ["alert": "x"]], "webPush": ["navigate": "https://a.example/"]])
+            #expect(options.status == 400 && options.json?["error"]?["message"]?.stringValue?.contains("no webPush") == true, "\(options.json?.jsonString ?? "")")
         }
     }
 }

@@ -16,7 +16,7 @@ struct NotificationBody {
 
     static func parse(_ fields: JSONFields, app: GatewayConfiguration.App, limits: APILimits) throws(APIError) -> NotificationRequest {
         do {
-            try fields.only(["to", "payload", "pushType", "priority", "expiration", "collapseID", "badge", "idempotencyKey"])
+            try fields.only(["to", "payload", "pushType", "priority", "expiration", "collapseID", "badge", "idempotencyKey", "webPush"])
             guard let to = try fields.object("to") else { throw FieldError("to", "is required: {\"tokens\": […]}, {\"users\": […]}, {\"tags\": […]} or {\"all\": true}") }
             let audience = try audience(to, limits: limits)
 
@@ -80,9 +80,14 @@ struct NotificationBody {
                     "the payload is \(encoded.count) bytes\(allowance > 0 ? " (plus up to \(allowance) for the badge)" : ""); APNs allows \(pushType.maximumPayloadSize) for \(pushType)"
                 )
             }
+            // What browsers receive instead of what is derived from the payload.
+            let options = try fields.object("webPush").map { object throws(FieldError) in try BrowserMessages.Options(object) }
+            if options != nil, app.webPush == nil {
+                throw FieldError("webPush", "app '\(app.id)' has no webPush in the gateway's configuration")
+            }
             // What browsers would receive (RFC 8291: 3,993 bytes at most), refused now, not at each browser later.
             if pushType == .alert, let webPush = app.webPush {
-                let browser = (try? BrowserMessages.payload(payload, badge: badge == .increment ? Int(Int32.max) : nil, defaultURL: webPush.defaultURL))?.count ?? 0
+                let browser = (try? BrowserMessages.payload(payload, badge: badge == .increment ? Int(Int32.max) : nil, defaultURL: webPush.defaultURL, options: options))?.count ?? 0
                 if browser > WebPushEncryption.maximumPlaintextCount {
                     throw APNSError(
                         local: .payloadTooLarge,
@@ -90,10 +95,12 @@ struct NotificationBody {
                     )
                 }
             }
-            return NotificationRequest(
+            var request = NotificationRequest(
                 app: app.id, audience: audience, payload: payload, pushType: pushType, priority: priority, expiration: expiration,
                 collapseID: collapseID, badge: badge, idempotencyKey: idempotencyKey
             )
+            request.webPush = options?.stored
+            return request
         } catch let error as APIError {
             throw error
         } catch let error as FieldError {

@@ -11,13 +11,49 @@ import Foundation
 /// What a browser receives for a notification, and how each Web Push answer is recorded: pure
 /// functions, tested as values (docs/webpush.md).
 enum BrowserMessages {
+    /// A notification's `webPush` field: where a click opens (`navigate`, an https URL) and/or
+    /// the whole message browsers receive (`payload`, any JSON object) instead of the one derived
+    /// from the APNs payload.
+    struct Options: Sendable, Hashable {
+        var navigate: String?
+        var payload: JSONValue?
+
+        init(_ fields: JSONFields) throws(FieldError) {
+            try fields.only(["navigate", "payload"])
+            if let navigate = try fields.string("navigate") {
+                guard navigate.hasPrefix("https://"), navigate.utf8.count <= 2048, PeerText.isSafe(navigate), !navigate.contains(" ") else {
+                    throw FieldError(fields.at("navigate"), "must be an https:// URL of at most 2048 bytes")
+                }
+                self.navigate = navigate
+            }
+            if fields.has("payload") {
+                guard case .object? = fields.members["payload"] else { throw FieldError(fields.at("payload"), "must be a JSON object") }
+                payload = fields.members["payload"]
+            }
+        }
+
+        init?(stored: [UInt8]?) {
+            guard let stored, let json = try? JSONValue(parsing: stored) else { return nil }
+            navigate = json["navigate"]?.stringValue
+            payload = json["payload"].flatMap { $0.objectValue == nil ? nil : $0 }
+        }
+
+        /// As the store keeps it.
+        var stored: [UInt8] {
+            var members: [String: JSONValue] = [:]
+            if let navigate { members["navigate"] = .string(navigate) }
+            if let payload { members["payload"] = payload }
+            return Array(JSONValue.object(members).jsonString.utf8)
+        }
+    }
+
     /// The message for `queued` to one browser at `now`: WebKit's declarative format (`"web_push":
     /// 8030`, which Safari 18.4+ shows without a service worker, and a service worker elsewhere
     /// reads), with `TTL` from what is left of its expiration or maximum age (a retry sends a
     /// smaller one), `Urgency` from its priority and `Topic` from its collapse ID (else its ID,
     /// as APNs's `apns-collapse-id`: a message sent twice replaces its copy still waiting).
     static func message(for queued: QueuedNotification, badge: Int?, defaultURL: String, now: Date) throws(WebPushError) -> WebPushMessage {
-        let payload = try Self.payload(queued.payload, badge: badge, defaultURL: defaultURL)
+        let payload = try Self.payload(queued.payload, badge: badge, defaultURL: defaultURL, options: Options(stored: queued.webPush))
         let timeToLive: Int
         switch queued.expiration {
         case .immediately?: timeToLive = 0
@@ -39,12 +75,14 @@ enum BrowserMessages {
     /// from an APNs payload: `aps.alert` (a string is the title; an object's `title` and `body`),
     /// the custom keys as `data`, and the badge (`badge` when the notification increments it,
     /// else `aps.badge`).
-    static func payload(_ apnsPayload: [UInt8], badge: Int?, defaultURL: String) throws(WebPushError) -> [UInt8] {
+    static func payload(_ apnsPayload: [UInt8], badge: Int?, defaultURL: String, options: Options? = nil) throws(WebPushError) -> [UInt8] {
+        // Given whole: sent as it is.
+        if let given = options?.payload { return Array(given.jsonString.utf8) }
         guard case .object(let members)? = try? JSONValue(parsing: apnsPayload) else {
             throw WebPushError(.invalidMessage, "the stored payload is not a JSON object")
         }
         let aps = members["aps"]?.objectValue ?? [:]
-        var notification: [String: JSONValue] = ["navigate": .string(defaultURL)]
+        var notification: [String: JSONValue] = ["navigate": .string(options?.navigate ?? defaultURL)]
         switch aps["alert"] {
         case .string(let text)?:
             notification["title"] = .string(text)

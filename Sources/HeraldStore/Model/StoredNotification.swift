@@ -68,6 +68,9 @@ public struct NotificationRequest: Sendable {
     /// For an event to an ``Audience/activity(_:)``: the event ends the activity, whose update
     /// tokens are forgotten after this date; later events are refused.
     public var endsActivityUntil: Date?
+    /// What browsers receive instead of what is derived from `payload`: a JSON object, stored
+    /// as it is (the gateway's `webPush` field: `navigate`, `payload`).
+    public var webPush: [UInt8]?
 
     public init(
         app: String, audience: Audience, payload: [UInt8], pushType: PushType = .alert, priority: PushPriority? = nil,

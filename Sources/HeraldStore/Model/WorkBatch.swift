@@ -53,6 +53,8 @@ public struct QueuedNotification: Sendable {
     public var badge: BadgeMode
     /// No attempt is made after this: the notification's apns-expiration, or its maximum age.
     public var deadline: Date
+    /// The notification's options for browsers (``NotificationRequest/webPush``), if any.
+    public var webPush: [UInt8]? = nil
     /// Whether the claim found it queued, not yet sending.
     var isQueued = false
 }

@@ -269,10 +269,14 @@ extension QueueEngine {
         var result: [String: Work] = [:]
         for row in try await connection.query(sql.notificationsForWork, [.texts(ids)]) {
             let id = row.text(0) ?? ""
-            let notification = QueuedNotification.stored(
+            var notification = QueuedNotification.stored(
                 id: id, status: row.int(1), app: row.text(2), payload: row.blob(3), pushType: row.text(4), priority: row.int(5),
                 expiration: row.int(6), collapseID: row.text(7), badgeMode: row.int(8), deadline: row.int(9)
             )
+            if case .success(var queued) = notification, let options = row.text(13) {
+                queued.webPush = Array(options.utf8)
+                notification = .success(queued)
+            }
             result[id] = Work(
                 notification: notification, audienceKind: row.int(10), audience: AudienceKind(code: row.int(10))?.audience(row.text(11) ?? ""),
                 activityType: row.text(12)

@@ -48,6 +48,7 @@ extension QueueEngine {
                 .text(request.pushType.rawValue), .int(request.priority.map { Int64($0.rawValue) }),
                 .int(request.expiration.map { Int64($0.unixSeconds) }), .text(request.collapseID), .code(BadgeCode(request.badge)),
                 .text(request.idempotencyKey), .int(targeted), .int(deadline.milliseconds), .int(time), .text(request.activityType),
+                request.webPush.map { .text(String(decoding: $0, as: UTF8.self)) } ?? .null,
             ])
             if inserted.isEmpty, let existing = try await existing(request, on: connection) { return (existing, false) }
             for part in Self.chunks(deliveries) {
@@ -173,7 +174,7 @@ extension QueueEngine {
 
     static func notification(_ row: SQLRow, rejected: [String: Int]) -> StoredNotification {
         let id = row.text(0) ?? ""
-        let request = NotificationRequest(
+        var request = NotificationRequest(
             app: row.text(1) ?? "",
             audience: (AudienceKind(code: row.int(2)) ?? .all).audience(row.text(3) ?? ""),
             payload: row.blob(4) ?? [],
@@ -185,6 +186,7 @@ extension QueueEngine {
             idempotencyKey: row.text(10),
             activityType: row.text(19)
         )
+        request.webPush = row.text(23).map { Array($0.utf8) }
         return StoredNotification(
             id: id, request: request, status: NotificationState(code: row.int(11))?.status ?? .queued,
             counts: NotificationCounts(

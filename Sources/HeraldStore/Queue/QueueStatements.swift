@@ -133,7 +133,7 @@ struct QueueStatements: Sendable {
     static let notificationColumns = """
         id, app, audience_kind, audience, payload, push_type, priority, expiration, collapse_id, badge_mode, \
         idempotency_key, status, targeted, accepted, rejected, failed, deadline, created_at, finished_at, activity_type,
-        webpush_accepted, webpush_rejected, webpush_failed
+        webpush_accepted, webpush_rejected, webpush_failed, web_push
         """
     var selectNotification: String { "SELECT \(Self.notificationColumns) FROM notifications WHERE id = $1" }
     var selectByIdempotencyKey: String { "SELECT \(Self.notificationColumns) FROM notifications WHERE app = $1 AND idempotency_key = $2" }
@@ -151,8 +151,8 @@ struct QueueStatements: Sendable {
     var insertNotification: String {
         """
         INSERT INTO notifications (id, app, audience_kind, audience, payload, push_type, priority, expiration, collapse_id,
-            badge_mode, idempotency_key, status, targeted, deadline, created_at, activity_type)
-        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, \(NotificationState.queued), $12, $13, $14, $15)
+            badge_mode, idempotency_key, status, targeted, deadline, created_at, activity_type, web_push)
+        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, \(NotificationState.queued), $12, $13, $14, $15, $16)
         ON CONFLICT (app, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
         RETURNING id
         """
@@ -286,7 +286,8 @@ struct QueueStatements: Sendable {
     /// What a worker needs of the notifications $1.
     var notificationsForWork: String {
         """
-        SELECT id, status, app, payload, push_type, priority, expiration, collapse_id, badge_mode, deadline, audience_kind, audience, activity_type
+        SELECT id, status, app, payload, push_type, priority, expiration, collapse_id, badge_mode, deadline, audience_kind, audience, activity_type,
+            web_push
         FROM notifications WHERE id IN (\(d.list(1, .text)))
         """
     }

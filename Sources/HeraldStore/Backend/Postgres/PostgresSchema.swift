@@ -192,6 +192,8 @@ enum PostgresSchema {
             "ALTER TABLE notifications ADD COLUMN webpush_accepted BIGINT NOT NULL DEFAULT 0",
             "ALTER TABLE notifications ADD COLUMN webpush_rejected BIGINT NOT NULL DEFAULT 0",
             "ALTER TABLE notifications ADD COLUMN webpush_failed BIGINT NOT NULL DEFAULT 0",
+            // A notification's options for browsers (``NotificationRequest/webPush``), JSON.
+            "ALTER TABLE notifications ADD COLUMN web_push TEXT",
         ],
     ]
 

@@ -224,6 +224,8 @@ enum SQLiteSchema {
             "ALTER TABLE notifications ADD COLUMN webpush_accepted INTEGER NOT NULL DEFAULT 0",
             "ALTER TABLE notifications ADD COLUMN webpush_rejected INTEGER NOT NULL DEFAULT 0",
             "ALTER TABLE notifications ADD COLUMN webpush_failed INTEGER NOT NULL DEFAULT 0",
+            // A notification's options for browsers (``NotificationRequest/webPush``), JSON.
+            "ALTER TABLE notifications ADD COLUMN web_push TEXT",
         ],
     ]
 
