@@ -106,7 +106,127 @@ public final class WebPushClient: Sendable {
         } catch {
             throw WebPushSendError(.invalidRequest, reason: error.message)
         }
-        var attempts = 0
+        return try await retrying(body: body, message: message, subscription: subscription, after: 0)
+    }
+
+    /// Sends `message` to each of `subscriptions` and returns each one's outcome, in order.
+    ///
+    /// The first attempts to a push service that speaks HTTP/2 go to its pool together, as many
+    /// at once as the pool's in-flight bound lets (one wake of its connections per group, not one
+    /// per message: measurably cheaper than a `send` each); what needs a retry is then retried as
+    /// ``send(_:to:)`` retries. For the gateway's batches and the benchmark.
+    public func send(_ message: WebPushMessage, toEach subscriptions: [WebPushSubscription]) async -> [Result<WebPushReceipt, WebPushSendError>] {
+        var results = [Result<WebPushReceipt, WebPushSendError>?](repeating: nil, count: subscriptions.count)
+        guard !isShutDown.load(ordering: .relaxed) else {
+            return subscriptions.map { _ in .failure(WebPushSendError(.shutdown, reason: "the client was shut down")) }
+        }
+        var bodies = [[UInt8]](repeating: [], count: subscriptions.count)
+        var pools: [String: (pool: APNSClient, indices: [Int])] = [:]
+        var singles: [Int] = []
+        for (index, subscription) in subscriptions.enumerated() {
+            do throws(WebPushError) {
+                bodies[index] = message.payload.isEmpty ? [] : try WebPushEncryption.encrypt(message.payload, for: subscription)
+            } catch {
+                results[index] = .failure(WebPushSendError(.invalidRequest, reason: error.message))
+                continue
+            }
+            if let pool = transport(for: subscription) {
+                pools[subscription.origin, default: (pool, [])].indices.append(index)
+            } else {
+                singles.append(index)
+            }
+        }
+        let bodiesMade = bodies
+        await withTaskGroup(of: [(Int, Result<WebPushReceipt, WebPushSendError>)].self) { group in
+            for (origin, (pool, indices)) in pools {
+                group.addTask {
+                    await self.sendTogether(message, to: indices.map { subscriptions[$0] }, bodies: indices.map { bodiesMade[$0] }, origin: origin, pool: pool)
+                        .enumerated().map { (indices[$0.offset], $0.element) }
+                }
+            }
+            for index in singles {
+                group.addTask {
+                    do throws(WebPushSendError) {
+                        return [(index, .success(try await self.retrying(body: bodiesMade[index], message: message, subscription: subscriptions[index], after: 0)))]
+                    } catch {
+                        return [(index, .failure(error))]
+                    }
+                }
+            }
+            for await part in group {
+                for (index, result) in part { results[index] = result }
+            }
+        }
+        return results.map { $0 ?? .failure(WebPushSendError(.shutdown, reason: "not sent")) }
+    }
+
+    /// First attempts to one origin's pool at once, then the retries each needs.
+    private func sendTogether(
+        _ message: WebPushMessage, to subscriptions: [WebPushSubscription], bodies: [[UInt8]], origin: String, pool: APNSClient
+    ) async -> [Result<WebPushReceipt, WebPushSendError>] {
+        let authorization: String
+        do {
+            authorization = try configuration.vapid.authorization(origin: origin)
+        } catch {
+            return subscriptions.map { _ in .failure(WebPushSendError(.invalidRequest, reason: error.message)) }
+        }
+        let requests = zip(subscriptions, bodies).map { subscription, body in
+            (method: "POST", path: subscription.requestTarget, headers: Self.headers(body: body, message: message, authorization: authorization), body: Optional(body))
+        }
+        let answers = await pool.exchange(requests, logger: logger)
+        var results = [Result<WebPushReceipt, WebPushSendError>?](repeating: nil, count: subscriptions.count)
+        var later: [(index: Int, delay: Duration, attempts: Int)] = []
+        for (index, answer) in answers.enumerated() {
+            let attempt: WebPushDecision.Attempt
+            switch answer {
+            case .success(let answered):
+                attempt = .answered(status: answered.status, retryAfter: answered.retryAfter, location: answered.location, body: answered.body)
+            case .failure(let error as APNSClientError) where error.code == .tlsFailed && error.message.contains("(ALPN h2)"):
+                // The service speaks HTTP/1.1 only: sent again that way, as a first attempt.
+                transports.withLock { $0[origin] = .some(nil) }
+                later.append((index, .zero, 0))
+                continue
+            case .failure(let error as APNSClientError) where error.code == .timedOut:
+                attempt = .timedOut
+            case .failure(let error):
+                attempt = .unreachable("\(origin): \(PeerText(String(describing: error), limit: 200))")
+            }
+            switch WebPushDecision.decide(attempt, attempts: 1, policy: configuration.retry, random: Double.random(in: 0..<1)) {
+            case .accepted(let location): results[index] = .success(WebPushReceipt(location: location, attempts: 1))
+            case .fail(let error): results[index] = .failure(error)
+            case .retry(let delay): later.append((index, delay, 1))
+            }
+        }
+        if !later.isEmpty {
+            await withTaskGroup(of: (Int, Result<WebPushReceipt, WebPushSendError>).self) { group in
+                for (index, delay, attempts) in later {
+                    group.addTask {
+                        do throws(WebPushSendError) {
+                            return (index, .success(try await self.retrying(
+                                body: bodies[index], message: message, subscription: subscriptions[index], after: attempts, delay: delay)))
+                        } catch {
+                            return (index, .failure(error))
+                        }
+                    }
+                }
+                for await (index, result) in group { results[index] = result }
+            }
+        }
+        return results.map { $0! }
+    }
+
+    /// Attempts after the first `previous` (waiting `delay` first), each decided by ``WebPushDecision``.
+    private func retrying(
+        body: [UInt8], message: WebPushMessage, subscription: WebPushSubscription, after previous: Int, delay: Duration = .zero
+    ) async throws(WebPushSendError) -> WebPushReceipt {
+        if delay > .zero {
+            do {
+                try await Task.sleep(for: delay)
+            } catch {
+                throw WebPushSendError(.shutdown, reason: "cancelled while waiting to retry", attempts: previous)
+            }
+        }
+        var attempts = previous
         while true {
             attempts += 1
             let authorization: String

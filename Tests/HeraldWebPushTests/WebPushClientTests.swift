@@ -60,6 +60,36 @@ struct WebPushClientTests {
         }
     }
 
+    @Test("send(toEach:): a group goes to the pool together; each answer comes back in its place, retries included", arguments: [true, false])
+    func together(http2: Bool) async throws {
+        try await withMockWebPushServer { server in
+            var subscriptions = (0..<300).map { _ in server.subscribe() }
+            server.unsubscribe(subscriptions[7])
+            server.script(.tooManyRequests(retryAfterSeconds: 0, times: 1), for: subscriptions[11])
+            server.script(.serverError(status: 503, times: 1), for: subscriptions[12])
+            // Not a subscription of this service's: nothing listens there.
+            subscriptions[13] = try WebPushSubscription(
+                endpoint: "https://127.0.0.1:9/push/x", p256dh: Base64URL.encode(subscriptions[0].p256dh), auth: Base64URL.encode(subscriptions[0].authSecret))
+            let message = try WebPushMessage(payload: Array("together".utf8), timeToLive: 60)
+            var configuration = try Self.configuration(server, http2: http2, retry: Self.fast)
+            configuration.maximumInFlight = 64
+            let results = try await withWebPushClient(configuration: configuration) { client in
+                await client.send(message, toEach: subscriptions)
+            }
+            #expect(results.count == 300)
+            for (index, result) in results.enumerated() {
+                switch index {
+                case 7: #expect((try? result.get()) == nil && { if case .failure(let e) = result { e.isSubscriptionGone } else { false } }())
+                case 11, 12: #expect((try? result.get())?.attempts == 2, "\(index): \(result)")
+                case 13: #expect({ if case .failure(let e) = result { e.code == .connectionFailed } else { false } }(), "\(result)")
+                default: #expect((try? result.get())?.attempts == 1, "\(index): \(result)")
+                }
+            }
+            #expect(server.received.count == 298 && Set(server.received.map(\.subscriptionID)).count == 298)
+            #expect(server.received.allSatisfy { $0.httpVersion == (http2 ? 2 : 1) })
+        }
+    }
+
     @Test("410 and 404: the subscription is gone, never retried; 413 too large; 403 BadJwtToken with the service's reason")
     func refusals() async throws {
         try await withMockWebPushServer { server in

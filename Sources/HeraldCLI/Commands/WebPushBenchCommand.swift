@@ -106,25 +106,32 @@ struct WebPushBenchCommand: AsyncParsableCommand {
         }
     }
 
-    /// Sends `count` messages round-robin over `targets`, `width` at a time.
+    /// Sends `count` messages round-robin over `targets`, in groups of `width` (the client's
+    /// `send(_:toEach:)`, as the gateway sends a batch's browsers), two groups at a time.
     static func sendAll(client: WebPushClient, message: WebPushMessage, targets: [WebPushSubscription], count: Int, width: Int) async throws -> (Int, [String]) {
-        try await withThrowingTaskGroup(of: String?.self) { group in
+        let groups = stride(from: 0, to: count, by: width).map { start in (start..<min(count, start + width)).map { targets[$0 % targets.count] } }
+        return await withTaskGroup(of: [Result<WebPushReceipt, WebPushSendError>].self) { group in
             var accepted = 0
             var failures: [String] = []
             var next = 0
-            func record(_ result: String?) {
-                if let result { if failures.count < 10 { failures.append(result) } } else { accepted += 1 }
+            func record(_ results: [Result<WebPushReceipt, WebPushSendError>]) {
+                for result in results {
+                    switch result {
+                    case .success: accepted += 1
+                    case .failure(let error): if failures.count < 10 { failures.append("\(error)") }
+                    }
+                }
             }
-            while next < min(width, count) {
-                let target = targets[next % targets.count]
-                group.addTask { do { try await client.send(message, to: target); return nil } catch { return "\(error)" } }
+            while next < min(2, groups.count) {
+                let part = groups[next]
+                group.addTask { await client.send(message, toEach: part) }
                 next += 1
             }
-            while let result = try await group.next() {
-                record(result)
-                if next < count {
-                    let target = targets[next % targets.count]
-                    group.addTask { do { try await client.send(message, to: target); return nil } catch { return "\(error)" } }
+            while let results = await group.next() {
+                record(results)
+                if next < groups.count {
+                    let part = groups[next]
+                    group.addTask { await client.send(message, toEach: part) }
                     next += 1
                 }
             }

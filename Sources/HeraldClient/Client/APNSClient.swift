@@ -151,6 +151,39 @@ public final class APNSClient: Sendable {
         return (answer.status, answer.location, answer.retryAfter, answer.body)
     }
 
+    /// Sends every request of `requests` through the pool at once (as many as the in-flight
+    /// bound lets at a time) and returns each answer, in order, whatever its status: one wake of
+    /// the connections per group rather than per request. A lost stream or a timeout is that
+    /// request's ``APNSClientError``.
+    package func exchange(
+        _ requests: [(method: String, path: String, headers: [(name: String, value: String)], body: [UInt8]?)], logger base: Logger? = nil
+    ) async -> [Result<(status: Int, location: String?, retryAfter: String?, body: [UInt8]), any Error>] {
+        guard !requests.isEmpty else { return [] }
+        let logger = base ?? self.logger
+        let batch = ExchangeBatch(count: requests.count, limiter: limiter)
+        var next = 0
+        while next < requests.count {
+            let granted: Int
+            do {
+                granted = try await limiter.acquire(maximum: requests.count - next)
+            } catch {
+                for index in next..<requests.count { batch.deliver(.failure(error), at: index, holdsPermit: false) }
+                break
+            }
+            let jobs = (next..<(next + granted)).map { index in
+                let request = requests[index]
+                var other = OtherRequest(method: request.method, path: request.path, headers: request.headers, body: request.body, expiration: nil)
+                other.passthrough = true
+                return RequestJob(other: other, batch: batch, index: index, logger: logger)
+            }
+            if !pool.submit(jobs) {
+                for job in jobs { job.complete(.failed(APNSClientError(.shutdown, "the client is shutting down"))) }
+            }
+            next += granted
+        }
+        return await batch.wait().map { answer in answer.map { ($0.status, $0.location, $0.retryAfter, $0.body) } }
+    }
+
     /// Sends a channel-management or broadcast request through the same pool, bound and retries.
     func perform(_ request: OtherRequest, logger base: Logger? = nil) async throws -> RawResponse {
         _ = try await limiter.acquire()

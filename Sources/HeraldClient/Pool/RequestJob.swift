@@ -2,6 +2,7 @@ import HeraldCore
 import HeraldFlow
 import Logging
 import NIOCore
+import Synchronization
 
 #if canImport(FoundationEssentials)
 import FoundationEssentials
@@ -18,8 +19,17 @@ final class RequestJob: @unchecked Sendable {
     enum Request {
         /// A device notification: its outcome goes to one caller, or into a bulk send.
         case notification(PushNotification, index: Int, Completion)
-        /// Channel management or a broadcast (apns-spec §1.9): the raw answer goes to the caller.
-        case other(OtherRequest, CheckedContinuation<RawResponse, any Error>)
+        /// Channel management or a broadcast (apns-spec §1.9), or another protocol's request
+        /// (``APNSClient/exchange(method:path:headers:body:logger:)``): the raw answer goes to the caller.
+        case other(OtherRequest, OtherCompletion)
+    }
+
+    /// Where the answer to an ``Request/other(_:_:)`` request goes.
+    enum OtherCompletion {
+        /// To one caller.
+        case single(CheckedContinuation<RawResponse, any Error>)
+        /// Into a batch's place `index` (``APNSClient/exchange(_:logger:)``).
+        case batch(ExchangeBatch, index: Int)
     }
 
     /// Where a notification's outcome goes.
@@ -54,7 +64,14 @@ final class RequestJob: @unchecked Sendable {
     }
 
     init(other: OtherRequest, completion: CheckedContinuation<RawResponse, any Error>, logger: Logger) {
-        self.request = .other(other, completion)
+        self.request = .other(other, .single(completion))
+        self.sink = nil
+        self.logger = logger
+        self.expiration = other.expiration
+    }
+
+    init(other: OtherRequest, batch: ExchangeBatch, index: Int, logger: Logger) {
+        self.request = .other(other, .batch(batch, index: index))
         self.sink = nil
         self.logger = logger
         self.expiration = other.expiration
@@ -80,11 +97,17 @@ final class RequestJob: @unchecked Sendable {
             }
         case .notification(let notification, let index, .bulk(let sink)):
             sink.deliver(contentsOf: CollectionOfOne(outcome(result, notification: notification, index: index)))
-        case .other(_, let continuation):
+        case .other(_, .single(let continuation)):
             switch result {
             case .succeeded(let answer): continuation.resume(returning: answer)
             case .rejected(let error): continuation.resume(throwing: error)
             case .failed(let error): continuation.resume(throwing: error)
+            }
+        case .other(_, .batch(let batch, let index)):
+            switch result {
+            case .succeeded(let answer): batch.deliver(.success(answer), at: index)
+            case .rejected(let error): batch.deliver(.failure(error), at: index)
+            case .failed(let error): batch.deliver(.failure(error), at: index)
             }
         }
     }
@@ -134,4 +157,50 @@ struct RawResponse: Sendable, Equatable {
     var location: String? = nil
     var retryAfter: String? = nil
     var body: [UInt8]
+}
+
+/// The answers of a batch of requests sent together (``APNSClient/exchange(_:logger:)``): each
+/// job delivers its own, giving back its in-flight permit, and the caller waits once for all.
+final class ExchangeBatch: Sendable {
+    typealias Answer = Result<RawResponse, any Error>
+
+    private struct State {
+        var answers: [Answer?]
+        var remaining: Int
+        var waiter: CheckedContinuation<[Answer], Never>?
+    }
+
+    private let state: Mutex<State>
+    private let limiter: InFlightLimiter
+
+    init(count: Int, limiter: InFlightLimiter) {
+        state = Mutex(State(answers: Array(repeating: nil, count: count), remaining: count))
+        self.limiter = limiter
+    }
+
+    /// The answer of the request at `index`; `holdsPermit`: it was sent (it took a permit).
+    func deliver(_ answer: Answer, at index: Int, holdsPermit: Bool = true) {
+        if holdsPermit { limiter.release() }
+        let done = state.withLock { state -> (CheckedContinuation<[Answer], Never>, [Answer])? in
+            guard state.answers.indices.contains(index), state.answers[index] == nil else { return nil }
+            state.answers[index] = answer
+            state.remaining -= 1
+            guard state.remaining == 0, let waiter = state.waiter else { return nil }
+            state.waiter = nil
+            return (waiter, state.answers.map { $0! })
+        }
+        if let (waiter, answers) = done { waiter.resume(returning: answers) }
+    }
+
+    /// Every answer, in the requests' order, once all have come.
+    func wait() async -> [Answer] {
+        await withCheckedContinuation { continuation in
+            let ready = state.withLock { state -> [Answer]? in
+                if state.remaining == 0 { return state.answers.map { $0! } }
+                state.waiter = continuation
+                return nil
+            }
+            if let ready { continuation.resume(returning: ready) }
+        }
+    }
 }

@@ -251,36 +251,35 @@ final class DeliveryWorkers: Service, Sendable {
                 messages[badge] = .failure(error)
             }
         }
-        return await withTaskGroup(of: DeliveryOutcome.self) { group in
-            for item in items {
-                let made = messages[item.badge]!
-                group.addTask {
-                    // Deleted since the claim: nothing to send to.
-                    guard let address = addresses[item.token] else {
-                        return DeliveryOutcome(token: item.token, result: .rejected(reason: .gateway(.subscriptionGone), timestamp: Date()))
-                    }
-                    let message: WebPushMessage
-                    let subscription: WebPushSubscription
-                    do throws(WebPushError) {
-                        message = try made.get()
-                        subscription = try WebPushSubscription(endpoint: address.endpoint, p256dh: address.p256dh, auth: address.auth, policy: policy)
-                    } catch {
-                        let reason: DeliveryReason = error.code == .payloadTooLarge ? .apns(.payloadTooLarge) : .gateway(.payloadInvalid)
-                        return DeliveryOutcome(token: item.token, result: .failed(reason: reason))
-                    }
-                    do throws(WebPushSendError) {
-                        let receipt = try await client.send(message, to: subscription)
-                        return DeliveryOutcome(token: item.token, result: BrowserMessages.outcome(.success(receipt), now: Date()))
-                    } catch {
-                        return DeliveryOutcome(token: item.token, result: BrowserMessages.outcome(.failure(error), now: Date()))
-                    }
-                }
+        // What cannot be sent is answered at once; the rest go to the client together, a group
+        // per message (per badge value: one for most notifications).
+        var outcomes: [DeliveryOutcome] = []
+        outcomes.reserveCapacity(items.count)
+        var groups: [Int?: (message: WebPushMessage, tokens: [String], subscriptions: [WebPushSubscription])] = [:]
+        for item in items {
+            // Deleted since the claim: nothing to send to.
+            guard let address = addresses[item.token] else {
+                outcomes.append(DeliveryOutcome(token: item.token, result: .rejected(reason: .gateway(.subscriptionGone), timestamp: now)))
+                continue
             }
-            var outcomes: [DeliveryOutcome] = []
-            outcomes.reserveCapacity(items.count)
-            for await outcome in group { outcomes.append(outcome) }
-            return outcomes
+            do throws(WebPushError) {
+                let message = try messages[item.badge]!.get()
+                let subscription = try WebPushSubscription(endpoint: address.endpoint, p256dh: address.p256dh, auth: address.auth, policy: policy)
+                groups[item.badge, default: (message, [], [])].tokens.append(item.token)
+                groups[item.badge]!.subscriptions.append(subscription)
+            } catch {
+                let reason: DeliveryReason = error.code == .payloadTooLarge ? .apns(.payloadTooLarge) : .gateway(.payloadInvalid)
+                outcomes.append(DeliveryOutcome(token: item.token, result: .failed(reason: reason)))
+            }
         }
+        for (_, group) in groups {
+            let results = await client.send(group.message, toEach: group.subscriptions)
+            let answered = Date()
+            for (token, result) in zip(group.tokens, results) {
+                outcomes.append(DeliveryOutcome(token: token, result: BrowserMessages.outcome(result, now: answered)))
+            }
+        }
+        return outcomes
     }
 
     /// Completes a batch; a database that does not answer is retried while the lease lasts (after
