@@ -177,19 +177,10 @@ public final class WebPushClient: Sendable {
         var results = [Result<WebPushReceipt, WebPushSendError>?](repeating: nil, count: subscriptions.count)
         var later: [(index: Int, delay: Duration, attempts: Int)] = []
         for (index, answer) in answers.enumerated() {
-            let attempt: WebPushDecision.Attempt
-            switch answer {
-            case .success(let answered):
-                attempt = .answered(status: answered.status, retryAfter: answered.retryAfter, location: answered.location, body: answered.body)
-            case .failure(let error as APNSClientError) where error.code == .tlsFailed && error.message.contains("(ALPN h2)"):
-                // The service speaks HTTP/1.1 only: sent again that way, as a first attempt.
-                transports.withLock { $0[origin] = .some(nil) }
+            guard let attempt = attempt(from: answer, origin: origin, pool: pool) else {
+                // Sent again over HTTP/1.1, as a first attempt.
                 later.append((index, .zero, 0))
                 continue
-            case .failure(let error as APNSClientError) where error.code == .timedOut:
-                attempt = .timedOut
-            case .failure(let error):
-                attempt = .unreachable("\(origin): \(PeerText(String(describing: error), limit: 200))")
             }
             switch WebPushDecision.decide(attempt, attempts: 1, policy: configuration.retry, random: Double.random(in: 0..<1)) {
             case .accepted(let location): results[index] = .success(WebPushReceipt(location: location, attempts: 1))
@@ -275,27 +266,47 @@ public final class WebPushClient: Sendable {
         body: [UInt8], message: WebPushMessage, subscription: WebPushSubscription, authorization: String, attempts: Int
     ) async -> WebPushDecision.Attempt {
         if let transport = transport(for: subscription) {
+            let answer: Result<(status: Int, location: String?, retryAfter: String?, body: [UInt8]), any Error>
             do {
-                let answer = try await transport.exchange(
-                    method: "POST", path: subscription.requestTarget, headers: Self.headers(body: body, message: message, authorization: authorization),
-                    body: body, logger: logger)
-                return .answered(status: answer.status, retryAfter: answer.retryAfter, location: answer.location, body: answer.body)
-            } catch let error as APNSClientError {
-                switch error.code {
-                case .timedOut: return .timedOut
-                case .tlsFailed where error.message.contains("(ALPN h2)"):
-                    // The push service speaks HTTP/1.1 only: from now on its origin goes that way.
-                    logger.info("push service refused HTTP/2; using HTTP/1.1", metadata: ["origin": "\(subscription.origin)"])
-                    transports.withLock { $0[subscription.origin] = .some(nil) }
-                    Task { [transport] in await transport.shutdown() }
-                    return await attemptHTTP1(body: body, message: message, subscription: subscription, authorization: authorization)
-                default: return .unreachable("\(subscription.origin): \(error.message)")
-                }
+                answer = .success(
+                    try await transport.exchange(
+                        method: "POST", path: subscription.requestTarget, headers: Self.headers(body: body, message: message, authorization: authorization),
+                        body: body, logger: logger))
             } catch {
-                return .unreachable("\(subscription.origin): \(PeerText(String(describing: error), limit: 200))")
+                answer = .failure(error)
             }
+            if let attempt = attempt(from: answer, origin: subscription.origin, pool: transport) { return attempt }
         }
         return await attemptHTTP1(body: body, message: message, subscription: subscription, authorization: authorization)
+    }
+
+    /// What an HTTP/2 pool's answer is as an attempt; `nil` when the push service refused HTTP/2
+    /// by ALPN: its origin goes over HTTP/1.1 from then on, and its pool is shut down.
+    private func attempt(
+        from answer: Result<(status: Int, location: String?, retryAfter: String?, body: [UInt8]), any Error>, origin: String, pool: APNSClient
+    ) -> WebPushDecision.Attempt? {
+        switch answer {
+        case .success(let answered):
+            return .answered(status: answered.status, retryAfter: answered.retryAfter, location: answered.location, body: answered.body)
+        case .failure(let error as APNSClientError):
+            switch error.code {
+            case .timedOut: return .timedOut
+            case .tlsFailed where error.message.contains("(ALPN h2)"):
+                let first = transports.withLock { transports -> Bool in
+                    if case .some(.none) = transports[origin] { return false }
+                    transports[origin] = .some(nil)
+                    return true
+                }
+                if first {
+                    logger.info("push service refused HTTP/2; using HTTP/1.1", metadata: ["origin": "\(origin)"])
+                    Task { await pool.shutdown() }
+                }
+                return nil
+            default: return .unreachable("\(origin): \(error.message)")
+            }
+        case .failure(let error):
+            return .unreachable("\(origin): \(PeerText(String(describing: error), limit: 200))")
+        }
     }
 
     /// The origin's HTTP/2 pool: made on first use, for `https:` endpoints when HTTP/2 is allowed.

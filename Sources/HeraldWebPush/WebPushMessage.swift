@@ -40,7 +40,7 @@ public struct WebPushMessage: Sendable, Hashable {
 
     /// A `Topic` header value: 1 to 32 characters of the URL-safe base64 alphabet (RFC 8030 §5.4).
     public static func checkTopic(_ topic: String) throws(WebPushError) {
-        guard (1...32).contains(topic.utf8.count), topic.utf8.allSatisfy(Self.isBase64URL) else {
+        guard (1...32).contains(topic.utf8.count), topic.utf8.allSatisfy(Base64URL.isAlphabet) else {
             throw WebPushError(.invalidMessage, "a Topic is 1 to 32 characters of A-Z, a-z, 0-9, '-' and '_' (RFC 8030 §5.4); got \(PeerText(topic, limit: 40))")
         }
     }
@@ -52,14 +52,5 @@ public struct WebPushMessage: Sendable, Hashable {
     public static func topic(forCollapseID collapseID: String) -> String {
         if (try? checkTopic(collapseID)) != nil, collapseID.utf8.count % 4 != 1 { return collapseID }
         return Base64URL.encode(Array(SHA256.hash(data: Array(collapseID.utf8))).prefix(24))
-    }
-
-    static func isBase64URL(_ byte: UInt8) -> Bool {
-        switch byte {
-        case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
-            UInt8(ascii: "-"), UInt8(ascii: "_"):
-            return true
-        default: return false
-        }
     }
 }

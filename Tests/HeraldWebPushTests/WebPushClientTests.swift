@@ -90,6 +90,23 @@ struct WebPushClientTests {
         }
     }
 
+    @Test("a push service that refuses h2 by ALPN is sent to over HTTP/1.1 from then on, singly and in groups")
+    func alpnFallback() async throws {
+        var configuration = MockWebPushServer.Configuration()
+        configuration.offersHTTP2 = false
+        try await withMockWebPushServer(configuration: configuration) { server in
+            let subscriptions = (0..<20).map { _ in server.subscribe() }
+            let message = try WebPushMessage(payload: Array("fallback".utf8), timeToLive: 60)
+            try await withWebPushClient(configuration: try Self.configuration(server)) { client async throws -> Void in
+                let first = try await client.send(message, to: subscriptions[0])
+                #expect(first.attempts == 1, "the refusal is not an attempt")
+                let group = await client.send(message, toEach: Array(subscriptions.dropFirst()))
+                #expect(group.allSatisfy { (try? $0.get())?.attempts == 1 })
+            }
+            #expect(server.received.count == 20 && server.received.allSatisfy { $0.httpVersion == 1 })
+        }
+    }
+
     @Test("410 and 404: the subscription is gone, never retried; 413 too large; 403 BadJwtToken with the service's reason")
     func refusals() async throws {
         try await withMockWebPushServer { server in

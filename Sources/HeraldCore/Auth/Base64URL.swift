@@ -2,6 +2,16 @@
 package enum Base64URL {
     private static let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
 
+    /// Whether `byte` is one of the alphabet's 64 characters (`A-Z a-z 0-9 - _`; not `=`).
+    package static func isAlphabet(_ byte: UInt8) -> Bool {
+        switch byte {
+        case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"),
+            UInt8(ascii: "_"):
+            true
+        default: false
+        }
+    }
+
     /// Encodes without padding.
     package static func encode(_ input: some Collection<UInt8>) -> String {
         var output = [UInt8]()

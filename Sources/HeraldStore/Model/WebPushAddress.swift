@@ -28,7 +28,7 @@ public struct WebPushAddress: Sendable, Hashable {
             throw StoreError(.invalidInput, "endpoint: 1 to \(Self.maximumEndpointLength) bytes of printable ASCII")
         }
         for (name, value) in [("keys.p256dh", p256dh), ("keys.auth", auth)] {
-            guard !value.isEmpty, value.utf8.count <= Self.maximumKeyLength, value.utf8.allSatisfy(Self.isBase64URL) else {
+            guard !value.isEmpty, value.utf8.count <= Self.maximumKeyLength, value.utf8.allSatisfy({ Base64URL.isAlphabet($0) || $0 == UInt8(ascii: "=") }) else {
                 throw StoreError(.invalidInput, "\(name): 1 to \(Self.maximumKeyLength) base64url characters")
             }
         }
@@ -80,10 +80,6 @@ public struct WebPushAddress: Sendable, Hashable {
             let address = try? WebPushAddress(endpoint: endpoint, p256dh: p256dh, auth: auth)
         else { return nil }
         self = address
-    }
-
-    private static func isBase64URL(_ byte: UInt8) -> Bool {
-        (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A) || byte == 0x2D || byte == 0x5F || byte == 0x3D
     }
 }
 
