@@ -156,9 +156,17 @@ struct HostileQueueTests {
                         }
                     }
                 }
-                for (index, id) in small.enumerated() {
-                    group.addTask { _ = try await store.cancel(id: id) }
-                    if index == small.count / 2 { group.addTask { _ = try await store.cancel(id: broadcast.id) } }
+                // Four cancellers race the four workers and each other. Not one task per cancel: 150
+                // callers waiting on 24 connections would test the pool's connection deadline (5 s)
+                // on a loaded 2-core CI machine, not the queue.
+                let cancellers = 4, ids = small
+                for canceller in 0..<cancellers {
+                    group.addTask {
+                        for index in stride(from: canceller, to: ids.count, by: cancellers) {
+                            _ = try await store.cancel(id: ids[index])
+                            if index == ids.count / 2 { _ = try await store.cancel(id: broadcast.id) }
+                        }
+                    }
                 }
                 try await group.waitForAll()
             }
