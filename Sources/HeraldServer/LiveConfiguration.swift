@@ -181,8 +181,10 @@ final class ClientGeneration: Sendable {
                 logger.info("Web Push client", metadata: ["app": "\(app.id)", "key": "\(webPush.key.publicKeyBase64URL)", "subject": "\(webPush.subject)"])
                 browsers[app.id] = WebPushClient(configuration: settings, logger: clientLogger)
             }
+            // An app that reaches browsers only has no APNs client.
+            guard let appCredentials = app.credentials else { continue }
             let credentials: [(kind: TokenKind?, credentials: APNSCredentials)] =
-                [(nil, app.credentials)] + TokenKind.allCases.compactMap { kind in app.credentialsByKind[kind].map { (kind, $0) } }
+                [(nil, appCredentials)] + TokenKind.allCases.compactMap { kind in app.credentialsByKind[kind].map { (kind, $0) } }
             for tokenEnvironment in TokenEnvironment.allCases {
                 var clientLogger = logger
                 clientLogger[metadataKey: "app"] = "\(app.id)"
@@ -217,7 +219,7 @@ final class ClientGeneration: Sendable {
                     let shared = clients[key]
                     let managementHost = app.channelManagementHost(for: tokenEnvironment)
                     let pushHost = app.host(for: tokenEnvironment)
-                    let credentials = app.credentials
+                    let credentials = appCredentials
                     let management: @Sendable () throws -> APNSClient = { try client(managementHost, credentials, connections: 1) }
                     var broadcast: (@Sendable () throws -> APNSClient)?
                     if shared == nil { broadcast = { try client(pushHost, credentials, connections: 1) } }

@@ -118,6 +118,14 @@ struct ConfigurationTests {
             #expect(error?.message.contains(words) == true, "\(error?.description ?? ""): should say '\(words)'")
             #expect(error?.description.contains("PRIVATE KEY") == false, "never the key")
         }
+
+        // An app that reaches browsers only: webPush without APNs credentials needs no topic or
+        // environment. Without either, the error says what to give.
+        let browsersOnly = try GatewayConfiguration.load(file: try scratch.write("site.json", json(#"{"id": "shop", "webPush": \#(good)}"#))).apps[0]
+        #expect(browsersOnly.credentials == nil && browsersOnly.apnsTopic == nil && browsersOnly.webPush != nil && browsersOnly.defaultEnvironment == .production)
+        let nothing = try scratch.write("nothing.json", json(#"{"id": "shop", "topic": "com.example.shop", "environment": "sandbox"}"#))
+        let error = #expect(throws: ConfigurationError.self) { try GatewayConfiguration.load(file: nothing) }
+        #expect(error?.field == "apps[0]" && error?.message.contains("webPush") == true && error?.message.contains("authKey") == true, "\(error?.description ?? "")")
     }
 
     @Test("credentials by kind: a kind's own credential serves it, the app's serves the rest")

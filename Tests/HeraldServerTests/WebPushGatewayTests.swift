@@ -4,6 +4,7 @@ import HeraldServer
 import HeraldTestSupport
 import HeraldWebPush
 import HeraldWebPushMock
+import HTTPTypes
 import Testing
 
 /// Browsers beside iPhones: a browser's subscription registers as a device of the app, and the
@@ -187,9 +188,50 @@ struct WebPushGatewayTests {
             #expect(options.status == 400 && options.json?["error"]?["message"]?.stringValue?.contains("no webPush") == true, "\(options.json?.jsonString ?? "")")
         }
     }
+
+    @Test("an app that reaches browsers only: no APNs credentials; its browsers are sent to, APNs tokens refused, one left from before fails APNsNotConfigured", arguments: Backend.allCases)
+    func browsersOnly(backend: Backend) async throws {
+        try await Self.run(backend) { harness, browsers in
+            try await harness.register([1], user: { _ in "ann" })
+            let safari = browsers.subscribe(applicationServerKey: Array(Self.vapid.publicKey.x963Representation))
+            _ = try await Self.register(safari, user: "ann", harness: harness)
+
+            // The app loses its APNs credentials: it reaches browsers only.
+            var reloaded = harness.gateway.configuration
+            reloaded.apps[0].credentials = nil
+            reloaded.apps[0].topic = nil
+            _ = try await harness.gateway.reload(reloaded)
+
+            let apps = try await harness.call(.get, "/v1/apps").json?["apps"]?.arrayItems ?? []
+            #expect(apps.first?["platforms"] == ["webpush"] && apps.first?["topic"] == .null, "\(apps)")
+            for (method, path, body) in [
+                (.put, "/v1/apps/\(appID)/devices/\(token(2))", nil),
+                (.post, "/v1/apps/\(appID)/activities", ["to": ["all": true]]),
+                (.post, "/v1/apps/\(appID)/channels", ["storagePolicy": "none"]),
+            ] as [(HTTPRequest.Method, String, JSONValue?)] {
+                let answer = try await harness.call(method, path, body)
+                #expect(answer.status == 409 && answer.json?["error"]?["code"]?.stringValue == "apnsNotConfigured", "\(path): \(answer.json?.jsonString ?? "")")
+            }
+            let lines = [#"{"token": "\#(token(3))"}"#, browsers.subscribe().json.jsonString].joined(separator: "\n")
+            let imported = try await harness.raw(.post, "/v1/apps/\(appID)/devices", Array(lines.utf8), key: harness.key, contentType: "application/x-ndjson")
+            let error = imported.json?["errors"]?.arrayItems.first
+            #expect(imported.json?["upserted"]?.intValue == 1 && error?["line"]?.intValue == 1, "\(imported.json?.jsonString ?? "")")
+            #expect(error?["message"]?.stringValue?.contains("token") == true && error?["message"]?.stringValue?.contains("browsers only") == true)
+
+            // The user's browser is reached; the iPhone registered before fails with its reason, and APNs hears nothing.
+            let id = try await harness.send(["users": ["ann"]])
+            let done = try await harness.waitUntilDone(id)
+            #expect(done.count("accepted") == 1 && browsers.received(for: safari).count == 1, "\(done.jsonString)")
+            #expect(done["platforms"]?["apns"]?["failed"]?.intValue == 1, "\(done.jsonString)")
+            let failed = try await harness.call(.get, "/v1/notifications/\(id)/deliveries?outcome=failed").json?["deliveries"]?.arrayItems ?? []
+            #expect(failed.map { $0["token"]?.stringValue } == [token(1)] && failed.first?["reason"]?.stringValue == "APNsNotConfigured", "\(JSONValue.array(failed).jsonString)")
+            #expect(harness.received().isEmpty)
+        }
+    }
 }
 
 /// A fixed valid P-256 public key for request bodies.
 enum P256KeyForTests {
     static let publicKey: [UInt8] = Array(VAPIDKey.generate().publicKey.x963Representation)
+
 }

@@ -58,6 +58,9 @@ public enum DeliveryReason: Sendable, Hashable, CustomStringConvertible, Lossles
         case invalidConfiguration
         /// The server answered something that is not an APNs response.
         case protocolError
+        /// A device is an APNs token, but its app has no APNs credentials configured (any more):
+        /// it reaches browsers only.
+        case apnsNotConfigured = "APNsNotConfigured"
         // Web Push (browsers).
         /// The push service said the browser's subscription is gone (404 or 410, RFC 8030 §7.3):
         /// the device is retired unless it registered again since.

@@ -23,6 +23,13 @@ public struct APIError: Error, Sendable, HTTPResponseError, CustomStringConverti
 
     static func invalid(_ message: String) -> APIError { APIError(.badRequest, "invalidRequest", message) }
     static func notFound(_ message: String) -> APIError { APIError(.notFound, "notFound", message) }
+    /// A 409: the app has no APNs credentials in the configuration; it reaches browsers only.
+    static func apnsNotConfigured(_ app: String) -> APIError {
+        APIError(
+            .conflict, "apnsNotConfigured",
+            "app '\(app)' has no APNs credentials (authKey or certificate) in the gateway's configuration: it reaches browsers only, whose subscriptions register at POST /v1/apps/\(app)/webpush/subscriptions"
+        )
+    }
     /// A 429 that says, in `Retry-After`, when to come back.
     static func tooManyRequests(_ message: String, retryAfter seconds: Int) -> APIError {
         var error = APIError(.tooManyRequests, "tooManyRequests", message)

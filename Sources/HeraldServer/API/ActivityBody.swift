@@ -23,7 +23,7 @@ enum ActivityBody {
     static let defaultDismissal: TimeInterval = 4 * 3600
 
     /// A start, to the audience's push-to-start tokens of `activityType`.
-    static func start(_ fields: JSONFields, app: GatewayConfiguration.App, limits: APILimits, now: Date) throws(APIError) -> NotificationRequest {
+    static func start(_ fields: JSONFields, app: GatewayConfiguration.App, topic: String, limits: APILimits, now: Date) throws(APIError) -> NotificationRequest {
         try answered {
             try fields.only([
                 "to", "activityType", "attributes", "contentState", "alert", "staleDate", "relevanceScore", "priority", "expiration", "idempotencyKey",
@@ -48,17 +48,17 @@ enum ActivityBody {
             // iOS 18: the started activity reports an update token (apns-spec §3.1 `input-push-token`).
             aps.members.append(("input-push-token", .int(1)))
             return try request(
-                fields, aps: aps, app: app, audience: audience, defaultPriority: .immediate, activityType: activityType, endsUntil: nil
+                fields, aps: aps, app: app, topic: topic, audience: audience, defaultPriority: .immediate, activityType: activityType, endsUntil: nil
             )
         }
     }
 
     /// An update or an end, to every update token of `activityID`.
-    static func event(_ fields: JSONFields, activityID: String, app: GatewayConfiguration.App, now: Date) throws(APIError) -> NotificationRequest {
+    static func event(_ fields: JSONFields, activityID: String, app: GatewayConfiguration.App, topic: String, now: Date) throws(APIError) -> NotificationRequest {
         try answered {
             let event = try eventParts(fields, now: now)
             return try request(
-                fields, aps: event.aps, app: app, audience: .activity(activityID), defaultPriority: event.defaultPriority, activityType: nil,
+                fields, aps: event.aps, app: app, topic: topic, audience: .activity(activityID), defaultPriority: event.defaultPriority, activityType: nil,
                 endsUntil: event.endsUntil
             )
         }
@@ -67,7 +67,7 @@ enum ActivityBody {
     /// An update or an end as one broadcast to a channel (apns-spec §1.9): the same body as an
     /// activity's event, without an idempotency key (a broadcast is sent at once, not queued).
     static func broadcast(
-        _ fields: JSONFields, channel: StoredChannel, app: GatewayConfiguration.App, now: Date
+        _ fields: JSONFields, channel: StoredChannel, topic: String, now: Date
     ) throws(APIError) -> BroadcastNotification {
         try answered {
             guard !fields.has("idempotencyKey") else {
@@ -84,7 +84,7 @@ enum ActivityBody {
                 expiration = .immediately
             }
             let payload = try EncodedPayload(validating: bytes(of: event.aps))
-            let broadcast = BroadcastNotification(bundleID: app.topic, channelID: channel.id, payload: payload, priority: priority, expiration: expiration)
+            let broadcast = BroadcastNotification(bundleID: topic, channelID: channel.id, payload: payload, priority: priority, expiration: expiration)
             try broadcast.validate()
             return broadcast
         }
@@ -182,7 +182,7 @@ enum ActivityBody {
 
     /// The request for `aps`, checked as any notification is (size, headers).
     private static func request(
-        _ fields: JSONFields, aps: Aps, app: GatewayConfiguration.App, audience: Audience, defaultPriority: PushPriority, activityType: String?,
+        _ fields: JSONFields, aps: Aps, app: GatewayConfiguration.App, topic: String, audience: Audience, defaultPriority: PushPriority, activityType: String?,
         endsUntil: Date?
     ) throws -> NotificationRequest {
         let priority = try priority(fields, default: defaultPriority)
@@ -199,7 +199,7 @@ enum ActivityBody {
         if encoded.count > PushType.liveactivity.maximumPayloadSize {
             throw APNSError(local: .payloadTooLarge, "the Live Activity payload is \(encoded.count) bytes; APNs allows \(PushType.liveactivity.maximumPayloadSize)")
         }
-        let headers = PushHeaders(pushType: .liveactivity, topic: PushType.liveactivity.topic(forBundleID: app.topic), priority: priority, expiration: expiration)
+        let headers = PushHeaders(pushType: .liveactivity, topic: PushType.liveactivity.topic(forBundleID: topic), priority: priority, expiration: expiration)
         try headers.validate()
         return NotificationRequest(
             app: app.id, audience: audience, payload: payload, pushType: .liveactivity, priority: priority, expiration: expiration,

@@ -24,21 +24,23 @@ struct ActivityRoutes {
 
     @Sendable func start(request: Request, context: GatewayContext) async throws -> Response {
         let appID = try api.authorizedApp(context)
+        let topic = try api.apnsTopic(of: appID)
         try NotificationRoutes.checkBacklog(of: appID, api: api)
         let fields = try await JSONBody.object(of: request, limit: api.configuration.limits.maximumBodySize)
         // One time for the payload's timestamp and the notification's createdAt.
         let now = Date()
-        let start = try ActivityBody.start(fields, app: api.configuration.app(appID)!, limits: api.configuration.limits, now: now)
+        let start = try ActivityBody.start(fields, app: api.configuration.app(appID)!, topic: topic, limits: api.configuration.limits, now: now)
         return try await NotificationRoutes.queue(start, api: api, context: context, now: now)
     }
 
     @Sendable func event(request: Request, context: GatewayContext) async throws -> Response {
         let appID = try api.authorizedApp(context)
         let activityID = try Self.activityID(context)
+        let topic = try api.apnsTopic(of: appID)
         try NotificationRoutes.checkBacklog(of: appID, api: api)
         let fields = try await JSONBody.object(of: request, limit: api.configuration.limits.maximumBodySize)
         let now = Date()
-        let event = try ActivityBody.event(fields, activityID: activityID, app: api.configuration.app(appID)!, now: now)
+        let event = try ActivityBody.event(fields, activityID: activityID, app: api.configuration.app(appID)!, topic: topic, now: now)
         return try await NotificationRoutes.queue(event, api: api, context: context, now: now)
     }
 

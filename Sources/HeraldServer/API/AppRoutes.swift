@@ -25,6 +25,12 @@ struct AppRoutes {
                 writer.member("id", app.id)
                 writer.member("topic", app.topic)
                 writer.member("environment", app.defaultEnvironment.rawValue)
+                // What the app reaches: APNs, browsers (Web Push), or both.
+                writer.key("platforms")
+                writer.beginArray()
+                if app.apnsTopic != nil { writer.string(DevicePlatform.apns.rawValue) }
+                if app.webPush != nil { writer.string(DevicePlatform.webpush.rawValue) }
+                writer.endArray()
                 writer.endObject()
             }
             writer.endArray()

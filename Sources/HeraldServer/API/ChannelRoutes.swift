@@ -40,7 +40,7 @@ struct ChannelRoutes {
         } catch {
             throw error.apiError
         }
-        let topic = api.configuration.app(appID)!.topic
+        let topic = try api.apnsTopic(of: appID)
         let created = try await withClients(appID, environment) { clients in
             try await Self.atAPNs { try await clients.management.createChannel(bundleID: topic, storagePolicy: policy) }
         }
@@ -68,7 +68,7 @@ struct ChannelRoutes {
     @Sendable func delete(request: Request, context: GatewayContext) async throws -> Response {
         let appID = try api.authorizedApp(context)
         let channel = try await storedChannel(appID, context)
-        let topic = api.configuration.app(appID)!.topic
+        let topic = try api.apnsTopic(of: appID)
         do {
             try await withClients(appID, channel.environment) { clients in
                 try await Self.atAPNs { try await clients.management.deleteChannel(channel.id, bundleID: topic) }
@@ -84,7 +84,7 @@ struct ChannelRoutes {
         let appID = try api.authorizedApp(context)
         let channel = try await storedChannel(appID, context)
         let fields = try await JSONBody.object(of: request, limit: api.configuration.limits.maximumBodySize)
-        let broadcast = try ActivityBody.broadcast(fields, channel: channel, app: api.configuration.app(appID)!, now: Date())
+        let broadcast = try ActivityBody.broadcast(fields, channel: channel, topic: try api.apnsTopic(of: appID), now: Date())
         let sent = try await withClients(appID, channel.environment) { clients in
             try await Self.atAPNs { try await clients.broadcast.send(broadcast) }
         }

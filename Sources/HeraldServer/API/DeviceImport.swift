@@ -49,11 +49,13 @@ struct DeviceImport: AsyncSequence {
     let report: Report
     /// The app's Web Push settings: lines with an `endpoint` are browsers' subscriptions.
     var webPush: GatewayConfiguration.WebPushSettings? = nil
+    /// Whether the app reaches APNs: when it reaches browsers only, a line with a token is refused.
+    var reachesAPNs = true
 
     func makeAsyncIterator() -> AsyncIterator {
         AsyncIterator(
             body: body.makeAsyncIterator(), splitter: ElementSplitter(format: format, maximumSize: maximumElementSize), report: report,
-            remaining: maximumSize, webPush: webPush
+            remaining: maximumSize, webPush: webPush, reachesAPNs: reachesAPNs
         )
     }
 
@@ -66,13 +68,15 @@ struct DeviceImport: AsyncSequence {
         var finished = false
         var remaining: Int
         let webPush: GatewayConfiguration.WebPushSettings?
+        let reachesAPNs: Bool
 
-        init(body: RequestBody.AsyncIterator, splitter: ElementSplitter, report: Report, remaining: Int, webPush: GatewayConfiguration.WebPushSettings?) {
+        init(body: RequestBody.AsyncIterator, splitter: ElementSplitter, report: Report, remaining: Int, webPush: GatewayConfiguration.WebPushSettings?, reachesAPNs: Bool) {
             self.body = body
             self.splitter = splitter
             self.report = report
             self.remaining = remaining
             self.webPush = webPush
+            self.reachesAPNs = reachesAPNs
         }
 
         mutating func next() async throws -> DeviceRegistration? {
@@ -83,7 +87,7 @@ struct DeviceImport: AsyncSequence {
                     switch item {
                     case .element(let number, let bytes):
                         do {
-                            return try Self.registration(bytes, webPush: webPush)
+                            return try Self.registration(bytes, webPush: webPush, reachesAPNs: reachesAPNs)
                         } catch {
                             report.record(line: number, error.message)
                         }
@@ -115,8 +119,10 @@ struct DeviceImport: AsyncSequence {
 
         /// One device object: `{"token": "…", "user": "…", "tags": […], "badge": 0}`, or a
         /// browser's subscription (`{"endpoint": …, "keys": {…}, "user": …}`) when the app has
-        /// `webPush` (`webPush`: its settings).
-        static func registration(_ bytes: [UInt8], webPush: GatewayConfiguration.WebPushSettings? = nil) throws(APIError) -> DeviceRegistration {
+        /// `webPush` (`webPush`: its settings). A token is refused when the app does not reach APNs.
+        static func registration(
+            _ bytes: [UInt8], webPush: GatewayConfiguration.WebPushSettings? = nil, reachesAPNs: Bool = true
+        ) throws(APIError) -> DeviceRegistration {
             let value: JSONValue
             do {
                 value = try JSONValue(parsing: bytes)
@@ -133,6 +139,9 @@ struct DeviceImport: AsyncSequence {
                     return try WebPushRoutes.registration(fields, settings: webPush)
                 }
                 let token = try fields.requiredString("token")
+                guard reachesAPNs else {
+                    throw FieldError(fields.at("token"), "this app has no APNs credentials in the gateway's configuration: it reaches browsers only (lines with endpoint and keys)")
+                }
                 return try DeviceRoutes.deviceFields(fields, allowsToken: true).registration(token: token)
             } catch let error as FieldError {
                 throw error.apiError

@@ -24,6 +24,7 @@ struct DeviceRoutes {
     @Sendable func register(request: Request, context: GatewayContext) async throws -> Response {
         let app = try api.authorizedApp(context)
         let token = try context.parameters.require("token")
+        _ = try api.apnsTopic(of: app)
         var fields = DeviceFields()
         // The body is optional: an empty one registers the token as it is.
         if let object = try await JSONBody.optionalObject(of: request, limit: api.configuration.limits.maximumBodySize) {
@@ -119,7 +120,7 @@ struct DeviceRoutes {
         let report = DeviceImport.Report(maximumErrors: limits.maximumImportErrors)
         let devices = DeviceImport(
             body: request.body, format: format, maximumElementSize: limits.maximumImportLineSize, maximumSize: limits.maximumImportSize, report: report,
-            webPush: api.configuration.app(app)?.webPush
+            webPush: api.configuration.app(app)?.webPush, reachesAPNs: api.configuration.app(app)?.apnsTopic != nil
         )
         // 25,000 a transaction, one batch read (and its rows made) while the one before is
         // written: 300,000 devices in 1.4 s on SQLite with a peak of 106 MiB (50,000: 1.2 s, 138 MiB).

@@ -66,6 +66,12 @@ public struct GatewayAPI: Sendable {
         return app
     }
 
+    /// The app's APNs bundle ID, or a 409 `apnsNotConfigured` when the app reaches browsers only.
+    func apnsTopic(of app: String) throws(APIError) -> String {
+        guard let topic = configuration.app(app)?.apnsTopic else { throw APIError.apnsNotConfigured(app) }
+        return topic
+    }
+
     /// `limit=`: 1 to 1000, default 100.
     static func limit(_ text: Substring?) throws(APIError) -> Int {
         try wholeNumber(text, "limit", in: 1...1000, default: 100)

@@ -71,7 +71,7 @@ struct NotificationBody {
             }
 
             // apns-spec §1.5, §1.8: the same header and size rules APNs applies.
-            let headers = PushHeaders(pushType: pushType, topic: pushType.topic(forBundleID: app.topic), priority: priority, expiration: expiration, collapseID: collapseID)
+            let headers = PushHeaders(pushType: pushType, topic: app.apnsTopic.map(pushType.topic(forBundleID:)), priority: priority, expiration: expiration, collapseID: collapseID)
             try headers.validate()
             let allowance = badge == .increment ? badgeAllowance : 0
             if encoded.count + allowance > pushType.maximumPayloadSize {

@@ -128,11 +128,16 @@ extension GatewayConfiguration.App {
         try fields.only(["id", "topic", "environment", "environments", "authKey", "certificate", "credentialsByKind", "caFile", "connections", "webPush"])
         let id = try fields.requiredString("id")
         guard Self.isValidID(id) else { throw FieldError(fields.at("id"), "must be 1 to 64 of a-z 0-9 . _ - (it is part of the API's paths)") }
-        let topic = try fields.requiredString("topic")
-        guard !topic.contains("/"), PeerText.isSafe(topic), topic.utf8.count <= 255 else {
-            throw FieldError(fields.at("topic"), "must be the app's bundle ID, e.g. com.example.app")
+        // An app that reaches browsers only (webPush and no APNs credentials) needs no topic or
+        // environment; one with APNs credentials needs both.
+        let browsersOnly = !fields.has("authKey") && !fields.has("certificate") && fields.has("webPush")
+        let topic = browsersOnly ? try fields.string("topic") : try fields.requiredString("topic")
+        if let topic {
+            guard !topic.contains("/"), PeerText.isSafe(topic), topic.utf8.count <= 255 else {
+                throw FieldError(fields.at("topic"), "must be the app's bundle ID, e.g. com.example.app")
+            }
         }
-        let environmentName = try fields.requiredString("environment")
+        let environmentName = browsersOnly ? try fields.string("environment") ?? "production" : try fields.requiredString("environment")
         let apnsEnvironment: APNSEnvironment
         switch environmentName {
         case "sandbox": apnsEnvironment = .sandbox
@@ -152,8 +157,15 @@ extension GatewayConfiguration.App {
         let certificate = try fields.object("certificate").map { object throws(FieldError) in
             try Self.certificate(object, directory: directory, environment: environment)
         }
-        guard let credentials = authKey ?? certificate else {
-            throw FieldError(fields.path, "give authKey {file, keyID, teamID} and/or certificate {file, passwordEnv}")
+        let credentials = authKey ?? certificate
+        if credentials == nil, !browsersOnly {
+            throw FieldError(
+                fields.path,
+                "give authKey {file, keyID, teamID} and/or certificate {file, passwordEnv} to reach APNs, or webPush {vapidKeyFile, subject, defaultURL} for an app that reaches browsers only"
+            )
+        }
+        if credentials == nil, fields.has("credentialsByKind") {
+            throw FieldError(fields.at("credentialsByKind"), "needs the app's own authKey or certificate as well")
         }
         var byKind: [TokenKind: APNSCredentials] = [:]
         if let kinds = try fields.object("credentialsByKind") {
@@ -180,7 +192,10 @@ extension GatewayConfiguration.App {
                 }
             }
         }
-        self.init(id: id, topic: topic, environment: apnsEnvironment, credentials: credentials)
+        self.id = id
+        self.topic = topic
+        self.environment = apnsEnvironment
+        self.credentials = credentials
         credentialsByKind = byKind
         // Hosts per token environment (mocks and tests); caFile applies to each.
         if let hosts = try fields.object("environments") {

@@ -11,12 +11,14 @@ import NIOSSL
 /// sit in the file: auth keys and certificates are files, passwords come from the environment,
 /// and API keys are stored only as their SHA-256.
 public struct GatewayConfiguration: Sendable {
-    /// One app: the bundle ID it sends to and how it reaches APNs.
+    /// One app: the bundle ID it sends to and how it reaches APNs, and how it reaches browsers.
+    /// An app has APNs credentials, Web Push settings, or both.
     public struct App: Sendable {
         /// The app's ID in the API's paths (`/v1/apps/{id}/…`): 1 to 64 of `a-z 0-9 . _ -`.
         public var id: String
         /// The app's bundle ID: `apns-topic` for alerts; other push types add their suffix.
-        public var topic: String
+        /// `nil` for an app that reaches browsers only (no APNs ``credentials``).
+        public var topic: String?
         /// Where the app's devices are sent by default: Apple's production or sandbox host, or
         /// another (a mock), which counts as production.
         public var environment: APNSEnvironment
@@ -24,8 +26,10 @@ public struct GatewayConfiguration: Sendable {
         /// (mocks and tests): `environments` in the file. The app's ``environment`` serves its
         /// own environment unless this names another host for it.
         public var environments: [TokenEnvironment: APNSEnvironment] = [:]
-        /// The app's credential: it serves every token kind not in ``credentialsByKind``.
-        public var credentials: APNSCredentials
+        /// The app's credential: it serves every token kind not in ``credentialsByKind``. `nil`
+        /// for an app that reaches browsers only: its APNs tokens are refused when registered, and
+        /// any it has from before fail with `APNsNotConfigured` when sent to.
+        public var credentials: APNSCredentials?
         /// Credentials for some token kinds (a VoIP certificate): `credentialsByKind` in the file.
         public var credentialsByKind: [TokenKind: APNSCredentials] = [:]
         /// The CAs trusted for APNs's certificate (a mock's CA with `caFile`).
@@ -42,16 +46,26 @@ public struct GatewayConfiguration: Sendable {
             self.credentials = credentials
         }
 
+        /// An app that reaches browsers only: no APNs topic or credentials.
+        public init(id: String, webPush: WebPushSettings) {
+            self.id = id
+            self.environment = .production
+            self.webPush = webPush
+        }
+
+        /// The app's bundle ID if it can send to APNs (it has a topic and a credential).
+        public var apnsTopic: String? { credentials == nil ? nil : topic }
+
         /// The environment of a device registered without one: sandbox when the app's
         /// ``environment`` is Apple's sandbox, production otherwise.
         public var defaultEnvironment: TokenEnvironment { environment.kind == .sandbox ? .sandbox : .production }
 
-        /// The credential that serves `kind`.
-        public func credentials(for kind: TokenKind) -> APNSCredentials { credentialsByKind[kind] ?? credentials }
+        /// The credential that serves `kind`, if the app has APNs.
+        public func credentials(for kind: TokenKind) -> APNSCredentials? { credentialsByKind[kind] ?? credentials }
 
         /// Which credential the app sends with, as the start-up log names it: a provider key by
         /// its key and team IDs, a certificate by its subject and expiry. Never a secret.
-        public var credentialDescription: String { Self.describe(credentials) }
+        public var credentialDescription: String { credentials.map(Self.describe) ?? "none (browsers only)" }
 
         /// A credential as logs name it. Never a secret.
         public static func describe(_ credentials: APNSCredentials) -> String {

@@ -24,7 +24,7 @@ struct CredentialExpiry: Sendable, Hashable {
     /// The expiring credentials of `apps`.
     static func of(_ apps: [GatewayConfiguration.App]) -> [CredentialExpiry] {
         apps.flatMap { app -> [CredentialExpiry] in
-            let credentials: [(String, APNSCredentials)] = [("certificate", app.credentials)] + TokenKind.allCases.compactMap { kind in
+            let credentials: [(String, APNSCredentials)] = [app.credentials.map { ("certificate", $0) }].compactMap(\.self) + TokenKind.allCases.compactMap { kind in
                 app.credentialsByKind[kind].map { ("certificate:\(kind.rawValue)", $0) }
             }
             return credentials.compactMap { label, credentials -> CredentialExpiry? in

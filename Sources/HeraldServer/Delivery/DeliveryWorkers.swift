@@ -145,9 +145,18 @@ final class DeliveryWorkers: Service, Sendable {
         let browsers = browserItems.isEmpty ? nil : Task { [logger] in
             await self.sendToBrowsers(browserItems, of: whole, app: app, client: generation.webPushClients[app.id], logger: logger)
         }
+        // An app that reaches browsers only (no APNs credentials, or not any more): its APNs
+        // devices cannot be sent to.
+        guard let topic = app.apnsTopic else {
+            let browserOutcomes = await browsers?.value ?? []
+            await record(
+                whole, batch.items.map { DeliveryOutcome(token: $0.token, result: .failed(reason: .gateway(.apnsNotConfigured))) } + browserOutcomes,
+                logger: logger, start: start)
+            return
+        }
         let messages: (notifications: [PushNotification], invalid: [String])
         do {
-            messages = try BatchMessages.notifications(for: batch, topic: app.topic)
+            messages = try BatchMessages.notifications(for: batch, topic: topic)
         } catch {
             let browserOutcomes = await browsers?.value ?? []
             await record(
