@@ -129,7 +129,7 @@ public final class HeraldGateway: Service, Sendable {
         let migrated = MigrationGate(gateway: self)
         var services: [any Service] = [store]
         // The APNs clients close after the workers and the API, draining what is in flight.
-        services.append(ClientsService(live: live))
+        services.append(ClientsService(live: live, stopGrace: stopGrace))
         if roles.contains(.workers) {
             let workers = DeliveryWorkers(store: store, live: live, metrics: metrics, logger: logger, stopGrace: stopGrace)
             services.append(AfterMigration(gate: migrated, service: workers))
@@ -143,12 +143,32 @@ public final class HeraldGateway: Service, Sendable {
         return services
     }
 
-    /// Closes the APNs clients in force, and any a reload replaced still draining, on graceful shutdown.
+    /// Closes the APNs and Web Push clients in force, and any a reload replaced still draining,
+    /// on graceful shutdown.
     private struct ClientsService: Service {
+        /// How long connections have to close once the workers' grace period is over.
+        static let closeAllowance: Duration = .seconds(2)
+
         let live: LiveConfiguration
+        let stopGrace: Duration
+
         func run() async throws {
             try? await gracefulShutdown()
-            await live.shutdown()
+            // The workers give their batches the grace period; what is still unanswered after
+            // it is recorded as retried, so a push service or APNs that does not answer must not
+            // hold the stop: the clients are waited for until then, and a little more to close.
+            let (done, finish) = AsyncStream.makeStream(of: Never.self)
+            let closing = Task { [live] in
+                await live.shutdown()
+                finish.finish()
+            }
+            let deadline = Task { [stopGrace] in
+                try? await Task.sleep(for: stopGrace + Self.closeAllowance)
+                finish.finish()
+            }
+            for await _ in done {}
+            deadline.cancel()
+            _ = closing  // left to finish on its own if the deadline passed
         }
     }
 

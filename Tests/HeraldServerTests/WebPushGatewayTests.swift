@@ -189,6 +189,42 @@ struct WebPushGatewayTests {
         }
     }
 
+    @Test("a stop cuts a batch's browsers off at the grace period, not the push service's answer; the next process sends them again", arguments: Backend.allCases)
+    func stopCutsBrowsersOff(backend: Backend) async throws {
+        try await withMockWebPushServer { browsers in
+            try await GatewayHarness.prepare(backend, gateway: { configuration in
+                var settings = GatewayConfiguration.WebPushSettings(key: Self.vapid, subject: "mailto:ops@example.com", defaultURL: Self.defaultURL)
+                settings.trustRoots = [browsers.certificateAuthority]
+                configuration.apps[0].webPush = settings
+                configuration.workers.shutdownGrace = .seconds(1)
+            }) { configuration, mock, key in
+                let subscription = browsers.subscribe(applicationServerKey: Array(Self.vapid.publicKey.x963Representation))
+                // The push service holds its answer far longer than the stop's grace period.
+                browsers.script(.delay(.seconds(20), times: 1), for: subscription)
+                let clock = ContinuousClock()
+                var stopping: ContinuousClock.Instant?
+                var id = ""
+                try await GatewayHarness.run(configuration, mock: mock, key: key) { harness in
+                    let device = try await Self.register(subscription, user: nil, harness: harness)
+                    id = try await harness.send(["tokens": [.string(device)]])
+                    #expect(await eventually(within: .seconds(60), every: .milliseconds(10)) { browsers.requestCount >= 1 }, "the browser's send began")
+                    stopping = clock.now
+                }
+                let stopped = clock.now - (stopping ?? clock.now)
+                // Without the cut-off the stop waits for the push service (measured: 12.8 s, when a
+                // timeout ends the send); with it, about the grace period (1.05 s). Not a timing:
+                // the difference between two behaviours, with room for a loaded machine.
+                #expect(stopped < .seconds(9), "the stop took \(stopped): it waited for the push service, not the grace period (1 s)")
+                // Nothing is lost: the next process sends it.
+                try await GatewayHarness.run(configuration, mock: mock, key: key) { harness in
+                    let done = try await harness.waitUntilDone(id)
+                    #expect(done.count("accepted") == 1 && done.count("failed") == 0, "\(done.jsonString)")
+                    #expect(!browsers.received(for: subscription).isEmpty)
+                }
+            }
+        }
+    }
+
     @Test("an app that reaches browsers only: no APNs credentials; its browsers are sent to, APNs tokens refused, one left from before fails APNsNotConfigured", arguments: Backend.allCases)
     func browsersOnly(backend: Backend) async throws {
         try await Self.run(backend) { harness, browsers in

@@ -142,13 +142,18 @@ final class DeliveryWorkers: Service, Sendable {
             await record(whole, whole.items.map { DeliveryOutcome(token: $0.token, result: .retry(reason: .gateway(.unknownApp))) }, logger: logger, start: start)
             return
         }
-        let browsers = browserItems.isEmpty ? nil : Task { [logger] in
+        // The lease is renewed while the batch is sent; once the process is stopping, the batch
+        // has its grace period, then outcomes not in are retried (its APNs devices' and browsers').
+        let grace = GracePeriod()
+        let watchdog = Task { await self.watch(whole, grace: grace) }
+        defer { watchdog.cancel() }
+        let browsers = BrowserSends(items: browserItems, grace: grace) { [logger, browserItems] in
             await self.sendToBrowsers(browserItems, of: whole, app: app, client: generation.webPushClients[app.id], logger: logger)
         }
         // An app that reaches browsers only (no APNs credentials, or not any more): its APNs
         // devices cannot be sent to.
         guard let topic = app.apnsTopic else {
-            let browserOutcomes = await browsers?.value ?? []
+            let browserOutcomes = await browsers.outcomes()
             await record(
                 whole, batch.items.map { DeliveryOutcome(token: $0.token, result: .failed(reason: .gateway(.apnsNotConfigured))) } + browserOutcomes,
                 logger: logger, start: start)
@@ -158,7 +163,7 @@ final class DeliveryWorkers: Service, Sendable {
         do {
             messages = try BatchMessages.notifications(for: batch, topic: topic)
         } catch {
-            let browserOutcomes = await browsers?.value ?? []
+            let browserOutcomes = await browsers.outcomes()
             await record(
                 whole, batch.items.map { DeliveryOutcome(token: $0.token, result: .failed(reason: .gateway(.payloadInvalid))) } + browserOutcomes, logger: logger,
                 start: start)
@@ -166,6 +171,7 @@ final class DeliveryWorkers: Service, Sendable {
         }
         let notifications = messages.notifications
         let collector = OutcomeCollector(count: notifications.count)
+        grace.watch(collector)
         // Each device goes to its own environment's client (most batches: all to one).
         // The items that have a notification (a token that is not hex has none), in its order.
         let invalid = Set(messages.invalid)
@@ -192,33 +198,8 @@ final class DeliveryWorkers: Service, Sendable {
             }
             collector.stop()
         }
-        let lease = queue.lease
-        let stopGrace = self.stopGrace
-        let store = self.store
-        let watchdog = Task {
-            // Renew the lease while sending; once the process is stopping, give the batch its
-            // grace period, then stop waiting for it.
-            await withTaskGroup(of: Void.self) { group in
-                group.addTask {
-                    while !Task.isCancelled {
-                        try? await Task.sleep(for: lease / 3)
-                        if Task.isCancelled { return }
-                        try? await store.renew(whole)
-                    }
-                }
-                group.addTask {
-                    try? await gracefulShutdown()
-                    if Task.isCancelled { return }
-                    try? await Task.sleep(for: stopGrace)
-                    if !Task.isCancelled { collector.stop() }
-                }
-                await group.next()
-                group.cancelAll()
-            }
-        }
         await collector.wait()
-        let browserOutcomes = await browsers?.value ?? []
-        watchdog.cancel()
+        let browserOutcomes = await browsers.outcomes()
         _ = sender  // left to finish on its own if the grace period ran out
         let results = collector.results(missing: .retry(reason: .gateway(.shutdown)))
         // The batch's own token strings, in the notifications' order (those that are not hex left
@@ -228,6 +209,31 @@ final class DeliveryWorkers: Service, Sendable {
         outcomes += messages.invalid.map { DeliveryOutcome(token: $0, result: .failed(reason: .apns(.badDeviceToken))) }
         outcomes += browserOutcomes
         await record(whole, outcomes, logger: logger, start: start)
+    }
+
+    /// Renews `batch`'s lease while it is sent; once the process is stopping, gives the batch its
+    /// grace period, then ends `grace`: its outcomes not in yet are no longer waited for.
+    private func watch(_ batch: WorkBatch, grace: GracePeriod) async {
+        let lease = queue.lease
+        let stopGrace = self.stopGrace
+        let store = self.store
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask {
+                while !Task.isCancelled {
+                    try? await Task.sleep(for: lease / 3)
+                    if Task.isCancelled { return }
+                    try? await store.renew(batch)
+                }
+            }
+            group.addTask {
+                try? await gracefulShutdown()
+                if Task.isCancelled { return }
+                try? await Task.sleep(for: stopGrace)
+                if !Task.isCancelled { grace.end() }
+            }
+            await group.next()
+            group.cancelAll()
+        }
     }
 
     /// Sends `items` (browsers of `batch`) through the app's Web Push client, all at once up to

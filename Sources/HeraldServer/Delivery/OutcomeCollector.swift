@@ -56,3 +56,58 @@ final class OutcomeCollector: Sendable {
         state.withLock { state in state.results.map { $0 ?? missing } }
     }
 }
+
+/// A batch's grace period once its process is stopping: when it ends, every collector it
+/// watches stops waiting (one made after it ended stops at once).
+final class GracePeriod: Sendable {
+    private let state = Mutex<(over: Bool, collectors: [OutcomeCollector])>((false, []))
+
+    func watch(_ collector: OutcomeCollector) {
+        let over = state.withLock { state -> Bool in
+            if !state.over { state.collectors.append(collector) }
+            return state.over
+        }
+        if over { collector.stop() }
+    }
+
+    func end() {
+        let collectors = state.withLock { state -> [OutcomeCollector] in
+            state.over = true
+            defer { state.collectors = [] }
+            return state.collectors
+        }
+        for collector in collectors { collector.stop() }
+    }
+}
+
+/// A batch's browsers, sent beside its APNs devices: their outcomes once all are in, or, when
+/// the grace period ends first, those not in as `shutdown` (retried).
+struct BrowserSends {
+    private let tokens: [String]
+    private let collector: OutcomeCollector?
+
+    /// Starts `send` (which answers each of `items` once, in any order) unless `items` is empty.
+    init(items: [WorkItem], grace: GracePeriod, send: @escaping @Sendable () async -> [DeliveryOutcome]) {
+        tokens = items.map(\.token)
+        guard !items.isEmpty else {
+            collector = nil
+            return
+        }
+        let collector = OutcomeCollector(count: items.count)
+        self.collector = collector
+        grace.watch(collector)
+        let position = Dictionary(items.enumerated().map { ($1.token, $0) }, uniquingKeysWith: { first, _ in first })
+        Task {
+            for outcome in await send() {
+                if let index = position[outcome.token] { collector.record(outcome.result, at: index) }
+            }
+        }
+    }
+
+    /// Every browser's outcome, in the items' order.
+    func outcomes() async -> [DeliveryOutcome] {
+        guard let collector else { return [] }
+        await collector.wait()
+        return zip(tokens, collector.results(missing: .retry(reason: .gateway(.shutdown)))).map { DeliveryOutcome(token: $0, result: $1) }
+    }
+}

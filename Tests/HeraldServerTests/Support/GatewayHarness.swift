@@ -48,6 +48,18 @@ struct GatewayHarness {
         _ backend: Backend, mock configureMock: (inout MockAPNSServer.Configuration) -> Void = { _ in },
         gateway configureGateway: (inout GatewayConfiguration) throws -> Void = { _ in }, _ body: (GatewayHarness) async throws -> Void
     ) async throws {
+        try await prepare(backend, mock: configureMock, gateway: configureGateway) { configuration, mock, key in
+            try await run(configuration, mock: mock, key: key, body)
+        }
+    }
+
+    /// Runs `body` with a fresh store's gateway configuration, a running mock and the API key,
+    /// for a test that starts and stops gateways itself (with ``run(_:mock:key:_:)``).
+    static func prepare(
+        _ backend: Backend, mock configureMock: (inout MockAPNSServer.Configuration) -> Void = { _ in },
+        gateway configureGateway: (inout GatewayConfiguration) throws -> Void = { _ in },
+        _ body: (GatewayConfiguration, MockAPNSServer, String) async throws -> Void
+    ) async throws {
         let scratch = try ScratchDirectory()
         let providerKey = ProviderKey.generate(keyID: "KEY\(UInt32.random(in: 1_000_000...9_999_999))", teamID: "HERALDTEAM")
         var mockConfiguration = MockAPNSServer.Configuration()
@@ -61,12 +73,18 @@ struct GatewayHarness {
         let (key, entry) = APIKey.generate(name: "tests", apps: [appID])
         var configuration = try configuration(database: try backend.storeURL(scratch: scratch), mock: mock, providerKey: providerKey, apiKey: entry)
         try configureGateway(&configuration)
+        try await body(configuration, mock, key)
+        _ = scratch
+        try await mock.shutdown()
+    }
+
+    /// Runs `body` with a gateway for `configuration`, the mock and key of ``prepare(_:mock:gateway:_:)``.
+    static func run(_ configuration: GatewayConfiguration, mock: MockAPNSServer, key: String, _ body: (GatewayHarness) async throws -> Void) async throws {
         try await withGateway(configuration) { gateway, port in
             try await withClient(port: port) { client in
                 try await body(GatewayHarness(mock: mock, gateway: gateway, client: client, key: key, port: port))
             }
         }
-        try await mock.shutdown()
     }
 
     /// This harness's mock and key, against another gateway listening on `port`.
