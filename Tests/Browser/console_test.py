@@ -10,6 +10,7 @@ the send form, taking a screenshot of each view. Everything it starts it stops, 
 """
 
 import argparse
+import base64
 import hashlib
 import json
 import os
@@ -23,6 +24,7 @@ import tempfile
 import threading
 import time
 import urllib.error
+import ssl
 import urllib.request
 
 from cryptography.hazmat.primitives import serialization
@@ -63,6 +65,8 @@ SEED = [
     (GONE, {"user": "gone", "tags": ["beta"]}),
     (OLD, {"user": "old"}),
 ]
+# App shop reaches browsers too: a subscription from the Web Push mock, for user wendy.
+WEB_USER = "wendy"
 EXTRA_NOTIFICATIONS = 22  # past one page (20) of the overview's table, so "More" is used
 
 
@@ -156,7 +160,25 @@ def write_credentials(directory):
     return p8, public
 
 
-def write_configuration(directory, mock_url, p8):
+def write_vapid_key(directory):
+    """A VAPID key (P-256, PKCS#8 PEM) and its public key as a page passes it to subscribe()."""
+    key = ec.generate_private_key(ec.SECP256R1())
+    path = os.path.join(directory, "vapid.pem")
+    with open(path, "wb") as file:
+        file.write(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()))
+    point = key.public_key().public_bytes(serialization.Encoding.X962, serialization.PublicFormat.UncompressedPoint)
+    return path, base64.urlsafe_b64encode(point).rstrip(b"=").decode()
+
+
+def subscribe(web_push_url, ca, application_server_key):
+    """A browser's subscription from the Web Push mock, as subscription.toJSON() gives it."""
+    request = urllib.request.Request(web_push_url + "/subscribe", data=json.dumps({"applicationServerKey": application_server_key}).encode(),
+                                     method="POST", headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=10, context=ssl.create_default_context(cafile=ca)) as response:
+        return json.loads(response.read())
+
+
+def write_configuration(directory, mock_url, p8, vapid):
     ca = os.path.join(directory, "ca.pem")
     auth = {"file": p8, "keyID": KEY_ID, "teamID": TEAM_ID}
     sandbox = f"https://127.0.0.1:{closed_port()}"
@@ -169,7 +191,9 @@ def write_configuration(directory, mock_url, p8):
     configuration = {
         "listen": "127.0.0.1:0",
         "database": "sqlite:" + os.path.join(directory, "herald.db"),
-        "apps": [app("shop"), app("other")],
+        "apps": [dict(app("shop"), webPush={"vapidKeyFile": vapid, "subject": "mailto:ops@example.com",
+                                            "defaultURL": "https://shop.example.com/", "caFile": os.path.join(directory, "webpush-ca.pem")}),
+                 app("other")],
         "apiKeys": [
             {"name": "console-a", "sha256": hashlib.sha256(KEY_A.encode()).hexdigest(), "apps": ["shop"]},
             {"name": "console-b", "sha256": hashlib.sha256(KEY_B.encode()).hexdigest(), "apps": ["shop", "other"]},
@@ -184,7 +208,7 @@ def write_configuration(directory, mock_url, p8):
     return path
 
 
-def seed(base):
+def seed(base, subscription):
     for device, fields in SEED[:3]:
         status, answer, _ = call(base, KEY_A, "PUT", f"/v1/apps/shop/devices/{device}", json.dumps(fields))
         check(status == 201, f"PUT device: {status} {answer}")
@@ -193,6 +217,9 @@ def seed(base):
     check(status == 200 and answer.get("upserted") == len(SEED) - 3, f"import: {status} {answer}")
     status, answer, _ = call(base, KEY_B, "PUT", f"/v1/apps/other/devices/{OLGA}", json.dumps({"user": "olga"}))
     check(status == 201, f"PUT device in other: {status} {answer}")
+    status, answer, _ = call(base, KEY_A, "POST", "/v1/apps/shop/webpush/subscriptions", json.dumps(dict(subscription, user=WEB_USER)))
+    check(status == 201 and answer.get("platform") == "webpush", f"POST subscription: {status} {answer}")
+    return answer["token"]
 
 
 def wait_done(base, notification, timeout=20):
@@ -233,12 +260,17 @@ class Run:
         self.step("start herald mock and herald serve (two apps; key A: shop, key B: shop and other)")
         p8, public = write_credentials(directory)
         mock = Process("herald mock", [self.herald, "mock", "--port", "0", "--write-ca", "ca.pem",
+                                       "--webpush-port", "0", "--webpush-write-ca", "webpush-ca.pem",
                                        "--auth-key-public", f"{KEY_ID}={public}", "--team-id", TEAM_ID,
                                        "--unregistered", GONE, "--fail", f"{OLD}=BadDeviceToken"], directory)
         self.processes.append(mock)
         mock_url = mock.wait_for(r"listening on (https://127\.0\.0\.1:\d+)", 30).group(1)
         mock.wait_for(r"trust its CA", 10)
-        configuration = write_configuration(directory, mock_url, p8)
+        web_push_url = mock.wait_for(r"mock Web Push listening on (https://127\.0\.0\.1:\d+)", 10).group(1)
+        mock.wait_for(r"trust the Web Push mock's CA", 10)
+        vapid, application_server_key = write_vapid_key(directory)
+        self.subscription = subscribe(web_push_url, os.path.join(directory, "webpush-ca.pem"), application_server_key)
+        configuration = write_configuration(directory, mock_url, p8, vapid)
         serve = Process("herald serve", [self.herald, "serve", "--config", configuration], directory)
         self.processes.append(serve)
         self.base = serve.wait_for(r"listening on (http://127\.0\.0\.1:\d+)", 60).group(1)
@@ -250,7 +282,7 @@ class Run:
         try:
             self.start(directory)
             self.step("seed devices through the API (PUT and an NDJSON import)")
-            seed(self.base)
+            self.browser_id = seed(self.base, self.subscription)
             self.step("GET /console answers with the CSP, X-Frame-Options: DENY and nosniff")
             with urllib.request.urlopen(self.base + "/console", timeout=10) as response:
                 check(response.headers.get("Content-Security-Policy") == CSP, f"CSP: {response.headers.get('Content-Security-Policy')}")
@@ -328,7 +360,7 @@ class Run:
         expect(by("app-picker")).to_be_hidden()
         options = page.locator("#app-picker option").all_text_contents()
         check(options == ["shop"], f"key A's app list: {options}")
-        self.expect_counts(page, total=7, active=7, unregistered=0, invalid=0, alert=6, voip=1, production=6, sandbox=1)
+        self.expect_counts(page, total=8, active=8, unregistered=0, invalid=0, alert=6, voip=1, production=6, sandbox=1, apns=7, webpush=1)
         expect(by("queue-pending")).to_have_text("0")
         expect(by("queue-active")).to_have_text("0")
         expect(by("activity-svg")).to_be_visible()
@@ -477,7 +509,7 @@ class Run:
 
         self.step("overview: the counts moved, the chart and the table show the deliveries, More pages")
         by("nav-overview").click()
-        self.expect_counts(page, total=7, active=6, unregistered=0, invalid=1, alert=6, voip=1, production=6, sandbox=1)
+        self.expect_counts(page, total=8, active=7, unregistered=0, invalid=1, alert=6, voip=1, production=6, sandbox=1, apns=7, webpush=1)
         # The chart shows what /activity says. Its failed count is taken from the API: a
         # cancelled delivery that no worker had claimed is counted failed on its notification
         # but not in /activity (the cancel path does not record the minute), so 1 or 2 here.
@@ -570,6 +602,31 @@ class Run:
         check(by("device-field-user").locator("img").count() == 0, "an img element in the device's user field")
         check(page.locator("img").count() == 0, "an img element on the page")
 
+        self.step("a browser: listed as webpush under its ID; its detail names the push service; a send to its user reaches it")
+        by("nav-devices").click()
+        by("device-search-by").select_option("user")
+        by("device-search-value").fill(WEB_USER)
+        by("device-search-status").select_option("")
+        by("device-search-submit").click()
+        expect(device_rows).to_have_count(1)
+        expect(device_rows.first).to_have_attribute("data-token", self.browser_id)
+        expect(device_rows.first.get_by_test_id("device-platform")).to_have_text("webpush")
+        device_rows.first.locator("a").click()
+        expect(by("device-field-token")).to_have_text(self.browser_id)
+        expect(by("device-field-platform")).to_have_text("webpush")
+        origin = re.match(r"https://[^/]+", self.subscription["endpoint"]).group(0)
+        expect(by("device-field-pushService")).to_have_text(origin)
+        expect(by("device-field-kind")).to_have_count(0)
+        self.shot(page, "device-browser.png")
+        by("device-send").click()
+        expect(by("send-target-value")).to_have_value(self.browser_id)
+        by("send-submit").click()
+        expect(by("notification-status")).to_have_text("done")
+        expect(by("notification-count-accepted")).to_have_text("1")
+        expect(page.locator("[data-testid=platform-outcomes][data-platform=webpush]")).to_have_text("webpush: 1 accepted, 0 rejected, 0 failed")
+        expect(page.locator("[data-testid=platform-outcomes][data-platform=apns]")).to_have_text("apns: 0 accepted, 0 rejected, 0 failed")
+        self.shot(page, "notification-browser.png")
+
         self.step("the key is in sessionStorage only: not in the URL, localStorage, cookies or any request URL")
         stored = page.evaluate("sessionStorage.getItem('herald.apiKey')")
         check(stored == KEY_A, "the key is not in sessionStorage")
@@ -597,15 +654,15 @@ class Run:
         check(options == ["other", "shop"], f"key B's apps: {options}")
         by("app-picker").select_option("other")
         expect(page).to_have_url(re.compile(r"#/apps/other$"))
-        self.expect_counts(page, total=1, active=1, unregistered=0, invalid=0, alert=1, voip=None, production=1, sandbox=0)
+        self.expect_counts(page, total=1, active=1, unregistered=0, invalid=0, alert=1, voip=None, production=1, sandbox=0, apns=1, webpush=0)
         by("app-picker").select_option("shop")
-        expect(by("count-total")).to_have_text("7")
+        expect(by("count-total")).to_have_text("8")
 
         self.step("a reload keeps the tab signed in, on the same view; a phone-sized screen still works")
         page.reload()
         expect(by("overview-view")).to_be_visible()
         expect(page).to_have_url(re.compile(r"#/apps/shop$"))
-        expect(by("count-total")).to_have_text("7")
+        expect(by("count-total")).to_have_text("8")
         page.set_viewport_size({"width": 390, "height": 844})
         expect(by("nav-devices")).to_be_visible()
         self.shot(page, "overview-narrow.png")
@@ -622,11 +679,12 @@ class Run:
         expect(page.get_by_test_id("signin-view")).to_be_hidden()
         check(page.get_by_test_id("api-key").input_value() == "", "the key stays in the input after sign-in")
 
-    def expect_counts(self, page, total, active, unregistered, invalid, alert, voip, production, sandbox):
+    def expect_counts(self, page, total, active, unregistered, invalid, alert, voip, production, sandbox, apns, webpush):
         by = page.get_by_test_id
         expect(by("count-total")).to_have_text(str(total))
         for name, value in (("status-active", active), ("status-unregistered", unregistered), ("status-invalid", invalid),
-                            ("kind-alert", alert), ("environment-production", production), ("environment-sandbox", sandbox)):
+                            ("kind-alert", alert), ("environment-production", production), ("environment-sandbox", sandbox),
+                            ("platform-apns", apns), ("platform-webpush", webpush)):
             expect(by(f"count-{name}")).to_have_text(str(value))
         if voip is None:
             expect(by("count-kind-voip")).to_have_count(0)

@@ -57,6 +57,10 @@ struct WebPushGatewayTests {
             #expect(listed.allSatisfy { $0["pushService"]?.stringValue == browsers.origin && $0["user"]?.stringValue == "ann" })
             let apns = try await harness.call(.get, "/v1/apps/\(appID)/devices?platform=apns").json?["devices"]?.arrayItems ?? []
             #expect(apns.compactMap { $0["token"]?.stringValue } == [token(1)])
+            // Browsers are counted by platform; kinds and environments are APNs devices'.
+            let summary = try await harness.call(.get, "/v1/apps/\(appID)/summary").json?["devices"]
+            #expect(summary?["byPlatform"] == ["apns": 1, "webpush": 2] && summary?["total"]?.intValue == 3, "\(summary?.jsonString ?? "")")
+            #expect(summary?["byKind"] == ["alert": 1] && summary?["byEnvironment"]?["production"]?.intValue == 1, "\(summary?.jsonString ?? "")")
 
             let id = try await harness.send(["users": ["ann"]], alert: "Your order shipped", extra: ["payload": ["aps": ["alert": ["title": "Shipped", "body": "Arrives Tuesday"], "badge": 2], "order": 42]])
             let done = try await harness.waitUntilDone(id)

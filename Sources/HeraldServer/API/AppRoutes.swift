@@ -47,10 +47,14 @@ struct AppRoutes {
         var byStatus = Dictionary(uniqueKeysWithValues: DeviceStatus.allCases.map { ($0, 0) })
         var byKind: [TokenKind: Int] = [:]
         var byEnvironment = Dictionary(uniqueKeysWithValues: TokenEnvironment.allCases.map { ($0, 0) })
+        var byPlatform = Dictionary(uniqueKeysWithValues: DevicePlatform.allCases.map { ($0, 0) })
         var total = 0
         for count in try await counts {
             total += count.count
             byStatus[count.status, default: 0] += count.count
+            byPlatform[count.platform, default: 0] += count.count
+            // Kinds and environments are APNs's: browsers are counted by platform only.
+            guard count.platform == .apns else { continue }
             byKind[count.kind, default: 0] += count.count
             byEnvironment[count.environment ?? defaultEnvironment, default: 0] += count.count
         }
@@ -71,6 +75,10 @@ struct AppRoutes {
             writer.key("byEnvironment")
             writer.beginObject()
             for environment in TokenEnvironment.allCases { writer.member(environment.rawValue, byEnvironment[environment] ?? 0) }
+            writer.endObject()
+            writer.key("byPlatform")
+            writer.beginObject()
+            for platform in DevicePlatform.allCases { writer.member(platform.rawValue, byPlatform[platform] ?? 0) }
             writer.endObject()
             writer.endObject()
             writer.key("queue")

@@ -18,6 +18,7 @@
   const PAGE_SIZE = 20;
   const STATUSES = ['active', 'unregistered', 'invalid'];
   const ENVIRONMENTS = ['production', 'sandbox'];
+  const PLATFORMS = ['apns', 'webpush'];
 
   const state = {
     apps: [],
@@ -588,7 +589,10 @@
     const app = state.apps.find((candidate) => candidate.id === id);
     $('app-picker').value = id;
     setText($('app-name'), id);
-    setText($('app-info'), app && app.topic ? `${app.topic} · ${app.environment || ''}` : '');
+    // An app that reaches browsers only has no topic: it says so instead.
+    const platforms = app && Array.isArray(app.platforms) ? app.platforms.map(String) : [];
+    const reach = platforms.includes('webpush') ? (platforms.includes('apns') ? ' · and browsers' : 'browsers only (Web Push)') : '';
+    setText($('app-info'), app && app.topic ? `${app.topic} · ${app.environment || ''}${reach}` : reach);
     $('nav-overview').setAttribute('href', href('apps', id));
     $('nav-devices').setAttribute('href', href('apps', id, 'devices'));
     $('nav-send').setAttribute('href', href('apps', id, 'send'));
@@ -637,8 +641,10 @@
     const byStatus = devices.byStatus || {};
     const byKind = devices.byKind || {};
     const byEnvironment = devices.byEnvironment || {};
+    const byPlatform = devices.byPlatform || {};
     setText($('count-total'), count(devices.total));
     countList($('counts-status'), 'count-status', STATUSES.map((name) => [name, byStatus[name] || 0]));
+    countList($('counts-platform'), 'count-platform', [...new Set([...PLATFORMS, ...Object.keys(byPlatform)])].map((name) => [name, byPlatform[name] || 0]));
     const kinds = Object.entries(byKind).sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]));
     countList($('counts-kind'), 'count-kind', kinds);
     if (kinds.length === 0) $('counts-kind').appendChild(el('p', { class: 'empty' }, 'No devices yet.'));
@@ -884,6 +890,7 @@
           Number(audience.count) > audience.sample.length ? el('li', { class: 'muted' }, `and ${count(audience.count - audience.sample.length)} more`) : null)
         : null],
       ['Targeted by kind', byKind || '–'],
+      ['By platform', platformOutcomes(notification.platforms)],
       ['Created', time(notification.createdAt)],
       ['Finished', time(notification.finishedAt)],
     ];
@@ -1036,7 +1043,7 @@
     const status = $('device-search-status').value;
     if (by === 'token') {
       if (!value) {
-        showError($('devices-error'), 'Enter a device token (hex).');
+        showError($('devices-error'), 'Enter a device token (hex), or a browser\'s ID (wp_…).');
         return;
       }
       location.hash = href('apps', state.app, 'devices', value);
@@ -1082,7 +1089,7 @@
         return;
       }
       container.appendChild(table([
-        { title: 'Device token' }, { title: 'User' }, { title: 'Tags' }, { title: 'Kind' }, { title: 'Environment' },
+        { title: 'Device' }, { title: 'Platform' }, { title: 'User' }, { title: 'Tags' }, { title: 'Kind' }, { title: 'Environment' },
         { title: 'Status' }, { title: 'Updated' },
       ], [], { 'data-testid': 'devices-table' }));
       body = container.querySelector('tbody');
@@ -1091,10 +1098,11 @@
       const link = href('apps', state.app, 'devices', device.token);
       body.appendChild(el('tr', { class: 'clickable', 'data-testid': 'device-row', 'data-token': device.token, 'data-href': link },
         cell(el('a', { href: link }, tokenText(device.token))),
+        cell(el('span', { 'data-testid': 'device-platform' }, device.platform || 'apns')),
         cell(device.user === null || device.user === undefined ? el('span', { class: 'muted' }, '–') : el('span', { class: 'user', 'data-testid': 'device-user' }, device.user)),
         cell(tagList(device.tags)),
-        cell(device.kind),
-        cell(device.environment),
+        cell(device.platform === 'webpush' ? el('span', { class: 'muted' }, '–') : device.kind),
+        cell(device.platform === 'webpush' ? el('span', { class: 'muted' }, '–') : device.environment),
         cell(badge(device.status)),
         cell(time(device.updatedAt))));
     }
@@ -1108,6 +1116,15 @@
       });
       container.appendChild(button);
     }
+  }
+
+  /// A notification's outcomes by platform, one line each: "apns: 3 accepted, 1 rejected, 0 failed".
+  function platformOutcomes(platforms) {
+    if (!platforms || typeof platforms !== 'object') return null;
+    const lines = Object.entries(platforms).filter(([, value]) => value && typeof value === 'object').map(([name, value]) =>
+      el('li', { 'data-testid': 'platform-outcomes', 'data-platform': name },
+        `${name}: ${count(value.accepted)} accepted, ${count(value.rejected)} rejected, ${count(value.failed)} failed`));
+    return lines.length ? el('ul', { class: 'sample' }, lines) : null;
   }
 
   function tagList(tags) {
@@ -1137,16 +1154,19 @@
     const fields = $('device-fields');
     clear(fields);
     const missing = () => el('span', { class: 'muted' }, '–');
+    const browser = device.platform === 'webpush';
     const rows = [
-      ['token', 'Token', el('code', { class: 'token-full' }, device.token)],
+      ['token', browser ? 'ID' : 'Token', el('code', { class: 'token-full' }, device.token)],
+      ['platform', 'Platform', device.platform || 'apns'],
+      ['pushService', 'Push service', browser ? (device.pushService ? el('code', {}, device.pushService) : missing()) : null],
       ['user', 'User', device.user === null || device.user === undefined ? missing() : el('span', { class: 'user' }, device.user)],
       ['tags', 'Tags', tagList(device.tags)],
       ['badge', 'Badge', device.badge === null || device.badge === undefined ? missing() : count(device.badge)],
       ['status', 'Status', badge(device.status)],
       ['reason', 'Reason', device.reason || missing()],
-      ['kind', 'Kind', device.kind],
+      ['kind', 'Kind', browser ? null : device.kind],
       ['activityType', 'Activity type', device.activityType === undefined ? null : (device.activityType || missing())],
-      ['environment', 'Environment', device.environment],
+      ['environment', 'Environment', browser ? null : device.environment],
       ['createdAt', 'Registered', time(device.createdAt)],
       ['updatedAt', 'Updated', time(device.updatedAt)],
       ['invalidatedAt', 'Invalidated', time(device.invalidatedAt)],

@@ -4,18 +4,21 @@ import FoundationEssentials
 import Foundation
 #endif
 
-/// How many of an app's devices share a status, a token kind and an environment.
+/// How many of an app's devices share a status, a token kind, an environment and a platform.
 public struct DeviceCount: Sendable, Hashable {
     public var status: DeviceStatus
+    /// A browser's is `alert`: the push types it can receive.
     public var kind: TokenKind
-    /// `nil`: registered without one (the app's default).
+    /// `nil`: registered without one (the app's default; always for a browser).
     public var environment: TokenEnvironment?
+    public var platform: DevicePlatform
     public var count: Int
 
-    public init(status: DeviceStatus, kind: TokenKind, environment: TokenEnvironment?, count: Int) {
+    public init(status: DeviceStatus, kind: TokenKind, environment: TokenEnvironment?, platform: DevicePlatform = .apns, count: Int) {
         self.status = status
         self.kind = kind
         self.environment = environment
+        self.platform = platform
         self.count = count
     }
 }

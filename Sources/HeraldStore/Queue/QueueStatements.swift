@@ -496,9 +496,12 @@ struct QueueStatements: Sendable {
 
     // MARK: Overview
 
-    /// App $1's devices counted by status, kind and environment.
+    /// App $1's devices counted by status, kind, environment and platform (1: a browser).
     var deviceCounts: String {
-        "SELECT status, kind, environment, COUNT(*) FROM devices WHERE app = $1 GROUP BY status, kind, environment"
+        """
+        SELECT status, kind, environment, CASE WHEN web_push IS NULL THEN 0 ELSE 1 END, COUNT(*) FROM devices WHERE app = $1
+        GROUP BY status, kind, environment, CASE WHEN web_push IS NULL THEN 0 ELSE 1 END
+        """
     }
     /// App $1's notifications queued or sending, and their devices not yet ended.
     var appQueue: String {
