@@ -39,7 +39,8 @@ public enum VAPID {
     public static let maximumLifetime: Duration = .seconds(24 * 3600)
 
     /// Checks a `sub`: `mailto:` with an address, or an `https:` URL; no spaces or angle brackets
-    /// (Apple refuses `mailto: <a@b>` with `BadJwtToken`).
+    /// (Apple refuses `mailto: <a@b>` with `BadJwtToken`), and a domain the push service can
+    /// reach (Apple answers `BadJwtToken` to `mailto:…@localhost`, web-push-libs/web-push#947).
     public static func checkSubject(_ subject: String) throws(WebPushError) {
         let lowered = subject.lowercased()
         let rest: Substring
@@ -57,6 +58,16 @@ public enum VAPID {
         }
         guard subject.count <= 1024, subject.unicodeScalars.allSatisfy({ $0.value > 0x20 && $0.value < 0x7F && $0 != "<" && $0 != ">" }) else {
             throw WebPushError(.invalidSubject, "the VAPID subject must be one printable ASCII word without spaces or angle brackets (push services refuse 'mailto: <a@b>'), at most 1024 characters")
+        }
+        // The domain: after the address's last @ (before any ?query), or the URL's host.
+        let domain = lowered.hasPrefix("mailto:")
+            ? String(rest.lowercased().split(separator: "?", maxSplits: 1).first?.split(separator: "@").last ?? "")
+            : String(rest.lowercased().prefix { $0 != "/" && $0 != ":" && $0 != "?" && $0 != "#" })
+        let local = domain == "localhost" || domain.hasSuffix(".localhost") || domain.hasSuffix(".local")
+        guard domain.contains("."), !domain.hasPrefix("."), !domain.hasSuffix("."), !local else {
+            throw WebPushError(
+                .invalidSubject,
+                "the VAPID subject's domain '\(PeerText(domain))' is not one a push service can reach (Apple refuses localhost and names without a dot with BadJwtToken); give a real contact, e.g. mailto:ops@example.com")
         }
     }
 

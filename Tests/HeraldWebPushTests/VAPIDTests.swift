@@ -96,10 +96,12 @@ struct VAPIDTests {
 
     @Test("subjects: mailto: with an address or https: with a host; anything else refused at start")
     func subjects() throws {
-        for good in ["mailto:ops@example.com", "https://example.com", "https://example.com/contact"] {
+        for good in ["mailto:ops@example.com", "https://example.com", "https://example.com/contact", "mailto:ops@push.example.co.uk?subject=x", "https://host.tailnet.ts.net:8443/"] {
             #expect(throws: Never.self) { try VAPID.checkSubject(good) }
         }
-        for bad in ["ops@example.com", "mailto:", "mailto:nobody", "http://example.com", "https://", "mailto: ops@example.com", ""] {
+        for bad in ["ops@example.com", "mailto:", "mailto:nobody", "http://example.com", "https://", "mailto: ops@example.com", "",
+                    // Apple answers BadJwtToken to a subject it cannot reach.
+                    "mailto:ops@localhost", "mailto:ops@box.local", "https://localhost:8443", "https://app.localhost/", "mailto:ops@intranet", "mailto:ops@example.com."] {
             let error = #expect(throws: WebPushError.self, "\(bad)") { try VAPID.checkSubject(bad) }
             #expect(error?.code == .invalidSubject)
         }
