@@ -35,14 +35,12 @@ enum WebPushDecision: Sendable, Hashable {
                     return .fail(WebPushSendError(.tooManyRequests, status: status, reason: reason(body, otherwise: "too many requests"), attempts: attempts))
                 }
                 // The push service's own wait, if it says one, within the policy's ceiling.
-                let asked = retryAfter.flatMap(retryAfterSeconds).map { Duration.seconds(min($0, policy.maximumRetryAfterSeconds)) }
-                return .retry(after: max(asked ?? backoff, backoff))
+                return .retry(after: RetryAfter.delay(retryAfter, backoff: backoff, ceilingSeconds: policy.maximumRetryAfterSeconds))
             case 500..<600:
                 guard canRetry else {
                     return .fail(WebPushSendError(.serviceUnavailable, status: status, reason: reason(body, otherwise: "the push service failed"), attempts: attempts))
                 }
-                let asked = retryAfter.flatMap(retryAfterSeconds).map { Duration.seconds(min($0, policy.maximumRetryAfterSeconds)) }
-                return .retry(after: max(asked ?? backoff, backoff))
+                return .retry(after: RetryAfter.delay(retryAfter, backoff: backoff, ceilingSeconds: policy.maximumRetryAfterSeconds))
             default:
                 return .fail(WebPushSendError(.rejected, status: status, reason: reason(body, otherwise: "refused"), attempts: attempts))
             }
@@ -55,13 +53,6 @@ enum WebPushDecision: Sendable, Hashable {
         }
     }
 
-    /// `Retry-After` in seconds: a whole number (an HTTP-date is not followed; the back-off applies).
-    static func retryAfterSeconds(_ value: String) -> Int? {
-        let trimmed = value.trimmingSpaces
-        guard !trimmed.isEmpty, trimmed.utf8.count <= 9, trimmed.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }) else { return nil }
-        return Int(trimmed)
-    }
-
     /// The push service's reason: Apple's `{"reason": …}`, Mozilla's `{"message": …}` or
     /// `{"error": …}`, or the start of a text body; escaped and at most 200 characters.
     static func reason(_ body: [UInt8], otherwise fallback: String) -> String {
@@ -72,13 +63,6 @@ enum WebPushDecision: Sendable, Hashable {
             }
         }
         return PeerText(body, limit: 200).description
-    }
-}
-
-extension StringProtocol {
-    fileprivate var trimmingSpaces: Substring {
-        let view = self[...]
-        return Substring(view.drop(while: { $0 == " " || $0 == "\t" }).reversed().drop(while: { $0 == " " || $0 == "\t" }).reversed())
     }
 }
 
