@@ -21,6 +21,10 @@ let package = Package(
         .library(name: "HeraldWebPush", targets: ["HeraldWebPush"]),
         // A mock Web Push service that is also the browser, to test against.
         .library(name: "HeraldWebPushMock", targets: ["HeraldWebPushMock"]),
+        // Firebase Cloud Messaging (HTTP v1) for Android: service-account OAuth, messages and a client.
+        .library(name: "HeraldFCM", targets: ["HeraldFCM"]),
+        // A mock FCM service with its OAuth token endpoint, to test against.
+        .library(name: "HeraldFCMMock", targets: ["HeraldFCMMock"]),
         // The device registry and durable delivery queue, on SQLite or PostgreSQL.
         .library(name: "HeraldStore", targets: ["HeraldStore"]),
         // The push gateway: HTTP API, delivery workers and metrics over the store.
@@ -177,6 +181,40 @@ let package = Package(
                 "HeraldMock",
                 "HeraldIdentity",
                 .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdCore", package: "hummingbird"),
+                .product(name: "HummingbirdTLS", package: "hummingbird"),
+                .product(name: "HummingbirdHTTP2", package: "hummingbird"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
+        .target(
+            name: "HeraldFCM",
+            dependencies: [
+                "HeraldCore",
+                "HeraldClient",
+                "HeraldIdentity",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+            ]
+        ),
+        .target(
+            name: "HeraldFCMMock",
+            dependencies: [
+                "HeraldCore",
+                "HeraldFCM",
+                "HeraldMock",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "HummingbirdTLS", package: "hummingbird"),
@@ -383,6 +421,21 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            ]
+        ),
+        .testTarget(
+            name: "HeraldFCMTests",
+            dependencies: [
+                "HeraldTestSupport",
+                "HeraldCore",
+                "HeraldFCM",
+                "HeraldFCMMock",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ]
