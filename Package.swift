@@ -173,12 +173,29 @@ let package = Package(
                 .product(name: "Metrics", package: "swift-metrics"),
             ]
         ),
+        // The mocks' HTTPS listener (Hummingbird over TLS, h2 and HTTP/1.1), shared by the Web Push
+        // and FCM mocks; not a product.
+        .target(
+            name: "HeraldMockHTTP",
+            dependencies: [
+                "HeraldMock",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdCore", package: "hummingbird"),
+                .product(name: "HummingbirdTLS", package: "hummingbird"),
+                .product(name: "HummingbirdHTTP2", package: "hummingbird"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
         .target(
             name: "HeraldWebPushMock",
             dependencies: [
                 "HeraldCore",
                 "HeraldWebPush",
                 "HeraldMock",
+                "HeraldMockHTTP",
                 "HeraldIdentity",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Hummingbird", package: "hummingbird"),
@@ -213,16 +230,12 @@ let package = Package(
                 "HeraldCore",
                 "HeraldFCM",
                 "HeraldMock",
-                .product(name: "Crypto", package: "swift-crypto"),
+                "HeraldMockHTTP",
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
                 .product(name: "Hummingbird", package: "hummingbird"),
-                .product(name: "HummingbirdCore", package: "hummingbird"),
-                .product(name: "HummingbirdTLS", package: "hummingbird"),
-                .product(name: "HummingbirdHTTP2", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "Logging", package: "swift-log"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
         .target(

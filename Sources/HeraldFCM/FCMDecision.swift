@@ -127,26 +127,7 @@ enum FCMDecision: Sendable, Hashable {
     }
 }
 
-/// How the client retries: 429 (`QUOTA_EXCEEDED`), 5xx (`UNAVAILABLE`, `INTERNAL`), timeouts and
-/// unreachable servers, with the project's one back-off rule and `Retry-After` honoured up to a
-/// ceiling (FCM may answer 429 without one: the back-off applies).
-public struct FCMRetryPolicy: Sendable, Hashable {
-    /// The most times one message is sent, the first included (a 401's retry with a fresh
-    /// access token counts).
-    public var maximumAttempts: Int
-    /// The back-off between attempts.
-    public var backoff: Backoff
-    /// The longest `Retry-After` followed; a longer one is cut to it.
-    public var maximumRetryAfterSeconds: Int
-
-    public init(maximumAttempts: Int = 5, backoff: Backoff = Backoff(initial: .seconds(1), maximum: .seconds(30), jitter: 0.2), maximumRetryAfterSeconds: Int = 60) {
-        self.maximumAttempts = max(1, maximumAttempts)
-        self.backoff = backoff
-        self.maximumRetryAfterSeconds = max(0, maximumRetryAfterSeconds)
-    }
-
-    /// Up to 5 attempts, 1 s doubling to 30 s, `Retry-After` up to a minute.
-    public static let `default` = FCMRetryPolicy()
-    /// Never retry (a 401 still gets its one retry with a fresh access token).
-    public static let none = FCMRetryPolicy(maximumAttempts: 1)
-}
+/// How the FCM client retries: 429 (`QUOTA_EXCEEDED`), 5xx (`UNAVAILABLE`, `INTERNAL`), timeouts
+/// and unreachable servers (FCM may answer 429 without `Retry-After`: the back-off applies). A
+/// 401's one retry with a fresh access token is due even past `maximumAttempts`, and with `.none`.
+public typealias FCMRetryPolicy = HTTPRetryPolicy

@@ -1,5 +1,6 @@
 import HeraldCore
 import HeraldFCM
+import HeraldMockHTTP
 import Hummingbird
 import Logging
 import NIOCore
@@ -10,20 +11,6 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
-
-/// A request's context: Hummingbird's, and the HTTP version it came on.
-struct MockFCMContext: RequestContext {
-    var coreContext: CoreRequestContextStorage
-    /// 1 (HTTP/1.1) or 2.
-    let httpVersion: Int
-
-    init(source: ApplicationRequestContextSource) {
-        coreContext = CoreRequestContextStorage(source: source)
-        // An HTTP/2 stream's channel is a child of its connection's, itself a child of the
-        // listener's; an HTTP/1.1 request comes on the connection's channel.
-        httpVersion = source.channel.parent?.parent == nil ? 1 : 2
-    }
-}
 
 /// The mock FCM's routes: `POST /token` (the service account's OAuth token endpoint) and
 /// `POST /v1/projects/{project}/messages:send`. Decoding and answering only; the checks are
@@ -52,7 +39,7 @@ final class MockFCMRoutes: Sendable {
         set { accountBox.withLock { $0 = newValue } }
     }
 
-    func add(to router: Router<MockFCMContext>) {
+    func add(to router: Router<MockHTTPContext>) {
         router.post("token") { request, _ in await self.token(request) }
         router.post("v1/projects/:project/:method") { request, context in await self.send(request, context: context) }
     }
@@ -65,7 +52,7 @@ final class MockFCMRoutes: Sendable {
     private func token(_ request: Request) async -> Response {
         state.countTokenRequest()
         guard let account else { return Self.oauthError("invalid_client", "the mock has no service account") }
-        guard let body = try? await Self.readBody(request, limit: Self.maximumTokenBodyCount) else {
+        guard let body = try? await request.collectBody(limit: Self.maximumTokenBodyCount) else {
             return Self.oauthError("invalid_request", "the request body is over \(Self.maximumTokenBodyCount) bytes or unreadable")
         }
         let form = Self.formFields(String(decoding: body.readableBytesView, as: UTF8.self))
@@ -149,7 +136,7 @@ final class MockFCMRoutes: Sendable {
     /// `POST /v1/projects/{project}/messages:send`, checked in this order: the access token
     /// (401), the project (403), the body and the message's shape (400), scripted faults, an
     /// unregistered token (404); otherwise 200 `{"name": "projects/{project}/messages/{n}"}`.
-    private func send(_ request: Request, context: MockFCMContext) async -> Response {
+    private func send(_ request: Request, context: MockHTTPContext) async -> Response {
         state.countRequest()
         do {
             let message = try await accept(request, context: context)
@@ -178,7 +165,7 @@ final class MockFCMRoutes: Sendable {
         var body: [UInt8]
     }
 
-    private func accept(_ request: Request, context: MockFCMContext) async throws -> MockFCMMessage {
+    private func accept(_ request: Request, context: MockHTTPContext) async throws -> MockFCMMessage {
         guard context.parameters.get("method") == "messages:send", let project = context.parameters.get("project") else {
             throw MockFCMRejection.notFound
         }
@@ -188,7 +175,7 @@ final class MockFCMRoutes: Sendable {
             throw MockFCMRejection.unauthenticated
         }
         guard let account, project == account.projectID else { throw MockFCMRejection.permissionDenied(project: PeerText(project, limit: 64).description) }
-        guard let body = try? await Self.readBody(request, limit: Self.maximumBodyCount) else {
+        guard let body = try? await request.collectBody(limit: Self.maximumBodyCount) else {
             throw MockFCMRejection(status: 400, message: "Request payload size exceeds the limit: \(Self.maximumBodyCount) bytes.", googleStatus: "INVALID_ARGUMENT")
         }
         guard let json = try? JSONValue(parsing: body.readableBytesView), let message = json["message"], message.objectValue != nil else {
@@ -219,18 +206,5 @@ final class MockFCMRoutes: Sendable {
             MockFCMMessage(
                 token: token, message: message, name: "projects/\(project)/messages/\(number)", httpVersion: context.httpVersion, receivedAt: Date())
         }
-    }
-
-    /// The body, refused past `limit` bytes: by `Content-Length` before reading when it is
-    /// given, and never holding more than `limit` bytes whatever the peer sends.
-    static func readBody(_ request: Request, limit: Int) async throws -> ByteBuffer {
-        struct TooLarge: Error {}
-        if let declared = request.headers[.contentLength], let length = Int(declared), length > limit { throw TooLarge() }
-        var collected = ByteBuffer()
-        for try await var part in request.body {
-            guard collected.readableBytes + part.readableBytes <= limit else { throw TooLarge() }
-            collected.writeBuffer(&part)
-        }
-        return collected
     }
 }

@@ -1,14 +1,10 @@
 import HeraldCore
 import HeraldFCM
 import HeraldMock
+import HeraldMockHTTP
 import Hummingbird
-import HummingbirdCore
-import HummingbirdHTTP2
-import HummingbirdTLS
 import Logging
-import NIOCore
 import NIOSSL
-import ServiceLifecycle
 import _CryptoExtras
 
 /// A mock Firebase Cloud Messaging service with its OAuth token endpoint, over TLS with HTTP/2
@@ -80,105 +76,55 @@ public final class MockFCMServer: Sendable {
     public let certificateAuthority: NIOSSLCertificate
 
     private let routes: MockFCMRoutes
-    private let group: ServiceGroup
-    private let task: Task<Void, any Error>
+    private let host: MockHTTPSHost
 
-    private init(
-        configuration: Configuration, port: Int, origin: String, serviceAccount: FCMServiceAccount, authority: MockCertificateAuthority,
-        certificate: NIOSSLCertificate, routes: MockFCMRoutes, group: ServiceGroup, task: Task<Void, any Error>
-    ) {
+    private init(configuration: Configuration, origin: String, serviceAccount: FCMServiceAccount, routes: MockFCMRoutes, host: MockHTTPSHost) {
         self.configuration = configuration
-        self.port = port
+        self.port = host.port
         self.origin = origin
         self.serviceAccount = serviceAccount
-        self.certificateAuthorityPEM = authority.certificatePEM
-        self.certificateAuthority = certificate
+        self.certificateAuthorityPEM = host.authority.certificatePEM
+        self.certificateAuthority = host.certificate
         self.routes = routes
-        self.group = group
-        self.task = task
+        self.host = host
     }
 
     /// Binds and starts serving; returns once it listens.
     public static func start(
         configuration: Configuration = Configuration(), logger: Logger = Logger(label: "herald.fcm.mock", factory: { _ in SwiftLogNoOpLogHandler() })
     ) async throws -> MockFCMServer {
-        let host = configuration.host
         let key = try configuration.privateKey ?? _RSA.Signing.PrivateKey(keySize: .bits2048)
-        let authority = try configuration.certificateIssuer ?? MockCertificateAuthority(name: "Herald Mock FCM CA")
-        let certificate = try authority.tlsCertificate
-        let identity = try authority.issueServerIdentity()
-        var tls = TLSConfiguration.makeServerConfiguration(
-            certificateChain: identity.tlsCertificateChain.map { .certificate($0) }, privateKey: .privateKey(identity.tlsPrivateKey))
-        tls.minimumTLSVersion = .tlsv12
-        // A connection the mock closes gets a second to answer close_notify (NIOSSL's default
-        // is 5 s, which a shutdown would wait out).
-        tls.shutdownTimeout = .seconds(1)
-        // ALPN offers h2 and http/1.1 (HTTP2UpgradeChannel sets them).
-        let builder: HTTPServerBuilder = try .http2Upgrade(
-            tlsConfiguration: tls, configuration: HTTP2UpgradeChannel.Configuration(idleTimeout: .seconds(300), gracefulCloseTimeout: .seconds(1)))
-
         let routes = MockFCMRoutes(configuration: configuration, logger: logger)
-        let router = Router(context: MockFCMContext.self)
+        let router = Router(context: MockHTTPContext.self)
         routes.add(to: router)
-        let (bound, listening) = AsyncStream<Int>.makeStream()
-        let application = Application(
-            router: router,
-            server: builder,
-            configuration: ApplicationConfiguration(
-                address: .hostname(host, port: configuration.port),
-                availableConnectionsDelegate: MaximumAvailableConnections(max(1, configuration.maximumConnections))),
-            onServerRunning: { channel in listening.yield(channel.localAddress?.port ?? 0) },
-            logger: logger
-        )
-        let group = ServiceGroup(services: [application], gracefulShutdownSignals: [], cancellationSignals: [], logger: logger)
-        let task = Task {
-            defer { listening.finish() }
-            try await group.run()
+        let host: MockHTTPSHost
+        do {
+            host = try await MockHTTPSHost.start(
+                router: router, host: configuration.host, port: configuration.port, offersHTTP2: true, maximumConnections: configuration.maximumConnections,
+                issuer: configuration.certificateIssuer, authorityName: "Herald Mock FCM CA", logger: logger)
+        } catch let error as MockHTTPSHostError {
+            throw MockFCMServerError(description: "the mock FCM \(error.description)")
         }
-        var ports = bound.makeAsyncIterator()
-        guard let port = await ports.next() else {
-            // The service stopped (its error is thrown here), or the caller was cancelled.
-            task.cancel()
-            try await task.value
-            throw MockFCMServerError(description: "the mock FCM stopped before it listened on \(host):\(configuration.port)")
-        }
-        let origin = "https://" + (host.contains(":") ? "[\(host)]" : host) + ":\(port)"
+        let origin = "https://" + (configuration.host.contains(":") ? "[\(configuration.host)]" : configuration.host) + ":\(host.port)"
         let account: FCMServiceAccount
         do {
             account = try FCMServiceAccount(
                 projectID: configuration.projectID, privateKeyID: Base64URL.encode(Array(key.publicKey.derRepresentation.suffix(20))), privateKey: key,
                 clientEmail: "herald-mock@\(configuration.projectID).iam.gserviceaccount.com", tokenURI: origin + "/token")
         } catch {
-            await group.triggerGracefulShutdown()
-            _ = try? await task.value
+            try? await host.shutdown()
             throw MockFCMServerError(description: "the mock FCM's service account: \(error.message)")
         }
+        // Set before anyone knows the port: no token request comes before it.
         routes.account = account
-        let server = MockFCMServer(
-            configuration: configuration, port: port, origin: origin, serviceAccount: account, authority: authority, certificate: certificate, routes: routes,
-            group: group, task: task)
         logger.info("mock FCM listening", metadata: ["origin": "\(origin)", "project": "\(configuration.projectID)"])
-        return server
+        return MockFCMServer(configuration: configuration, origin: origin, serviceAccount: account, routes: routes, host: host)
     }
 
     /// Stops listening and closes every connection: gracefully (HTTP/2 GOAWAY, idle HTTP/1.1
     /// connections closed), and after two seconds whatever is left.
     public func shutdown() async throws {
-        await group.triggerGracefulShutdown()
-        let task = self.task
-        await withTaskGroup(of: Void.self) { waits in
-            waits.addTask { _ = try? await task.value }
-            waits.addTask {
-                try? await Task.sleep(for: .seconds(2))
-                task.cancel()
-            }
-            await waits.next()
-            waits.cancelAll()
-        }
-        do {
-            try await task.value
-        } catch is CancellationError {
-        }
+        try await host.shutdown()
     }
 
     /// The service account as a key file's JSON (with its private key): what a client loads.
