@@ -71,12 +71,12 @@ public final class FCMClient: Sendable {
         logger: Logger = Logger(label: "herald.fcm", factory: { _ in SwiftLogNoOpLogHandler() })
     ) throws(FCMError) {
         guard let endpoint = FCMEndpoint(configuration.endpoint), endpoint.isHTTPS else {
-            throw FCMError(.invalidMessage, "the FCM endpoint must be an https URL; got \(PeerText(configuration.endpoint, limit: 100))", field: "endpoint")
+            throw FCMError(.invalidConfiguration, "the FCM endpoint must be an https URL; got \(PeerText(configuration.endpoint, limit: 100))", field: "endpoint")
         }
         guard !configuration.projectID.isEmpty, configuration.projectID.utf8.count <= 256,
             configuration.projectID.utf8.allSatisfy({ Base64URL.isAlphabet($0) })
         else {
-            throw FCMError(.invalidMessage, "the FCM project id must be letters, digits and hyphens", field: "projectID")
+            throw FCMError(.invalidConfiguration, "the FCM project id must be letters, digits and hyphens", field: "projectID")
         }
         self.configuration = configuration
         self.logger = logger
@@ -113,7 +113,7 @@ public final class FCMClient: Sendable {
             self.pool = try APNSClient(configuration: settings, eventLoopGroup: eventLoopGroup, logger: logger)
         } catch {
             try? self.http.syncShutdown()
-            throw FCMError(.invalidMessage, "the FCM connection pool cannot be made: \(error)", field: "endpoint")
+            throw FCMError(.invalidConfiguration, "the FCM connection pool cannot be made: \(error)", field: "endpoint")
         }
     }
 

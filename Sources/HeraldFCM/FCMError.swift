@@ -13,6 +13,9 @@ public struct FCMError: Error, Sendable, Hashable, CustomStringConvertible {
         /// A registration token that is empty, longer than 4,096 characters or has a character
         /// other than letters, digits, `-`, `_` and `:`.
         public static let invalidToken = Code(name: "invalidToken")
+        /// A client configuration that cannot work: an endpoint that is not `https:`, a project
+        /// id that is not one.
+        public static let invalidConfiguration = Code(name: "invalidConfiguration")
         /// An OAuth assertion that does not verify (the mock's token endpoint).
         public static let invalidAssertion = Code(name: "invalidAssertion")
         public var description: String { name }

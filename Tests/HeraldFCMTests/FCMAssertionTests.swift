@@ -14,7 +14,7 @@ enum TestAccount {
     }
 }
 
-@Suite("Service accounts and the OAuth assertion")
+@Suite("Service accounts and the OAuth assertion", .timeLimit(.minutes(6)))
 struct FCMAssertionTests {
     static let now = Date(timeIntervalSince1970: 1_790_000_000)
 
@@ -134,7 +134,7 @@ struct FCMAssertionTests {
     }
 }
 
-@Suite("The access token's refresh margin and cache")
+@Suite("The access token's refresh margin and cache", .timeLimit(.minutes(6)))
 struct FCMTokenCacheTests {
     @Test("the margin scales with the lifetime: a tenth, at most five minutes")
     func margins() {

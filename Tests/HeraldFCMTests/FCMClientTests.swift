@@ -26,6 +26,21 @@ struct FCMClientTests {
         FCMMessage(token: token(n), notification: .init(title: "Score", body: "2-1"), data: ["match": "42"], android: .init(priority: .high, timeToLive: .seconds(60)))
     }
 
+    @Test("a configuration that cannot work is refused when the client is made, naming the field", arguments: [
+        ("http://fcm.example.com", "herald-test", "endpoint"), ("ftp://127.0.0.1", "herald-test", "endpoint"), ("https://fcm.googleapis.com", "a/b", "projectID"),
+    ])
+    func configurationRefused(endpoint: String, project: String, field: String) throws {
+        var configuration = FCMClient.Configuration(serviceAccount: try TestAccount.make())
+        configuration.endpoint = endpoint
+        configuration.projectID = project
+        do {
+            let client = try FCMClient(configuration: configuration)
+            Issue.record("made a client for \(endpoint) \(project): \(client)")
+        } catch {
+            #expect(error.code == .invalidConfiguration && error.field == field)
+        }
+    }
+
     @Test("a message is accepted over HTTP/2 with FCM's name, and the mock received what was sent; one access token")
     func accepted() async throws {
         try await withMockFCMServer { server in

@@ -3,7 +3,7 @@ import HeraldCore
 import Testing
 
 /// Every answer FCM gives, as a value: what the client does with it.
-@Suite("FCM answers as decisions")
+@Suite("FCM answers as decisions", .timeLimit(.minutes(6)))
 struct FCMDecisionTests {
     static let policy = FCMRetryPolicy(maximumAttempts: 3, backoff: Backoff(initial: .seconds(1), maximum: .seconds(8)), maximumRetryAfterSeconds: 60)
 

@@ -2,7 +2,7 @@ import HeraldCore
 @testable import HeraldFCM
 import Testing
 
-@Suite("FCM messages and registration tokens")
+@Suite("FCM messages and registration tokens", .timeLimit(.minutes(6)))
 struct FCMMessageTests {
     static let token = "cAbC-12_3:APA91bHun4MxP5egoKMwt2KZFBaFUH-1RYqx"
 
