@@ -94,23 +94,18 @@ public enum FCMAssertion {
         leeway: Int = 60
     ) throws(FCMError) -> FCMAssertionClaims {
         guard assertion.utf8.count <= maximumCount else { throw FCMError(.invalidAssertion, "the assertion is over \(maximumCount) bytes") }
-        let parts = assertion.split(separator: ".", omittingEmptySubsequences: false)
-        guard parts.count == 3, let headerBytes = Base64URL.decode(parts[0]), let claimBytes = Base64URL.decode(parts[1]),
-            let signatureBytes = Base64URL.decode(parts[2])
-        else {
-            throw FCMError(.invalidAssertion, "the assertion is not a JWT (three base64url parts)")
-        }
-        guard let header = try? JSONValue(parsing: headerBytes), header["alg"]?.stringValue == "RS256" else {
+        guard let parts = JWTParts(assertion) else { throw FCMError(.invalidAssertion, "the assertion is not a JWT (three base64url parts)") }
+        guard let header = try? JSONValue(parsing: parts.header), header["alg"]?.stringValue == "RS256" else {
             throw FCMError(.invalidAssertion, "the assertion's header must name alg RS256")
         }
         if let keyID, let kid = header["kid"], kid.stringValue != keyID {
             throw FCMError(.invalidAssertion, "the assertion's kid is not the service account's private_key_id")
         }
-        guard publicKey.isValidSignature(_RSA.Signing.RSASignature(rawRepresentation: signatureBytes), for: Array((parts[0] + "." + parts[1]).utf8), padding: .insecurePKCS1v1_5)
+        guard publicKey.isValidSignature(_RSA.Signing.RSASignature(rawRepresentation: parts.signature), for: parts.signingInput, padding: .insecurePKCS1v1_5)
         else {
             throw FCMError(.invalidAssertion, "Invalid JWT Signature.")
         }
-        guard let claims = try? JSONValue(parsing: claimBytes), claims.objectValue != nil else {
+        guard let claims = try? JSONValue(parsing: parts.claims), claims.objectValue != nil else {
             throw FCMError(.invalidAssertion, "the assertion's claims are not a JSON object")
         }
         guard let iss = claims["iss"]?.stringValue, iss == issuer else { throw FCMError(.invalidAssertion, "the assertion's iss is not the service account's client_email") }
