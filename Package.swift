@@ -21,6 +21,10 @@ let package = Package(
         .library(name: "HeraldWebPush", targets: ["HeraldWebPush"]),
         // A mock Web Push service that is also the browser, to test against.
         .library(name: "HeraldWebPushMock", targets: ["HeraldWebPushMock"]),
+        // Firebase Cloud Messaging (HTTP v1) for Android: service-account OAuth, messages and a client.
+        .library(name: "HeraldFCM", targets: ["HeraldFCM"]),
+        // A mock FCM service with its OAuth token endpoint, to test against.
+        .library(name: "HeraldFCMMock", targets: ["HeraldFCMMock"]),
         // The device registry and durable delivery queue, on SQLite or PostgreSQL.
         .library(name: "HeraldStore", targets: ["HeraldStore"]),
         // The push gateway: HTTP API, delivery workers and metrics over the store.
@@ -169,12 +173,29 @@ let package = Package(
                 .product(name: "Metrics", package: "swift-metrics"),
             ]
         ),
+        // The mocks' HTTPS listener (Hummingbird over TLS, h2 and HTTP/1.1), shared by the Web Push
+        // and FCM mocks; not a product.
+        .target(
+            name: "HeraldMockHTTP",
+            dependencies: [
+                "HeraldMock",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdCore", package: "hummingbird"),
+                .product(name: "HummingbirdTLS", package: "hummingbird"),
+                .product(name: "HummingbirdHTTP2", package: "hummingbird"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
         .target(
             name: "HeraldWebPushMock",
             dependencies: [
                 "HeraldCore",
                 "HeraldWebPush",
                 "HeraldMock",
+                "HeraldMockHTTP",
                 "HeraldIdentity",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Hummingbird", package: "hummingbird"),
@@ -185,6 +206,36 @@ let package = Package(
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
+        .target(
+            name: "HeraldFCM",
+            dependencies: [
+                "HeraldCore",
+                "HeraldClient",
+                "HeraldIdentity",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+            ]
+        ),
+        .target(
+            name: "HeraldFCMMock",
+            dependencies: [
+                "HeraldCore",
+                "HeraldFCM",
+                "HeraldMock",
+                "HeraldMockHTTP",
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "Logging", package: "swift-log"),
             ]
         ),
         .target(
@@ -242,6 +293,8 @@ let package = Package(
                 "HeraldServer",
                 "HeraldWebPush",
                 "HeraldWebPushMock",
+                "HeraldFCM",
+                "HeraldFCMMock",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
@@ -383,6 +436,22 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            ]
+        ),
+        .testTarget(
+            name: "HeraldFCMTests",
+            dependencies: [
+                "HeraldTestSupport",
+                "HeraldCore",
+                "HeraldFCM",
+                "HeraldFCMMock",
+                "herald",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ]

@@ -138,21 +138,15 @@ public enum VAPID {
         else {
             throw WebPushError(.invalidVAPID, "the vapid k= parameter must be a P-256 public key, 65 bytes uncompressed, base64url")
         }
-        let parts = token.split(separator: ".", omittingEmptySubsequences: false)
-        guard parts.count == 3, let headerBytes = Base64URL.decode(parts[0]), let claimBytes = Base64URL.decode(parts[1]),
-            let signatureBytes = Base64URL.decode(parts[2])
-        else {
-            throw WebPushError(.invalidVAPID, "the vapid token is not a JWT (three base64url parts)")
-        }
-        guard let header = try? JSONValue(parsing: headerBytes), header["alg"]?.stringValue == "ES256" else {
+        guard let parts = JWTParts(token) else { throw WebPushError(.invalidVAPID, "the vapid token is not a JWT (three base64url parts)") }
+        guard let header = try? JSONValue(parsing: parts.header), header["alg"]?.stringValue == "ES256" else {
             throw WebPushError(.invalidVAPID, "the vapid token's header must name alg ES256")
         }
-        guard let signature = try? P256.Signing.ECDSASignature(rawRepresentation: signatureBytes),
-            publicKey.isValidSignature(signature, for: Array((parts[0] + "." + parts[1]).utf8))
+        guard let signature = try? P256.Signing.ECDSASignature(rawRepresentation: parts.signature), publicKey.isValidSignature(signature, for: parts.signingInput)
         else {
             throw WebPushError(.invalidVAPID, "the vapid token's signature does not verify with its k= key")
         }
-        guard let claims = try? JSONValue(parsing: claimBytes), let audience = claims["aud"]?.stringValue else {
+        guard let claims = try? JSONValue(parsing: parts.claims), let audience = claims["aud"]?.stringValue else {
             throw WebPushError(.invalidVAPID, "the vapid token has no aud claim")
         }
         guard audience == origin else {

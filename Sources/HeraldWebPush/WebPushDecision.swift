@@ -35,14 +35,12 @@ enum WebPushDecision: Sendable, Hashable {
                     return .fail(WebPushSendError(.tooManyRequests, status: status, reason: reason(body, otherwise: "too many requests"), attempts: attempts))
                 }
                 // The push service's own wait, if it says one, within the policy's ceiling.
-                let asked = retryAfter.flatMap(retryAfterSeconds).map { Duration.seconds(min($0, policy.maximumRetryAfterSeconds)) }
-                return .retry(after: max(asked ?? backoff, backoff))
+                return .retry(after: RetryAfter.delay(retryAfter, backoff: backoff, ceilingSeconds: policy.maximumRetryAfterSeconds))
             case 500..<600:
                 guard canRetry else {
                     return .fail(WebPushSendError(.serviceUnavailable, status: status, reason: reason(body, otherwise: "the push service failed"), attempts: attempts))
                 }
-                let asked = retryAfter.flatMap(retryAfterSeconds).map { Duration.seconds(min($0, policy.maximumRetryAfterSeconds)) }
-                return .retry(after: max(asked ?? backoff, backoff))
+                return .retry(after: RetryAfter.delay(retryAfter, backoff: backoff, ceilingSeconds: policy.maximumRetryAfterSeconds))
             default:
                 return .fail(WebPushSendError(.rejected, status: status, reason: reason(body, otherwise: "refused"), attempts: attempts))
             }
@@ -53,13 +51,6 @@ enum WebPushDecision: Sendable, Hashable {
             guard canRetry else { return .fail(WebPushSendError(.connectionFailed, reason: why, attempts: attempts)) }
             return .retry(after: backoff)
         }
-    }
-
-    /// `Retry-After` in seconds: a whole number (an HTTP-date is not followed; the back-off applies).
-    static func retryAfterSeconds(_ value: String) -> Int? {
-        let trimmed = value.trimmingSpaces
-        guard !trimmed.isEmpty, trimmed.utf8.count <= 9, trimmed.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }) else { return nil }
-        return Int(trimmed)
     }
 
     /// The push service's reason: Apple's `{"reason": …}`, Mozilla's `{"message": …}` or
@@ -75,31 +66,6 @@ enum WebPushDecision: Sendable, Hashable {
     }
 }
 
-extension StringProtocol {
-    fileprivate var trimmingSpaces: Substring {
-        let view = self[...]
-        return Substring(view.drop(while: { $0 == " " || $0 == "\t" }).reversed().drop(while: { $0 == " " || $0 == "\t" }).reversed())
-    }
-}
-
-/// How the client retries: 429, 5xx, timeouts and unreachable services, with the project's one
-/// back-off rule and `Retry-After` honoured up to a ceiling.
-public struct WebPushRetryPolicy: Sendable, Hashable {
-    /// The most times one message is sent, the first included.
-    public var maximumAttempts: Int
-    /// The back-off between attempts.
-    public var backoff: Backoff
-    /// The longest `Retry-After` followed; a longer one is cut to it.
-    public var maximumRetryAfterSeconds: Int
-
-    public init(maximumAttempts: Int = 5, backoff: Backoff = Backoff(initial: .seconds(1), maximum: .seconds(30), jitter: 0.2), maximumRetryAfterSeconds: Int = 60) {
-        self.maximumAttempts = max(1, maximumAttempts)
-        self.backoff = backoff
-        self.maximumRetryAfterSeconds = max(0, maximumRetryAfterSeconds)
-    }
-
-    /// Up to 5 attempts, 1 s doubling to 30 s, `Retry-After` up to a minute.
-    public static let `default` = WebPushRetryPolicy()
-    /// Never retry.
-    public static let none = WebPushRetryPolicy(maximumAttempts: 1)
-}
+/// How the Web Push client retries: 429, 5xx, timeouts and unreachable services (one policy
+/// type with the FCM client's).
+public typealias WebPushRetryPolicy = HTTPRetryPolicy

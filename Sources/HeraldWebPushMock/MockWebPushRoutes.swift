@@ -1,5 +1,6 @@
 import Crypto
 import HeraldCore
+import HeraldMockHTTP
 import HeraldWebPush
 import Hummingbird
 import Logging
@@ -11,20 +12,6 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
-
-/// A request's context: Hummingbird's, and the HTTP version it came on.
-struct MockWebPushContext: RequestContext {
-    var coreContext: CoreRequestContextStorage
-    /// 1 (HTTP/1.1) or 2.
-    let httpVersion: Int
-
-    init(source: ApplicationRequestContextSource) {
-        coreContext = CoreRequestContextStorage(source: source)
-        // An HTTP/2 stream's channel is a child of its connection's, itself a child of the
-        // listener's; an HTTP/1.1 request comes on the connection's channel.
-        httpVersion = source.channel.parent?.parent == nil ? 1 : 2
-    }
-}
 
 /// The mock push service's routes: `POST /subscribe` (the browser handing out a subscription) and
 /// `POST /push/{id}` (the push resource, RFC 8030 §5). Decoding and answering only; the checks
@@ -55,7 +42,7 @@ final class MockWebPushRoutes: Sendable {
         set { originBox.withLock { $0 = newValue } }
     }
 
-    func add(to router: Router<MockWebPushContext>) {
+    func add(to router: Router<MockHTTPContext>) {
         router.post("subscribe") { request, _ in await self.subscribe(request) }
         router.post("push/:id") { request, context in await self.push(request, context: context) }
     }
@@ -138,7 +125,7 @@ final class MockWebPushRoutes: Sendable {
     // MARK: Push
 
     /// `POST /push/{id}`: checked in the order a push service checks (see ``MockWebPushServer``).
-    private func push(_ request: Request, context: MockWebPushContext) async -> Response {
+    private func push(_ request: Request, context: MockHTTPContext) async -> Response {
         state.countRequest()
         let id = context.parameters.get("id") ?? ""
         do {
@@ -207,22 +194,15 @@ final class MockWebPushRoutes: Sendable {
 
     // MARK: Reading and answering
 
-    /// The body, refused with 413 past `limit` bytes: by `Content-Length` before reading when it
-    /// is given, and never holding more than `limit` bytes whatever the peer sends.
+    /// The body, refused with 413 past `limit` bytes (``MockHTTPSHost``'s bounded read).
     static func readBody(_ request: Request, limit: Int) async throws(MockWebPushRejection) -> ByteBuffer {
-        if let declared = request.headers[.contentLength], let length = Int(declared), length > limit { throw .payloadTooLarge }
-        var collected = ByteBuffer()
         do {
-            for try await var part in request.body {
-                guard collected.readableBytes + part.readableBytes <= limit else { throw MockWebPushRejection.payloadTooLarge }
-                collected.writeBuffer(&part)
-            }
-        } catch let rejection as MockWebPushRejection {
-            throw rejection
+            return try await request.collectBody(limit: limit)
+        } catch .tooLarge {
+            throw .payloadTooLarge
         } catch {
             throw .badRequest
         }
-        return collected
     }
 
     /// `status` with `{"reason": …}` (and `Retry-After`).

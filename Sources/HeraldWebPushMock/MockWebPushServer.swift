@@ -1,14 +1,10 @@
 import HeraldIdentity
 import HeraldMock
+import HeraldMockHTTP
 import HeraldWebPush
 import Hummingbird
-import HummingbirdCore
-import HummingbirdHTTP2
-import HummingbirdTLS
 import Logging
-import NIOCore
 import NIOSSL
-import ServiceLifecycle
 
 #if canImport(FoundationEssentials)
 import FoundationEssentials
@@ -86,21 +82,16 @@ public final class MockWebPushServer: Sendable {
     public let certificateAuthority: NIOSSLCertificate
 
     private let routes: MockWebPushRoutes
-    private let group: ServiceGroup
-    private let task: Task<Void, any Error>
+    private let host: MockHTTPSHost
 
-    private init(
-        configuration: Configuration, port: Int, origin: String, authority: MockCertificateAuthority, certificate: NIOSSLCertificate,
-        routes: MockWebPushRoutes, group: ServiceGroup, task: Task<Void, any Error>
-    ) {
+    private init(configuration: Configuration, origin: String, routes: MockWebPushRoutes, host: MockHTTPSHost) {
         self.configuration = configuration
-        self.port = port
+        self.port = host.port
         self.origin = origin
-        self.certificateAuthorityPEM = authority.certificatePEM
-        self.certificateAuthority = certificate
+        self.certificateAuthorityPEM = host.authority.certificatePEM
+        self.certificateAuthority = host.certificate
         self.routes = routes
-        self.group = group
-        self.task = task
+        self.host = host
     }
 
     /// Binds and starts serving; returns once it listens.
@@ -112,58 +103,19 @@ public final class MockWebPushServer: Sendable {
         guard Self.origin(host: host, port: configuration.port) != nil else {
             throw MockWebPushServerError(description: "the mock Web Push service cannot make https://\(host):\(configuration.port) an endpoint origin")
         }
-        let authority = try configuration.certificateIssuer ?? MockCertificateAuthority(name: "Herald Mock Web Push CA")
-        let certificate = try authority.tlsCertificate
-        let identity = try authority.issueServerIdentity()
-        var tls = TLSConfiguration.makeServerConfiguration(
-            certificateChain: identity.tlsCertificateChain.map { .certificate($0) }, privateKey: .privateKey(identity.tlsPrivateKey))
-        tls.minimumTLSVersion = .tlsv12
-        // A connection the mock closes gets a second to answer close_notify (NIOSSL's default
-        // is 5 s, which a shutdown would wait out).
-        tls.shutdownTimeout = .seconds(1)
-        let builder: HTTPServerBuilder
-        if configuration.offersHTTP2 {
-            // ALPN offers h2 and http/1.1 (HTTP2UpgradeChannel sets them).
-            builder = try .http2Upgrade(
-                tlsConfiguration: tls,
-                configuration: HTTP2UpgradeChannel.Configuration(idleTimeout: .seconds(300), gracefulCloseTimeout: .seconds(1)))
-        } else {
-            tls.applicationProtocols = ["http/1.1"]
-            builder = try .tls(.http1(configuration: .init(idleTimeout: .seconds(300))), tlsConfiguration: tls)
-        }
-
         let routes = MockWebPushRoutes(configuration: configuration, logger: logger)
-        let router = Router(context: MockWebPushContext.self)
+        let router = Router(context: MockHTTPContext.self)
         routes.add(to: router)
-        let (bound, listening) = AsyncStream<Int>.makeStream()
-        let application = Application(
-            router: router,
-            server: builder,
-            configuration: ApplicationConfiguration(
-                address: .hostname(host, port: configuration.port),
-                availableConnectionsDelegate: MaximumAvailableConnections(max(1, configuration.maximumConnections))),
-            onServerRunning: { channel in
-                let port = channel.localAddress?.port ?? 0
-                routes.origin = Self.origin(host: host, port: port) ?? ""
-                listening.yield(port)
-            },
-            logger: logger
-        )
-        let group = ServiceGroup(services: [application], gracefulShutdownSignals: [], cancellationSignals: [], logger: logger)
-        let task = Task {
-            defer { listening.finish() }
-            try await group.run()
+        let listener: MockHTTPSHost
+        do {
+            listener = try await MockHTTPSHost.start(
+                router: router, host: host, port: configuration.port, offersHTTP2: configuration.offersHTTP2,
+                maximumConnections: configuration.maximumConnections, issuer: configuration.certificateIssuer, authorityName: "Herald Mock Web Push CA",
+                logger: logger, onListening: { port in routes.origin = Self.origin(host: host, port: port) ?? "" })
+        } catch let error as MockHTTPSHostError {
+            throw MockWebPushServerError(description: "the mock Web Push service \(error.description)")
         }
-        var ports = bound.makeAsyncIterator()
-        guard let port = await ports.next() else {
-            // The service stopped (its error is thrown here), or the caller was cancelled.
-            task.cancel()
-            try await task.value
-            throw MockWebPushServerError(description: "the mock Web Push service stopped before it listened on \(host):\(configuration.port)")
-        }
-        let server = MockWebPushServer(
-            configuration: configuration, port: port, origin: routes.origin, authority: authority, certificate: certificate, routes: routes,
-            group: group, task: task)
+        let server = MockWebPushServer(configuration: configuration, origin: routes.origin, routes: routes, host: listener)
         logger.info("mock Web Push listening", metadata: ["origin": "\(server.origin)", "http2": "\(configuration.offersHTTP2)"])
         return server
     }
@@ -171,21 +123,7 @@ public final class MockWebPushServer: Sendable {
     /// Stops listening and closes every connection: gracefully (HTTP/2 GOAWAY, idle HTTP/1.1
     /// connections closed), and after two seconds whatever is left.
     public func shutdown() async throws {
-        await group.triggerGracefulShutdown()
-        let task = self.task
-        await withTaskGroup(of: Void.self) { waits in
-            waits.addTask { _ = try? await task.value }
-            waits.addTask {
-                try? await Task.sleep(for: .seconds(2))
-                task.cancel()
-            }
-            await waits.next()
-            waits.cancelAll()
-        }
-        do {
-            try await task.value
-        } catch is CancellationError {
-        }
+        try await host.shutdown()
     }
 
     /// The origin of endpoints on `host:port`, as a client computes a token's `aud` from one.

@@ -1,4 +1,5 @@
 import Crypto
+import HeraldMock
 import Synchronization
 
 #if canImport(FoundationEssentials)

@@ -98,6 +98,14 @@ struct MockCommand: AsyncParsableCommand {
     @Flag(name: .customLong("webpush-no-decrypt"), help: "The Web Push mock checks and records messages without decrypting them (an ECDH each): for benchmarks.")
     var webPushNoDecrypt = false
 
+    @Option(name: .customLong("fcm-port"), help: "Also serve a mock FCM (HTTP v1 messages:send and its OAuth token endpoint) on this port (0 picks a free one).")
+    var fcmPort: Int?
+
+    @Option(
+        name: .customLong("fcm-write-service-account"),
+        help: ArgumentHelp("Write the FCM mock's service-account key file here (its token_uri points at the mock; default: a temporary file).", valueName: "FILE"))
+    var fcmWriteServiceAccount: String?
+
     func run() async throws {
         if webPushPort == nil, webPushWriteCA != nil {
             throw CommandFailure.usage("--webpush-write-ca writes the Web Push mock's CA; add --webpush-port")
@@ -258,6 +266,7 @@ struct MockCommand: AsyncParsableCommand {
             Terminal.line("trust the Web Push mock's CA with \(path)")
             if webPushWriteCA == nil, path != writeCA { webPushCAFile = path }
         }
+        let fcm = try await startFCM(authority: authority)
         Terminal.flush()
         await waitForInterrupt()
         try await server.shutdown()
@@ -265,6 +274,7 @@ struct MockCommand: AsyncParsableCommand {
         try await feedbackServer?.shutdown()
         try await webPush?.shutdown()
         if let webPushCAFile { try? FileManager.default.removeItem(atPath: webPushCAFile) }
+        try await stopFCM(fcm)
         Terminal.line("mock APNs stopped: \(server.acceptedCount) accepted, \(server.rejectionsByReason.values.reduce(0, +)) rejected")
         if let legacyGateway {
             let rejected = legacyGateway.rejectionsByStatus.values.reduce(0, +)

@@ -1,18 +1,18 @@
 /// The latest `capacity` elements, oldest first: appending past it overwrites the oldest and
-/// counts it as dropped.
-struct MockRecordRing<Element: Sendable>: Sendable {
-    let capacity: Int
+/// counts it as dropped. Shared by the Web Push and FCM mocks.
+package struct MockRecordRing<Element: Sendable>: Sendable {
+    package let capacity: Int
     private var storage: [Element] = []
     /// Where the oldest element is once the ring is full.
     private var head = 0
     /// Elements overwritten since the start.
-    private(set) var droppedCount = 0
+    package private(set) var droppedCount = 0
 
-    init(capacity: Int) {
+    package init(capacity: Int) {
         self.capacity = max(0, capacity)
     }
 
-    mutating func append(_ element: Element) {
+    package mutating func append(_ element: Element) {
         guard capacity > 0 else {
             droppedCount += 1
             return
@@ -27,13 +27,13 @@ struct MockRecordRing<Element: Sendable>: Sendable {
     }
 
     /// The elements held, oldest first.
-    var elements: [Element] {
+    package var elements: [Element] {
         Array(storage[head...] + storage[..<head])
     }
 
-    var count: Int { storage.count }
+    package var count: Int { storage.count }
 
-    mutating func removeAll() {
+    package mutating func removeAll() {
         storage = []
         head = 0
     }

@@ -1,0 +1,305 @@
+import AsyncHTTPClient
+import HeraldClient
+import HeraldCore
+import HeraldIdentity
+import Logging
+import Metrics
+import NIOCore
+import NIOPosix
+import NIOSSL
+import Synchronization
+
+/// Sends Firebase Cloud Messaging HTTP v1 messages (`POST /v1/projects/{project}/messages:send`)
+/// for one service account: many requests multiplexed over a few HTTP/2 connections on Herald's
+/// own HTTP/2 pool (the APNs client's), with one OAuth access token shared by every request
+/// (``FCMAccessTokenProvider``).
+///
+/// `send` waits while ``Configuration/maximumInFlight`` messages are outstanding (back-pressure),
+/// retries 429 (`QUOTA_EXCEEDED`), 5xx (`UNAVAILABLE`, `INTERNAL`), timeouts and unreachable
+/// servers with back-off and `Retry-After`, answers a 401 for the access token with one fresh
+/// token and one retry, and throws ``FCMSendError`` for anything else:
+/// ``FCMSendError/isTokenGone`` for `UNREGISTERED`, ``FCMSendError/isTokenInvalid`` for a token
+/// FCM calls malformed or another sender's.
+///
+/// Call ``shutdown()`` when done, or use ``withFCMClient(configuration:logger:_:)``.
+public final class FCMClient: Sendable {
+    /// How the client connects, bounds and retries.
+    public struct Configuration: Sendable {
+        /// Whose messages: its key signs the access-token assertion.
+        public var serviceAccount: FCMServiceAccount
+        /// The project messages are sent for; default the service account's `project_id`.
+        public var projectID: String
+        /// FCM's origin, `https://fcm.googleapis.com`; a mock's `https://127.0.0.1:PORT` in tests.
+        public var endpoint: String = FCMClient.googleEndpoint
+        /// Certificates to trust besides the system's, for the endpoint and the token URI alike:
+        /// a mock's CA, in tests.
+        public var additionalTrustRoots: [NIOSSLCertificate] = []
+        /// HTTP/2 connections to FCM, opened as the ones open are busy. Default 2.
+        public var maximumConnections = 2
+        /// Messages outstanding at once; `send` waits past it. Default 1000.
+        public var maximumInFlight = 1000
+        /// The deadline of each attempt, from sending to the answer's end.
+        public var requestTimeout: Duration = .seconds(30)
+        /// The deadline for a connection (TCP and TLS).
+        public var connectTimeout: Duration = .seconds(10)
+        /// Retries of 429, 5xx, timeouts and unreachable servers.
+        public var retry: FCMRetryPolicy = .default
+
+        /// Sending for `serviceAccount`'s project to Google's FCM.
+        public init(serviceAccount: FCMServiceAccount) {
+            self.serviceAccount = serviceAccount
+            self.projectID = serviceAccount.projectID
+        }
+    }
+
+    /// Google's FCM endpoint.
+    public static let googleEndpoint = "https://fcm.googleapis.com"
+
+    public let configuration: Configuration
+    /// The access token every request carries.
+    public let tokens: FCMAccessTokenProvider
+    private let http: HTTPClient
+    private let pool: APNSClient
+    private let path: String
+    private let logger: Logger
+    private let isShutDown = Atomic<Bool>(false)
+
+    /// A client. Throws when the endpoint or the token URI is not `https:` (or `http:` to a
+    /// loopback address), or the project id is not one.
+    public init(
+        configuration: Configuration, eventLoopGroup: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton,
+        logger: Logger = Logger(label: "herald.fcm", factory: { _ in SwiftLogNoOpLogHandler() })
+    ) throws(FCMError) {
+        guard let endpoint = FCMEndpoint(configuration.endpoint), endpoint.isHTTPS else {
+            throw FCMError(.invalidConfiguration, "the FCM endpoint must be an https URL; got \(PeerText(configuration.endpoint, limit: 100))", field: "endpoint")
+        }
+        guard !configuration.projectID.isEmpty, configuration.projectID.utf8.count <= 256,
+            configuration.projectID.utf8.allSatisfy({ Base64URL.isAlphabet($0) })
+        else {
+            throw FCMError(.invalidConfiguration, "the FCM project id must be letters, digits and hyphens", field: "projectID")
+        }
+        self.configuration = configuration
+        self.logger = logger
+        self.path = (endpoint.path == "/" ? "" : String(endpoint.path.reversed().drop(while: { $0 == "/" }).reversed()))
+            + "/v1/projects/\(configuration.projectID)/messages:send"
+
+        var tls = TLSConfiguration.makeClientConfiguration()
+        if !configuration.additionalTrustRoots.isEmpty { tls.additionalTrustRoots = [.certificates(configuration.additionalTrustRoots)] }
+        var http = HTTPClient.Configuration(tlsConfiguration: tls)
+        http.httpVersion = .http1Only
+        http.connectionPool = .init(idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: 2)
+        http.redirectConfiguration = .disallow
+        http.decompression = .disabled
+        self.http = HTTPClient(eventLoopGroup: eventLoopGroup, configuration: http, backgroundActivityLogger: logger)
+        do {
+            self.tokens = try FCMAccessTokenProvider(
+                serviceAccount: configuration.serviceAccount, http: self.http, requestTimeout: configuration.requestTimeout, logger: logger)
+        } catch {
+            try? self.http.syncShutdown()
+            throw error
+        }
+
+        var settings = APNSClient.Configuration.anonymous(environment: .custom(host: endpoint.host, port: endpoint.port))
+        settings.trustRoots = configuration.additionalTrustRoots.isEmpty ? .system : .systemAnd(configuration.additionalTrustRoots)
+        settings.pool.maximumConnections = max(1, configuration.maximumConnections)
+        settings.pool.maximumInFlight = max(1, configuration.maximumInFlight)
+        settings.timeouts.connect = configuration.connectTimeout
+        settings.timeouts.request = configuration.requestTimeout
+        // This client decides retries (``FCMDecision``); the pool only re-sends what the server
+        // refused unprocessed. Its counters are APNs's: not reported for FCM requests.
+        settings.retry = .none
+        settings.metrics.factory = NOOPMetricsHandler.instance
+        do {
+            self.pool = try APNSClient(configuration: settings, eventLoopGroup: eventLoopGroup, logger: logger)
+        } catch {
+            try? self.http.syncShutdown()
+            throw FCMError(.invalidConfiguration, "the FCM connection pool cannot be made: \(error)", field: "endpoint")
+        }
+    }
+
+    /// Sends `message` and returns once FCM accepted it (200), with its message name, after any
+    /// retries. Throws ``FCMSendError`` otherwise; a message FCM would refuse is refused here
+    /// before it is sent (``FCMSendError/Code/invalidMessage``).
+    @discardableResult
+    public func send(_ message: FCMMessage) async throws(FCMSendError) -> FCMReceipt {
+        guard !isShutDown.load(ordering: .relaxed) else { throw FCMSendError(.shutdown, reason: "the client was shut down") }
+        let body: [UInt8]
+        do {
+            body = try message.requestBody()
+        } catch {
+            throw FCMSendError(.invalidMessage, reason: error.message, attempts: 0)
+        }
+        return try await retrying(body: body, after: 0, refreshed: false)
+    }
+
+    /// Sends `message` to each of `tokens` (its own token is replaced) and returns each one's
+    /// outcome, in order.
+    ///
+    /// The first attempts go to the pool together, as many at once as its in-flight bound lets
+    /// (one wake of its connections per group, not one per message); what needs a retry is then
+    /// retried as ``send(_:)`` retries. For the gateway's batches and the benchmark.
+    public func send(_ message: FCMMessage, toEach tokens: [String]) async -> [Result<FCMReceipt, FCMSendError>] {
+        guard !isShutDown.load(ordering: .relaxed) else {
+            return tokens.map { _ in .failure(FCMSendError(.shutdown, reason: "the client was shut down")) }
+        }
+        var results = [Result<FCMReceipt, FCMSendError>?](repeating: nil, count: tokens.count)
+        var bodies: [(index: Int, body: [UInt8])] = []
+        var each = message
+        for (index, token) in tokens.enumerated() {
+            each.token = token
+            do throws(FCMError) {
+                bodies.append((index, try each.requestBody()))
+            } catch {
+                results[index] = .failure(FCMSendError(.invalidMessage, reason: error.message, attempts: 0))
+            }
+        }
+        var later: [(index: Int, delay: Duration, attempts: Int, refreshed: Bool)] = []
+        do throws(FCMSendError) {
+            let token = try await self.tokens.accessToken()
+            let requests = bodies.map { (method: "POST", path: path, headers: Self.headers(body: $0.body, token: token), body: Optional($0.body)) }
+            let answers = await pool.exchange(requests, logger: logger)
+            var refused = false
+            for ((index, _), answer) in zip(bodies, answers) {
+                switch FCMDecision.decide(attempt(from: answer), attempts: 1, refreshed: false, policy: configuration.retry, random: Double.random(in: 0..<1)) {
+                case .accepted(let name): results[index] = .success(FCMReceipt(name: name, attempts: 1))
+                case .fail(let error): results[index] = .failure(error)
+                case .retry(let delay): later.append((index, delay, 1, false))
+                case .refreshTokenAndRetry:
+                    refused = true
+                    later.append((index, .zero, 1, true))
+                }
+            }
+            if refused { self.tokens.invalidate(token) }
+        } catch {
+            // No access token: each message goes through the retry discipline on its own.
+            later = bodies.map { ($0.index, .zero, 0, false) }
+        }
+        if !later.isEmpty {
+            let bodyOf = Dictionary(uniqueKeysWithValues: bodies.map { ($0.index, $0.body) })
+            await withTaskGroup(of: (Int, Result<FCMReceipt, FCMSendError>).self) { group in
+                for (index, delay, attempts, refreshed) in later {
+                    group.addTask {
+                        do throws(FCMSendError) {
+                            return (index, .success(try await self.retrying(body: bodyOf[index] ?? [], after: attempts, refreshed: refreshed, delay: delay)))
+                        } catch {
+                            return (index, .failure(error))
+                        }
+                    }
+                }
+                for await (index, result) in group { results[index] = result }
+            }
+        }
+        return results.map { $0 ?? .failure(FCMSendError(.shutdown, reason: "not sent")) }
+    }
+
+    /// Attempts after the first `previous` (waiting `delay` first), each decided by ``FCMDecision``.
+    private func retrying(body: [UInt8], after previous: Int, refreshed alreadyRefreshed: Bool, delay: Duration = .zero) async throws(FCMSendError) -> FCMReceipt {
+        var attempts = previous
+        var refreshed = alreadyRefreshed
+        var wait = delay
+        while true {
+            if wait > .zero {
+                do {
+                    try await Task.sleep(for: wait)
+                } catch {
+                    throw FCMSendError(.shutdown, reason: "cancelled while waiting to retry", attempts: attempts)
+                }
+            }
+            attempts += 1
+            let outcome: FCMDecision.Attempt
+            var token: String?
+            do throws(FCMSendError) {
+                let access = try await tokens.accessToken()
+                token = access
+                outcome = await attempt(body: body, token: access)
+            } catch let error where error.code == .tokenRefused || error.code == .shutdown {
+                throw FCMSendError(error.code, status: error.status, reason: error.reason, attempts: attempts)
+            } catch {
+                outcome = .unreachable(error.reason)
+            }
+            if isShutDown.load(ordering: .relaxed), case .unreachable = outcome {
+                throw FCMSendError(.shutdown, reason: "the client was shut down", attempts: attempts)
+            }
+            switch FCMDecision.decide(outcome, attempts: attempts, refreshed: refreshed, policy: configuration.retry, random: Double.random(in: 0..<1)) {
+            case .accepted(let name):
+                return FCMReceipt(name: name, attempts: attempts)
+            case .fail(let error):
+                logger.debug("fcm refused", metadata: ["reason": "\(error)"])
+                throw error
+            case .retry(let delay):
+                logger.debug("fcm retry", metadata: ["attempt": "\(attempts)", "delay": "\(delay)"])
+                wait = delay
+            case .refreshTokenAndRetry:
+                logger.debug("fcm refused the access token; fetching a fresh one")
+                if let token { tokens.invalidate(token) }
+                refreshed = true
+                wait = .zero
+            }
+        }
+    }
+
+    /// The request's headers.
+    private static func headers(body: [UInt8], token: String) -> [(name: String, value: String)] {
+        [("authorization", "Bearer " + token), ("content-type", "application/json; charset=UTF-8"), ("content-length", String(body.count))]
+    }
+
+    /// One request and its answer.
+    private func attempt(body: [UInt8], token: String) async -> FCMDecision.Attempt {
+        do {
+            let answer = try await pool.exchange(method: "POST", path: path, headers: Self.headers(body: body, token: token), body: body, logger: logger)
+            return attempt(from: .success(answer))
+        } catch {
+            return attempt(from: .failure(error))
+        }
+    }
+
+    private func attempt(from answer: Result<(status: Int, location: String?, retryAfter: String?, body: [UInt8]), any Error>) -> FCMDecision.Attempt {
+        switch answer {
+        case .success(let answered):
+            return .answered(status: answered.status, retryAfter: answered.retryAfter, body: Array(answered.body.prefix(FCMDecision.maximumBodyCount)))
+        case .failure(let error as APNSClientError) where error.code == .timedOut:
+            return .timedOut
+        case .failure(let error as APNSClientError):
+            return .unreachable("FCM: \(error.message)")
+        case .failure(let error):
+            return .unreachable("FCM: \(PeerText(String(describing: error), limit: 200))")
+        }
+    }
+
+    /// Stops: later sends fail with ``FCMSendError/Code/shutdown``, connections close.
+    public func shutdown() async throws {
+        guard !isShutDown.exchange(true, ordering: .relaxed) else { return }
+        await pool.shutdown()
+        try await http.shutdown()
+    }
+}
+
+/// A message FCM accepted.
+public struct FCMReceipt: Sendable, Hashable {
+    /// FCM's name for it: `projects/{project}/messages/{id}`.
+    public var name: String?
+    /// How many times it was sent.
+    public var attempts: Int
+
+    public init(name: String?, attempts: Int) {
+        self.name = name
+        self.attempts = attempts
+    }
+}
+
+/// Runs `body` with a client, and shuts it down however `body` ends.
+public func withFCMClient<Result: Sendable>(
+    configuration: FCMClient.Configuration, logger: Logger = Logger(label: "herald.fcm", factory: { _ in SwiftLogNoOpLogHandler() }),
+    _ body: (FCMClient) async throws -> Result
+) async throws -> Result {
+    let client = try FCMClient(configuration: configuration, logger: logger)
+    let result: Result
+    do {
+        result = try await body(client)
+    } catch {
+        try? await client.shutdown()
+        throw error
+    }
+    try await client.shutdown()
+    return result
+}

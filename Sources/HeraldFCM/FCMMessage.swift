@@ -1,0 +1,178 @@
+import HeraldCore
+
+/// One FCM HTTP v1 message (the `Message` resource) to one registration token: a notification
+/// the system shows, `data` the app receives, Android delivery options, or a raw message object
+/// for anything else the API takes.
+///
+/// ``validate()`` refuses what FCM would: reserved data keys, a payload over 4,096 bytes, a bad
+/// priority or TTL; the client validates before sending.
+public struct FCMMessage: Sendable, Hashable {
+    /// The registration token it is sent to.
+    public var token: String
+    /// What the system shows: `notification {title, body, image}`.
+    public var notification: Notification?
+    /// Key-value pairs for the app; FCM takes string values only (see ``setData(_:forKey:)``).
+    public var data: [String: String]
+    /// `android`: priority, TTL, collapse key, Android notification options.
+    public var android: Android?
+    /// A message object given whole (``init(raw:token:)``): sent as is, with `token` set and
+    /// non-string data values JSON-encoded; the typed fields above are then ignored.
+    public private(set) var raw: [String: JSONValue]?
+
+    /// `notification`: shown by the system when the app is in the background.
+    public struct Notification: Sendable, Hashable {
+        public var title: String?
+        public var body: String?
+        /// An `https` URL of an image to show with it.
+        public var image: String?
+
+        public init(title: String? = nil, body: String? = nil, image: String? = nil) {
+            self.title = title
+            self.body = body
+            self.image = image
+        }
+    }
+
+    /// `android` (`AndroidConfig`).
+    public struct Android: Sendable, Hashable {
+        /// `priority`: `high` wakes a dozing device (and is for user-visible messages); `normal`
+        /// may wait for a maintenance window.
+        public enum Priority: String, Sendable, Hashable, CaseIterable {
+            case high
+            case normal
+        }
+
+        public var priority: Priority?
+        /// `ttl`: how long FCM keeps the message for an offline device, 0 to 28 days; sent as a
+        /// duration string (`"3.5s"`). Absent: FCM's default, 28 days.
+        public var timeToLive: Duration?
+        /// `collapse_key`: a newer message with the same key replaces one still waiting.
+        public var collapseKey: String?
+        /// `notification` (`AndroidNotification`): Android-only display options.
+        public var notification: AndroidNotification?
+
+        public init(priority: Priority? = nil, timeToLive: Duration? = nil, collapseKey: String? = nil, notification: AndroidNotification? = nil) {
+            self.priority = priority
+            self.timeToLive = timeToLive
+            self.collapseKey = collapseKey
+            self.notification = notification
+        }
+    }
+
+    /// `android.notification` (`AndroidNotification`): fields written with FCM's names.
+    public struct AndroidNotification: Sendable, Hashable {
+        public var title: String?
+        public var body: String?
+        public var icon: String?
+        /// `#rrggbb`.
+        public var color: String?
+        public var sound: String?
+        /// Replaces a shown notification with the same tag.
+        public var tag: String?
+        public var clickAction: String?
+        /// The Android notification channel (Android 8 and later).
+        public var channelID: String?
+        public var image: String?
+
+        public init(
+            title: String? = nil, body: String? = nil, icon: String? = nil, color: String? = nil, sound: String? = nil, tag: String? = nil,
+            clickAction: String? = nil, channelID: String? = nil, image: String? = nil
+        ) {
+            (self.title, self.body, self.icon, self.color, self.sound) = (title, body, icon, color, sound)
+            (self.tag, self.clickAction, self.channelID, self.image) = (tag, clickAction, channelID, image)
+        }
+
+        var members: [(String, String?)] {
+            [
+                ("title", title), ("body", body), ("icon", icon), ("color", color), ("sound", sound), ("tag", tag), ("click_action", clickAction),
+                ("channel_id", channelID), ("image", image),
+            ]
+        }
+    }
+
+    /// A message built from typed fields.
+    public init(token: String, notification: Notification? = nil, data: [String: String] = [:], android: Android? = nil) {
+        self.token = token
+        self.notification = notification
+        self.data = data
+        self.android = android
+    }
+
+    /// A message object given whole, as FCM's `Message` JSON (`{"token": …, "notification": …,
+    /// "data": …, "android": …, "apns": …, "webpush": …}`). `token`, when given, replaces the
+    /// object's own; non-string `data` values are JSON-encoded. Checked by ``validate()``.
+    public init(raw: JSONValue, token: String? = nil) throws(FCMError) {
+        guard var object = raw.objectValue else { throw FCMError(.invalidMessage, "a raw FCM message must be a JSON object", field: "message") }
+        if let token { object["token"] = .string(token) }
+        guard let target = object["token"]?.stringValue else {
+            throw FCMError(.invalidMessage, "a raw FCM message needs a string token (Herald sends to registration tokens)", field: "message.token")
+        }
+        if let data = object["data"]?.objectValue {
+            object["data"] = .object(data.mapValues { .string(Self.dataString($0)) })
+        }
+        self.init(token: target)
+        self.raw = object
+    }
+
+    /// Sets a data value: a string as it is, anything else as its JSON text (FCM takes strings only).
+    public mutating func setData(_ value: JSONValue, forKey key: String) {
+        data[key] = Self.dataString(value)
+    }
+
+    static func dataString(_ value: JSONValue) -> String {
+        value.stringValue ?? value.jsonString
+    }
+
+    /// The `Message` object sent.
+    public var jsonObject: JSONValue {
+        if let raw { return .object(raw.merging(["token": .string(token)]) { _, new in new }) }
+        var message: [String: JSONValue] = ["token": .string(token)]
+        if let notification {
+            message["notification"] = Self.object([("title", notification.title), ("body", notification.body), ("image", notification.image)])
+        }
+        if !data.isEmpty { message["data"] = .object(data.mapValues { .string($0) }) }
+        if let android {
+            var object: [String: JSONValue] = [:]
+            if let priority = android.priority { object["priority"] = .string(priority.rawValue) }
+            if let ttl = android.timeToLive { object["ttl"] = .string(Self.durationString(ttl)) }
+            if let collapseKey = android.collapseKey { object["collapse_key"] = .string(collapseKey) }
+            if let notification = android.notification { object["notification"] = Self.object(notification.members) }
+            message["android"] = .object(object)
+        }
+        return .object(message)
+    }
+
+    /// The request body, `{"message": …}`, after ``validate()``.
+    public func requestBody() throws(FCMError) -> [UInt8] {
+        let object = jsonObject
+        try Self.validate(object)
+        var writer = JSONWriter(capacity: 512)
+        writer.beginObject()
+        writer.key("message")
+        writer.value(object)
+        writer.endObject()
+        return writer.bytes
+    }
+
+    /// Refuses what FCM would refuse, naming the field (see ``validate(_:)``).
+    public func validate() throws(FCMError) {
+        try Self.validate(jsonObject)
+    }
+
+    private static func object(_ members: [(String, String?)]) -> JSONValue {
+        .object(Dictionary(uniqueKeysWithValues: members.compactMap { key, value in value.map { (key, JSONValue.string($0)) } }))
+    }
+
+    /// FCM's duration string: whole seconds and up to nine fractional digits, `"3.5s"`, `"60s"`.
+    public static func durationString(_ duration: Duration) -> String {
+        // Written so validation refuses it (a negative TTL), never silently as another value.
+        if duration < .zero { return "-" + durationString(.zero - duration) }
+        let (seconds, attoseconds) = duration.components
+        let nanoseconds = attoseconds / 1_000_000_000
+        guard nanoseconds != 0 else { return "\(seconds)s" }
+        var fraction = String(nanoseconds)
+        fraction = String(repeating: "0", count: 9 - fraction.count) + fraction
+        while fraction.hasSuffix("0") { fraction.removeLast() }
+        return "\(seconds).\(fraction)s"
+    }
+}
