@@ -2,9 +2,12 @@
 # $WORK, and the processes the script starts (add their PIDs to PIDS) ended, and $WORK removed,
 # however the script exits.
 
-echo "building herald (release)..."
-swift build -c release --product herald >/dev/null
-HERALD=$(swift build -c release --show-bin-path)/herald
+# HERALD=PATH: another build instead (e.g. to swap it with HERALD_BEFORE).
+if [ -z "${HERALD:-}" ]; then
+    echo "building herald (release)..."
+    swift build -c release --product herald >/dev/null
+    HERALD=$(swift build -c release --show-bin-path)/herald
+fi
 
 WORK=$(mktemp -d)
 PIDS=()

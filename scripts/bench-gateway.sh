@@ -145,8 +145,13 @@ run_gateway() {  # LABEL DATABASE [second process: yes]; APP=skewed for the skew
     read -r seconds import_rate < <(drive "$API_PORT" "$KEY" import "$COUNT" "$WORK/import-${APP:-bench}-$COUNT.ndjson")
     echo "$label: import of $COUNT devices (NDJSON, one request): $seconds s, $import_rate/s, peak RSS so far $(hwm "$first") MiB"
     local rate
-    # PERF=FILE: a profile of the gateway's first seconds of broadcasting (linux-perf).
-    if [ -n "${PERF:-}" ]; then perf record -g -o "$PERF" -p "$first" -- sleep 4 >/dev/null 2>&1 & fi
+    # PERF=PREFIX: a profile of the gateway's first seconds of broadcasting (linux-perf), one
+    # file per case: PREFIX-1.data, PREFIX-2.data… in the order the cases run (their labels say which).
+    if [ -n "${PERF:-}" ]; then
+        PERF_RUN=$((${PERF_RUN:-0} + 1))
+        echo "$label: profile $PERF-$PERF_RUN.data"
+        perf record -g -o "$PERF-$PERF_RUN.data" -p "$first" -- sleep 4 >/dev/null 2>&1 &
+    fi
     local before_ticks before_mock
     before_ticks=$(ticks "$first")
     before_mock=$(ticks "$MOCK_PID")
