@@ -190,6 +190,13 @@ public final class HeraldStore: Service, Sendable {
         return try await backend.webPushAddresses(app: app, tokens: tokens)
     }
 
+    /// The FCM registration tokens among `tokens` (device IDs) of `app`: what a worker sends to
+    /// for the Android devices of a batch.
+    public func fcmAddresses(app: String, tokens: [String]) async throws -> [String: FCMAddress] {
+        guard !tokens.isEmpty else { return [:] }
+        return try await backend.fcmAddresses(app: app, tokens: tokens)
+    }
+
     public func countDevices(app: String, status: DeviceStatus? = nil) async throws -> Int {
         try await backend.countDevices(app: app, status: status)
     }

@@ -42,7 +42,7 @@ struct SchemaTests {
             try await group.waitForAll()
         }
         // One row per migration: each applied once.
-        #expect(try PostgresCluster.shared().psql("SELECT COUNT(*) FROM herald_schema", database: url).trimmingCharacters(in: .whitespacesAndNewlines) == "8")
+        #expect(try PostgresCluster.shared().psql("SELECT COUNT(*) FROM herald_schema", database: url).trimmingCharacters(in: .whitespacesAndNewlines) == "9")
     }
 
     @Test("workers claiming one broadcast at once: every device exactly once, no batch claimed twice while its lease lives", arguments: Backend.allCases)

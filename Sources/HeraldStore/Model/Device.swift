@@ -44,17 +44,20 @@ public struct Device: Sendable, Hashable {
     public var environment: TokenEnvironment?
     /// For a browser: its Web Push subscription (then ``token`` is the subscription's ID).
     public var webPush: WebPushAddress?
+    /// For an Android device: its FCM registration token (then ``token`` is the token's ID).
+    public var fcm: FCMAddress?
 
     /// Which push service reaches it.
-    public var platform: DevicePlatform { webPush == nil ? .apns : .webpush }
+    public var platform: DevicePlatform { webPush != nil ? .webpush : fcm != nil ? .fcm : .apns }
 
     public init(
         app: String, token: String, user: String? = nil, tags: Set<String> = [], badge: Int = 0, status: DeviceStatus = .active,
         reason: String? = nil, invalidatedAt: Date? = nil, createdAt: Date, updatedAt: Date, kind: TokenKind = .alert, activityType: String? = nil,
-        environment: TokenEnvironment? = nil, webPush: WebPushAddress? = nil
+        environment: TokenEnvironment? = nil, webPush: WebPushAddress? = nil, fcm: FCMAddress? = nil
     ) {
         self.environment = environment
         self.webPush = webPush
+        self.fcm = fcm
         self.app = app
         self.token = token
         self.kind = kind
@@ -93,6 +96,8 @@ public struct DeviceRegistration: Sendable, Hashable {
     public var environment: TokenEnvironment?
     /// A browser's subscription (``init(webPush:user:tags:badge:)``): replaces the stored one.
     public private(set) var webPush: WebPushAddress?
+    /// An Android device's registration token (``init(fcm:user:tags:badge:)``).
+    public private(set) var fcm: FCMAddress?
 
     /// The most tags a device may have, and their longest length.
     public static let maximumTags = 32
@@ -121,6 +126,9 @@ public struct DeviceRegistration: Sendable, Hashable {
         if WebPushAddress.isID(token) {
             // A subscription is registered with its endpoint and keys, never by its ID alone.
             throw StoreError(.invalidInput, "device token: \(token) is a Web Push subscription's ID; register the subscription itself (its endpoint and keys)")
+        }
+        if FCMAddress.isID(token) {
+            throw StoreError(.invalidInput, "device token: \(token) is an Android device's ID; register its FCM registration token (with platform fcm)")
         }
         do {
             self.token = try DeviceToken(token).hex
@@ -165,8 +173,16 @@ public struct DeviceRegistration: Sendable, Hashable {
         self.webPush = webPush
     }
 
+    /// An Android device's FCM registration token, as a device of the app under the token's ID:
+    /// an alert device, in no APNs environment.
+    public init(fcm: FCMAddress, user: String?? = nil, tags: Set<String>? = nil, badge: Int? = nil) throws(StoreError) {
+        try self.init(token: String(repeating: "0", count: 64), user: user, tags: tags, badge: badge, kind: .alert)
+        self.token = fcm.id
+        self.fcm = fcm
+    }
+
     /// Whether it says nothing but its token: registering it keeps every stored field.
-    var isBare: Bool { user == nil && tags == nil && badge == nil && kind == nil && environment == nil && webPush == nil }
+    var isBare: Bool { user == nil && tags == nil && badge == nil && kind == nil && environment == nil && webPush == nil && fcm == nil }
 
     /// A Live Activity attributes type name: 1 to 128 of letters, digits, `_` and `.`.
     public static func isValidActivityType(_ name: String) -> Bool {
@@ -191,6 +207,7 @@ public struct DeviceRegistration: Sendable, Hashable {
         if let badge = later.badge { self.badge = badge }
         if let environment = later.environment { self.environment = environment }
         if let webPush = later.webPush { self.webPush = webPush }
+        if let fcm = later.fcm { self.fcm = fcm }
         if let kind = later.kind {
             self.kind = kind
             self.activityType = later.activityType

@@ -71,6 +71,9 @@ public struct NotificationRequest: Sendable {
     /// What browsers receive instead of what is derived from `payload`: a JSON object, stored
     /// as it is (the gateway's `webPush` field: `navigate`, `payload`).
     public var webPush: [UInt8]?
+    /// What refines the FCM message derived from `payload`: a JSON merge patch (RFC 7386),
+    /// stored as it is (the gateway's `fcm.message` field).
+    public var fcm: [UInt8]?
 
     public init(
         app: String, audience: Audience, payload: [UInt8], pushType: PushType = .alert, priority: PushPriority? = nil,
@@ -104,13 +107,19 @@ public struct NotificationCounts: Sendable, Hashable {
     /// Of the outcomes above, those of browsers (Web Push subscriptions): the rest are APNs
     /// devices'. Counted as browsers are sent to (not a cancel's).
     public var browsers: PlatformCounts
+    /// Of the outcomes above, those of Android devices (FCM registration tokens).
+    public var android: PlatformCounts
 
-    public init(targeted: Int = 0, accepted: Int = 0, rejected: [String: Int] = [:], failed: Int = 0, browsers: PlatformCounts = PlatformCounts()) {
+    public init(
+        targeted: Int = 0, accepted: Int = 0, rejected: [String: Int] = [:], failed: Int = 0, browsers: PlatformCounts = PlatformCounts(),
+        android: PlatformCounts = PlatformCounts()
+    ) {
         self.targeted = targeted
         self.accepted = accepted
         self.rejected = rejected
         self.failed = failed
         self.browsers = browsers
+        self.android = android
     }
 
     /// Devices without an outcome yet.

@@ -43,22 +43,8 @@ public struct WebPushAddress: Sendable, Hashable {
 
     /// The device ID of `endpoint`.
     public static func id(forEndpoint endpoint: String) -> String {
-        let digest = Array(SHA256.hash(data: Array(endpoint.utf8)).prefix(20))
-        let alphabet = Array("abcdefghijklmnopqrstuvwxyz234567".utf8)
-        var text = [UInt8]()
-        text.reserveCapacity(32)
-        // 20 bytes are 160 bits: 32 groups of 5.
-        var buffer: UInt64 = 0
-        var bits = 0
-        for byte in digest {
-            buffer = buffer << 8 | UInt64(byte)
-            bits += 8
-            while bits >= 5 {
-                bits -= 5
-                text.append(alphabet[Int((buffer >> UInt64(bits)) & 31)])
-            }
-        }
-        return idPrefix + String(decoding: text, as: UTF8.self)
+        // 20 bytes are 160 bits: 32 characters of 5.
+        idPrefix + Base32.lowercase(Array(SHA256.hash(data: Array(endpoint.utf8)).prefix(20)))
     }
 
     /// Whether `text` is a Web Push device ID (``id``).
@@ -94,6 +80,14 @@ public enum DevicePlatform: String, Sendable, Hashable, CaseIterable, CustomStri
     case apns
     /// A browser's Web Push subscription.
     case webpush
+    /// An Android device's FCM registration token.
+    case fcm
+
+    /// The platform of a device ID or token as the store keeps it: `wp_…` a browser, `fcm_…` an
+    /// Android device, anything else an APNs token.
+    public init(deviceID token: some StringProtocol) {
+        self = WebPushAddress.isID(token) ? .webpush : FCMAddress.isID(token) ? .fcm : .apns
+    }
 
     public var description: String { rawValue }
 }

@@ -55,6 +55,8 @@ public struct QueuedNotification: Sendable {
     public var deadline: Date
     /// The notification's options for browsers (``NotificationRequest/webPush``), if any.
     public var webPush: [UInt8]? = nil
+    /// The notification's refinement of Android messages (``NotificationRequest/fcm``), if any.
+    public var fcm: [UInt8]? = nil
     /// Whether the claim found it queued, not yet sending.
     var isQueued = false
 }

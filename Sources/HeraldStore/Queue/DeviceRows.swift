@@ -73,6 +73,7 @@ struct DeviceRows: Sendable {
         if let activityType = registration.activityType { rows.string(activityType) } else { rows.null() }
         if let environment = registration.environment { rows.int(EnvironmentCode(environment).rawValue) } else { rows.null() }
         if let webPush = registration.webPush { rows.string(webPush.stored) } else { rows.null() }
+        if let fcm = registration.fcm { rows.string(fcm.registrationToken) } else { rows.null() }
         rows.endArray()
     }
 }

@@ -273,8 +273,9 @@ extension QueueEngine {
                 id: id, status: row.int(1), app: row.text(2), payload: row.blob(3), pushType: row.text(4), priority: row.int(5),
                 expiration: row.int(6), collapseID: row.text(7), badgeMode: row.int(8), deadline: row.int(9)
             )
-            if case .success(var queued) = notification, let options = row.text(13) {
-                queued.webPush = Array(options.utf8)
+            if case .success(var queued) = notification, row.text(13) != nil || row.text(14) != nil {
+                queued.webPush = row.text(13).map { Array($0.utf8) }
+                queued.fcm = row.text(14).map { Array($0.utf8) }
                 notification = .success(queued)
             }
             result[id] = Work(

@@ -119,7 +119,8 @@ extension QueueEngine {
             badge: row.int(4, default: 0), status: DeviceCode(code: row.int(5))?.status ?? .active, reason: row.text(6),
             invalidatedAt: row.int(7).map(Date.init(milliseconds:)), createdAt: Date(milliseconds: row.int(8) ?? 0),
             updatedAt: Date(milliseconds: row.int(9) ?? 0), kind: KindCode(code: row.int(10))?.kind ?? .alert, activityType: row.text(11),
-            environment: EnvironmentCode.environment(row.int(12)), webPush: WebPushAddress(stored: row.text(13))
+            environment: EnvironmentCode.environment(row.int(12)), webPush: WebPushAddress(stored: row.text(13)),
+            fcm: row.text(14).flatMap { try? FCMAddress(registrationToken: $0) }
         )
     }
 
@@ -130,6 +131,19 @@ extension QueueEngine {
             for part in Self.chunks(tokens) {
                 for row in try await connection.query(sql.webPushAddresses, [.text(app), .devices(part)]) {
                     if let token = row.text(0), let address = WebPushAddress(stored: row.text(1)) { addresses[token] = address }
+                }
+            }
+            return addresses
+        }
+    }
+
+    /// The FCM registration tokens among `tokens` of `app`, by device ID (the others are not Android devices).
+    func fcmAddresses(app: String, tokens: [String]) async throws -> [String: FCMAddress] {
+        try await database.read { [self] connection in
+            var addresses: [String: FCMAddress] = [:]
+            for part in Self.chunks(tokens) {
+                for row in try await connection.query(sql.fcmAddresses, [.text(app), .devices(part)]) {
+                    if let token = row.text(0), let address = row.text(1).flatMap({ try? FCMAddress(registrationToken: $0) }) { addresses[token] = address }
                 }
             }
             return addresses

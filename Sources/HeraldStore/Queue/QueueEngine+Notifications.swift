@@ -49,6 +49,7 @@ extension QueueEngine {
                 .int(request.expiration.map { Int64($0.unixSeconds) }), .text(request.collapseID), .code(BadgeCode(request.badge)),
                 .text(request.idempotencyKey), .int(targeted), .int(deadline.milliseconds), .int(time), .text(request.activityType),
                 request.webPush.map { .text(String(decoding: $0, as: UTF8.self)) } ?? .null,
+                request.fcm.map { .text(String(decoding: $0, as: UTF8.self)) } ?? .null,
             ])
             if inserted.isEmpty, let existing = try await existing(request, on: connection) { return (existing, false) }
             for part in Self.chunks(deliveries) {
@@ -187,11 +188,13 @@ extension QueueEngine {
             activityType: row.text(19)
         )
         request.webPush = row.text(23).map { Array($0.utf8) }
+        request.fcm = row.text(27).map { Array($0.utf8) }
         return StoredNotification(
             id: id, request: request, status: NotificationState(code: row.int(11))?.status ?? .queued,
             counts: NotificationCounts(
                 targeted: row.int(12, default: 0), accepted: row.int(13, default: 0), rejected: rejected, failed: row.int(15, default: 0),
-                browsers: PlatformCounts(accepted: row.int(20, default: 0), rejected: row.int(21, default: 0), failed: row.int(22, default: 0))
+                browsers: PlatformCounts(accepted: row.int(20, default: 0), rejected: row.int(21, default: 0), failed: row.int(22, default: 0)),
+                android: PlatformCounts(accepted: row.int(24, default: 0), rejected: row.int(25, default: 0), failed: row.int(26, default: 0))
             ),
             createdAt: Date(milliseconds: row.int(17) ?? 0),
             finishedAt: row.int(18).map(Date.init(milliseconds:))

@@ -34,7 +34,8 @@ extension QueueEngine {
             var accepted = 0
             var rejected: [String: Int] = [:]
             var failed = 0
-            var browsers = PlatformCounts()
+            // Browsers' and Android devices' outcomes, counted apart: the rest are APNs devices'.
+            var others = OtherPlatforms()
             switch batch.source {
             case .deliveries(let ids):
                 // Only rows this worker still leases count: a lease taken over is counted by its new holder.
@@ -51,7 +52,7 @@ extension QueueEngine {
                         case .failed: failed += 1
                         default: break
                         }
-                        if let token = finished.text(2), WebPushAddress.isID(token) { browsers.count(state) }
+                        if let token = finished.text(2) { others.count(token, state) }
                     }
                 }
             case .segment(let number, let after, let exhausted):
@@ -76,19 +77,20 @@ extension QueueEngine {
                 accepted = plan.accepted
                 rejected = plan.rejected
                 failed = plan.failed
-                for row in plan.rows where WebPushAddress.isID(row.token) { browsers.count(row.state) }
+                for row in plan.rows where row.state != .accepted { others.count(row.token, row.state) }
                 // Accepted range devices keep no row: counted from the outcomes.
-                browsers.accepted = outcomes.reduce(0) { count, outcome in
-                    if case .accepted = outcome.result, WebPushAddress.isID(outcome.token) { return count + 1 }
-                    return count
-                }
+                for outcome in outcomes { if case .accepted = outcome.result { others.count(outcome.token, .accepted) } }
             }
             let rejectedCount = rejected.values.reduce(0, +)
             if accepted + rejectedCount + failed > 0 {
                 try await connection.query(sql.addCounts, [.int(accepted), .int(rejectedCount), .int(failed), .text(id)])
             }
-            if browsers.accepted + browsers.rejected + browsers.failed > 0 {
-                try await connection.query(sql.addBrowserCounts, [.int(browsers.accepted), .int(browsers.rejected), .int(browsers.failed), .text(id)])
+            if !others.isEmpty {
+                let (browsers, android) = (others.browsers, others.android)
+                try await connection.query(sql.addPlatformCounts, [
+                    .int(browsers.accepted), .int(browsers.rejected), .int(browsers.failed), .text(id), .int(android.accepted), .int(android.rejected),
+                    .int(android.failed),
+                ])
             }
             if !rejected.isEmpty {
                 try await connection.query(sql.addReasons, [.text(id), .rows(rejected.sorted { $0.key < $1.key }.map { [.text($0.key), .int($0.value)] })])
@@ -124,6 +126,24 @@ extension QueueEngine {
             try await database.announceWork(on: connection)
         }
         database.work.signal()
+    }
+}
+
+/// A completion's outcomes of browsers and of Android devices, told by their device IDs.
+struct OtherPlatforms {
+    var browsers = PlatformCounts()
+    var android = PlatformCounts()
+
+    var isEmpty: Bool { browsers == PlatformCounts() && android == PlatformCounts() }
+
+    /// Counts `token`'s finished delivery if it is a browser's or an Android device's (one
+    /// prefix check for an APNs token).
+    mutating func count(_ token: String, _ state: DeliveryState?) {
+        switch DevicePlatform(deviceID: token) {
+        case .apns: break
+        case .webpush: browsers.count(state)
+        case .fcm: android.count(state)
+        }
     }
 }
 

@@ -9,30 +9,31 @@ struct QueueStatements: Sendable {
 
     // MARK: Devices
 
-    static let deviceColumns = "app, token, user_id, tags, badge, status, reason, invalidated_at, created_at, updated_at, kind, activity_type, environment, web_push"
+    static let deviceColumns = "app, token, user_id, tags, badge, status, reason, invalidated_at, created_at, updated_at, kind, activity_type, environment, web_push, fcm_token"
 
     /// Device $2 (its key $3) of app $1. A device is found by its hash as well as its token: SQLite
     /// keeps devices in key order (``SQLDialect/deviceKey``); PostgreSQL finds it by token.
     var selectDevice: String { "SELECT \(Self.deviceColumns) FROM devices WHERE app = $1 AND hash = $3 AND token = $2" }
 
     /// Upserts devices of app $1 given as rows `[token, user, tags, badge, hash, kind, activity
-    /// type, environment, Web Push subscription]` ($2) at $3: a null user, tags, badge,
-    /// environment or subscription keeps what is stored (a cleared user is "");
+    /// type, environment, Web Push subscription, FCM registration token]` ($2) at $3: a null user,
+    /// tags, badge, environment, subscription or registration token keeps what is stored (a cleared user is "");
     /// registering makes the device active again. A hash is the token's, never updated. A new
     /// device without a kind is an alert token; `settingKind`: the rows' kinds (and activity
     /// types) replace those stored, otherwise stored kinds are kept.
     func upsertDevices(settingKind: Bool) -> String {
         """
-        INSERT INTO devices (app, token, user_id, tags, badge, hash, kind, activity_type, environment, web_push, status, created_at, updated_at)
+        INSERT INTO devices (app, token, user_id, tags, badge, hash, kind, activity_type, environment, web_push, fcm_token, status, created_at, updated_at)
         SELECT $1, \(e(0, .text)), \(e(1, .text)), \(e(2, .text)), \(e(3, .integer)), \(e(4, .bigint)),
-            COALESCE(\(e(5, .smallint)), \(KindCode.alert)), \(e(6, .text)), \(e(7, .smallint)), \(e(8, .text)), \(DeviceCode.active), $3, $3
+            COALESCE(\(e(5, .smallint)), \(KindCode.alert)), \(e(6, .text)), \(e(7, .smallint)), \(e(8, .text)), \(e(9, .text)), \(DeviceCode.active), $3, $3
         FROM \(d.rows(2)) AS j WHERE true
         ON CONFLICT \(d.deviceKey) DO UPDATE SET
             user_id = COALESCE(excluded.user_id, devices.user_id),
             tags = COALESCE(excluded.tags, devices.tags),
             badge = COALESCE(excluded.badge, devices.badge),
             environment = COALESCE(excluded.environment, devices.environment),
-            web_push = COALESCE(excluded.web_push, devices.web_push),\(settingKind ? "\n    kind = excluded.kind, activity_type = excluded.activity_type," : "")
+            web_push = COALESCE(excluded.web_push, devices.web_push),
+            fcm_token = COALESCE(excluded.fcm_token, devices.fcm_token),\(settingKind ? "\n    kind = excluded.kind, activity_type = excluded.activity_type," : "")
             status = \(DeviceCode.active), reason = NULL, invalidated_at = NULL,
             updated_at = excluded.updated_at
         """
@@ -65,7 +66,7 @@ struct QueueStatements: Sendable {
     func listDevices(status: Bool, user: Bool, tag: Bool, kind: Bool, environment: Bool, platform: DevicePlatform? = nil) -> String {
         var sql = """
             SELECT d.app, d.token, d.user_id, d.tags, d.badge, d.status, d.reason, d.invalidated_at, d.created_at, d.updated_at,
-                d.kind, d.activity_type, d.environment, d.web_push FROM devices d
+                d.kind, d.activity_type, d.environment, d.web_push, d.fcm_token FROM devices d
             """
         var next = d.devicesInKeyOrder ? 5 : 4
         var conditions = ""
@@ -90,8 +91,9 @@ struct QueueStatements: Sendable {
         if environment { conditions += " AND COALESCE(d.environment, $\(next + 1)) = $\(next)" }
         switch platform {
         case nil: break
-        case .apns: conditions += " AND d.web_push IS NULL"
+        case .apns: conditions += " AND d.web_push IS NULL AND d.fcm_token IS NULL"
         case .webpush: conditions += " AND d.web_push IS NOT NULL"
+        case .fcm: conditions += " AND d.fcm_token IS NOT NULL"
         }
         sql += conditions
         return sql + (d.devicesInKeyOrder ? " ORDER BY d.hash, d.token LIMIT $3" : " ORDER BY d.token LIMIT $3")
@@ -133,7 +135,7 @@ struct QueueStatements: Sendable {
     static let notificationColumns = """
         id, app, audience_kind, audience, payload, push_type, priority, expiration, collapse_id, badge_mode, \
         idempotency_key, status, targeted, accepted, rejected, failed, deadline, created_at, finished_at, activity_type,
-        webpush_accepted, webpush_rejected, webpush_failed, web_push
+        webpush_accepted, webpush_rejected, webpush_failed, web_push, fcm_accepted, fcm_rejected, fcm_failed, fcm
         """
     var selectNotification: String { "SELECT \(Self.notificationColumns) FROM notifications WHERE id = $1" }
     var selectByIdempotencyKey: String { "SELECT \(Self.notificationColumns) FROM notifications WHERE app = $1 AND idempotency_key = $2" }
@@ -151,8 +153,8 @@ struct QueueStatements: Sendable {
     var insertNotification: String {
         """
         INSERT INTO notifications (id, app, audience_kind, audience, payload, push_type, priority, expiration, collapse_id,
-            badge_mode, idempotency_key, status, targeted, deadline, created_at, activity_type, web_push)
-        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, \(NotificationState.queued), $12, $13, $14, $15, $16)
+            badge_mode, idempotency_key, status, targeted, deadline, created_at, activity_type, web_push, fcm)
+        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, \(NotificationState.queued), $12, $13, $14, $15, $16, $17)
         ON CONFLICT (app, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
         RETURNING id
         """
@@ -167,6 +169,11 @@ struct QueueStatements: Sendable {
     /// The Web Push subscriptions of app $1's devices among rows `[token, hash]` ($2).
     var webPushAddresses: String {
         "SELECT token, web_push FROM devices WHERE app = $1 AND web_push IS NOT NULL AND \(d.devices("devices", in: 2, hashAt: 1))"
+    }
+
+    /// The FCM registration tokens of app $1's devices among rows `[token, hash]` ($2).
+    var fcmAddresses: String {
+        "SELECT token, fcm_token FROM devices WHERE app = $1 AND fcm_token IS NOT NULL AND \(d.devices("devices", in: 2, hashAt: 1))"
     }
 
     /// The devices of app $1 among rows `[token, hash]` ($2).
@@ -287,7 +294,7 @@ struct QueueStatements: Sendable {
     var notificationsForWork: String {
         """
         SELECT id, status, app, payload, push_type, priority, expiration, collapse_id, badge_mode, deadline, audience_kind, audience, activity_type,
-            web_push
+            web_push, fcm
         FROM notifications WHERE id IN (\(d.list(1, .text)))
         """
     }
@@ -454,9 +461,13 @@ struct QueueStatements: Sendable {
         RETURNING state, reason, token
         """
     }
-    /// Browsers' outcomes of notification $4: accepted $1, rejected $2, failed $3.
-    var addBrowserCounts: String {
-        "UPDATE notifications SET webpush_accepted = webpush_accepted + $1, webpush_rejected = webpush_rejected + $2, webpush_failed = webpush_failed + $3 WHERE id = $4"
+    /// Browsers' outcomes of notification $4: accepted $1, rejected $2, failed $3; Android
+    /// devices' $5, $6, $7.
+    var addPlatformCounts: String {
+        """
+        UPDATE notifications SET webpush_accepted = webpush_accepted + $1, webpush_rejected = webpush_rejected + $2, webpush_failed = webpush_failed + $3,
+            fcm_accepted = fcm_accepted + $5, fcm_rejected = fcm_rejected + $6, fcm_failed = fcm_failed + $7 WHERE id = $4
+        """
     }
     /// A range moves on to ($1, $2), in state $3, only while $6 still holds its lease.
     var advanceSegment: String {
@@ -496,12 +507,11 @@ struct QueueStatements: Sendable {
 
     // MARK: Overview
 
-    /// App $1's devices counted by status, kind, environment and platform (1: a browser).
+    /// App $1's devices counted by status, kind, environment and platform (1: a browser, 2: an
+    /// Android device).
     var deviceCounts: String {
-        """
-        SELECT status, kind, environment, CASE WHEN web_push IS NULL THEN 0 ELSE 1 END, COUNT(*) FROM devices WHERE app = $1
-        GROUP BY status, kind, environment, CASE WHEN web_push IS NULL THEN 0 ELSE 1 END
-        """
+        let platform = "CASE WHEN web_push IS NOT NULL THEN 1 WHEN fcm_token IS NOT NULL THEN 2 ELSE 0 END"
+        return "SELECT status, kind, environment, \(platform), COUNT(*) FROM devices WHERE app = $1 GROUP BY status, kind, environment, \(platform)"
     }
     /// App $1's notifications queued or sending, and their devices not yet ended.
     var appQueue: String {

@@ -195,6 +195,17 @@ enum PostgresSchema {
             // A notification's options for browsers (``NotificationRequest/webPush``), JSON.
             "ALTER TABLE notifications ADD COLUMN web_push TEXT",
         ],
+        // 9: an Android device's FCM registration token (``FCMAddress``) on the device it is
+        // registered as; NULL for the others.
+        [
+            "ALTER TABLE devices ADD COLUMN fcm_token TEXT",
+            // Of a notification's outcomes, its Android devices' (``NotificationCounts/android``).
+            "ALTER TABLE notifications ADD COLUMN fcm_accepted BIGINT NOT NULL DEFAULT 0",
+            "ALTER TABLE notifications ADD COLUMN fcm_rejected BIGINT NOT NULL DEFAULT 0",
+            "ALTER TABLE notifications ADD COLUMN fcm_failed BIGINT NOT NULL DEFAULT 0",
+            // A notification's refinement of Android messages (``NotificationRequest/fcm``), JSON.
+            "ALTER TABLE notifications ADD COLUMN fcm TEXT",
+        ],
     ]
 
     static let createVersions = "CREATE TABLE IF NOT EXISTS herald_schema (version INTEGER PRIMARY KEY, applied_at BIGINT NOT NULL)"

@@ -227,6 +227,17 @@ enum SQLiteSchema {
             // A notification's options for browsers (``NotificationRequest/webPush``), JSON.
             "ALTER TABLE notifications ADD COLUMN web_push TEXT",
         ],
+        // 11: an Android device's FCM registration token (``FCMAddress``) on the device it is
+        // registered as; NULL for the others.
+        [
+            "ALTER TABLE devices ADD COLUMN fcm_token TEXT",
+            // Of a notification's outcomes, its Android devices' (``NotificationCounts/android``).
+            "ALTER TABLE notifications ADD COLUMN fcm_accepted INTEGER NOT NULL DEFAULT 0",
+            "ALTER TABLE notifications ADD COLUMN fcm_rejected INTEGER NOT NULL DEFAULT 0",
+            "ALTER TABLE notifications ADD COLUMN fcm_failed INTEGER NOT NULL DEFAULT 0",
+            // A notification's refinement of Android messages (``NotificationRequest/fcm``), JSON.
+            "ALTER TABLE notifications ADD COLUMN fcm TEXT",
+        ],
     ]
 
     /// Before migration 6: gives every device without a hash (stored before migration 4, and
