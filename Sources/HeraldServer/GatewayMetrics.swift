@@ -76,14 +76,18 @@ final class GatewayMetrics: Sendable {
     func recordOutcomes(app: String, _ outcomes: [DeliveryOutcome], duration: Duration) {
         var counts: [DeliveryKey: Int] = [:]
         // Acceptances, nearly every outcome, are counted without a key per device.
-        var accepted = 0
-        var acceptedBrowsers = 0
+        var accepted = (apns: 0, webpush: 0, fcm: 0)
         for outcome in outcomes {
             let key: DeliveryKey
-            let platform = WebPushAddress.isID(outcome.token) ? DevicePlatform.webpush.rawValue : DevicePlatform.apns.rawValue
+            let devicePlatform = DevicePlatform(deviceID: outcome.token)
+            let platform = devicePlatform.rawValue
             switch outcome.result {
             case .accepted:
-                if platform == DevicePlatform.apns.rawValue { accepted += 1 } else { acceptedBrowsers += 1 }
+                switch devicePlatform {
+                case .apns: accepted.apns += 1
+                case .webpush: accepted.webpush += 1
+                case .fcm: accepted.fcm += 1
+                }
                 continue
             case .rejected(let reason, _): key = DeliveryKey(app: app, platform: platform, outcome: "rejected", reason: Self.label(reason))
             case .retry(let reason): key = DeliveryKey(app: app, platform: platform, outcome: "retry", reason: Self.label(reason))
@@ -91,9 +95,8 @@ final class GatewayMetrics: Sendable {
             }
             counts[key, default: 0] += 1
         }
-        if accepted > 0 { counts[DeliveryKey(app: app, platform: DevicePlatform.apns.rawValue, outcome: "accepted", reason: ""), default: 0] += accepted }
-        if acceptedBrowsers > 0 {
-            counts[DeliveryKey(app: app, platform: DevicePlatform.webpush.rawValue, outcome: "accepted", reason: ""), default: 0] += acceptedBrowsers
+        for (platform, count) in [(DevicePlatform.apns, accepted.apns), (.webpush, accepted.webpush), (.fcm, accepted.fcm)] where count > 0 {
+            counts[DeliveryKey(app: app, platform: platform.rawValue, outcome: "accepted", reason: ""), default: 0] += count
         }
         for (key, count) in counts {
             let counter = deliveries.withLockedValue { table in

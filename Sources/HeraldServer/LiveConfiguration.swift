@@ -1,5 +1,6 @@
 import HeraldClient
 import HeraldCore
+import HeraldFCM
 import HeraldStore
 import HeraldWebPush
 import Logging
@@ -62,6 +63,8 @@ final class ClientGeneration: Sendable {
     let clients: [AppEnvironment: APNSClient]
     /// The workers' Web Push client of each app that has `webPush`.
     let webPushClients: [String: WebPushClient]
+    /// The FCM client of each app that reaches Android devices, by app ID.
+    let fcmClients: [String: FCMClient]
     /// How to make an app's channel clients for an environment: a channel-management client, and
     /// one to send broadcasts through (nil: the workers' client for it, `shared`).
     struct ChannelMaker: Sendable {
@@ -82,7 +85,11 @@ final class ClientGeneration: Sendable {
     }
     private let state = Mutex(State())
 
-    init(clients: [AppEnvironment: APNSClient], channelMakers: [AppEnvironment: ChannelMaker], webPushClients: [String: WebPushClient] = [:]) {
+    init(
+        clients: [AppEnvironment: APNSClient], channelMakers: [AppEnvironment: ChannelMaker], webPushClients: [String: WebPushClient] = [:],
+        fcmClients: [String: FCMClient] = [:]
+    ) {
+        self.fcmClients = fcmClients
         self.clients = clients
         self.webPushClients = webPushClients
         self.channelMakers = channelMakers
@@ -148,6 +155,7 @@ final class ClientGeneration: Sendable {
     private func startClosing() {
         let workers = Array(clients.values)
         let browsers = Array(webPushClients.values)
+        let android = Array(fcmClients.values)
         state.withLock { state in
             guard state.closing == nil else { return }
             // Each client once: the channel routes share the workers' for broadcasts.
@@ -156,6 +164,7 @@ final class ClientGeneration: Sendable {
                 await withTaskGroup(of: Void.self) { group in
                     for client in all { group.addTask { await client.shutdown() } }
                     for client in browsers { group.addTask { try? await client.shutdown() } }
+                    for client in android { group.addTask { try? await client.shutdown() } }
                 }
             }
         }
@@ -169,7 +178,20 @@ final class ClientGeneration: Sendable {
         var clients: [AppEnvironment: APNSClient] = [:]
         var makers: [AppEnvironment: ChannelMaker] = [:]
         var browsers: [String: WebPushClient] = [:]
+        var android: [String: FCMClient] = [:]
         for app in configuration.apps {
+            if roles.contains(.workers), let fcm = app.fcm {
+                var settings = FCMClient.Configuration(serviceAccount: fcm.serviceAccount)
+                settings.endpoint = fcm.endpoint
+                settings.additionalTrustRoots = fcm.trustRoots
+                settings.maximumConnections = fcm.connections
+                // The queue retries: one attempt per claim, as for APNs.
+                settings.retry = .none
+                var clientLogger = logger
+                clientLogger[metadataKey: "app"] = "\(app.id)"
+                logger.info("FCM client", metadata: ["app": "\(app.id)", "project": "\(fcm.serviceAccount.projectID)", "endpoint": "\(fcm.endpoint)"])
+                android[app.id] = try FCMClient(configuration: settings, logger: clientLogger)
+            }
             if roles.contains(.workers), let webPush = app.webPush {
                 var settings = WebPushClient.Configuration(vapid: try VAPIDSigner(key: webPush.key, subject: webPush.subject))
                 settings.additionalTrustRoots = webPush.trustRoots
@@ -227,7 +249,7 @@ final class ClientGeneration: Sendable {
                 }
             }
         }
-        return ClientGeneration(clients: clients, channelMakers: makers, webPushClients: browsers)
+        return ClientGeneration(clients: clients, channelMakers: makers, webPushClients: browsers, fcmClients: android)
     }
 }
 

@@ -77,6 +77,25 @@ public enum DeliveryReason: Sendable, Hashable, CustomStringConvertible, Lossles
         case badWebPushTopic = "BadWebPushTopic"
         /// The subscription is bound to another VAPID key than the one that signed (RFC 8292 §4).
         case vapidPkHashMismatch = "VapidPkHashMismatch"
+        // FCM (Android devices; docs/fcm.md).
+        /// A device is an Android device, but its app has no `fcm` configured (any more).
+        case fcmNotConfigured = "FCMNotConfigured"
+        /// FCM said the registration token is gone (`UNREGISTERED`): the device is retired
+        /// unless it registered again since the answer.
+        case fcmUnregistered = "FCMUnregistered"
+        /// FCM said the registration token is malformed (`INVALID_ARGUMENT` about the token): the
+        /// device is marked invalid.
+        case fcmInvalidToken = "FCMInvalidToken"
+        /// The registration token belongs to another Firebase project (`SENDER_ID_MISMATCH`):
+        /// the device is marked invalid.
+        case fcmSenderIdMismatch = "FCMSenderIdMismatch"
+        /// FCM refused the message itself (`INVALID_ARGUMENT` naming its fields).
+        case fcmInvalidMessage = "FCMInvalidMessage"
+        /// FCM's own APNs or web credentials were refused (`THIRD_PARTY_AUTH_ERROR`): final.
+        case fcmThirdPartyAuthError = "FCMThirdPartyAuthError"
+        /// FCM or its token endpoint refused the gateway's service account or project (401, 403,
+        /// 404): the gateway's configuration, so retried until the notification expires.
+        case fcmSenderRefused = "FCMSenderRefused"
     }
 
     /// Every reason with a fixed string: APNs's known reasons, then the gateway's. Each has a

@@ -30,6 +30,7 @@ struct AppRoutes {
                 writer.beginArray()
                 if app.apnsTopic != nil { writer.string(DevicePlatform.apns.rawValue) }
                 if app.webPush != nil { writer.string(DevicePlatform.webpush.rawValue) }
+                if app.fcm != nil { writer.string(DevicePlatform.fcm.rawValue) }
                 writer.endArray()
                 writer.endObject()
             }

@@ -49,13 +49,13 @@ struct DeviceImport: AsyncSequence {
     let report: Report
     /// The app's Web Push settings: lines with an `endpoint` are browsers' subscriptions.
     var webPush: GatewayConfiguration.WebPushSettings? = nil
-    /// Whether the app reaches APNs: when it reaches browsers only, a line with a token is refused.
-    var reachesAPNs = true
+    /// What the app reaches: a line for a platform it does not reach is refused.
+    var reaches: Set<DevicePlatform> = [.apns]
 
     func makeAsyncIterator() -> AsyncIterator {
         AsyncIterator(
             body: body.makeAsyncIterator(), splitter: ElementSplitter(format: format, maximumSize: maximumElementSize), report: report,
-            remaining: maximumSize, webPush: webPush, reachesAPNs: reachesAPNs
+            remaining: maximumSize, webPush: webPush, reaches: reaches
         )
     }
 
@@ -68,15 +68,15 @@ struct DeviceImport: AsyncSequence {
         var finished = false
         var remaining: Int
         let webPush: GatewayConfiguration.WebPushSettings?
-        let reachesAPNs: Bool
+        let reaches: Set<DevicePlatform>
 
-        init(body: RequestBody.AsyncIterator, splitter: ElementSplitter, report: Report, remaining: Int, webPush: GatewayConfiguration.WebPushSettings?, reachesAPNs: Bool) {
+        init(body: RequestBody.AsyncIterator, splitter: ElementSplitter, report: Report, remaining: Int, webPush: GatewayConfiguration.WebPushSettings?, reaches: Set<DevicePlatform>) {
             self.body = body
             self.splitter = splitter
             self.report = report
             self.remaining = remaining
             self.webPush = webPush
-            self.reachesAPNs = reachesAPNs
+            self.reaches = reaches
         }
 
         mutating func next() async throws -> DeviceRegistration? {
@@ -87,7 +87,7 @@ struct DeviceImport: AsyncSequence {
                     switch item {
                     case .element(let number, let bytes):
                         do {
-                            return try Self.registration(bytes, webPush: webPush, reachesAPNs: reachesAPNs)
+                            return try Self.registration(bytes, webPush: webPush, reaches: reaches)
                         } catch {
                             report.record(line: number, error.message)
                         }
@@ -119,9 +119,10 @@ struct DeviceImport: AsyncSequence {
 
         /// One device object: `{"token": "…", "user": "…", "tags": […], "badge": 0}`, or a
         /// browser's subscription (`{"endpoint": …, "keys": {…}, "user": …}`) when the app has
-        /// `webPush` (`webPush`: its settings). A token is refused when the app does not reach APNs.
+        /// `webPush` (`webPush`: its settings). A token is refused when the app does not reach its
+        /// platform (`reaches`).
         static func registration(
-            _ bytes: [UInt8], webPush: GatewayConfiguration.WebPushSettings? = nil, reachesAPNs: Bool = true
+            _ bytes: [UInt8], webPush: GatewayConfiguration.WebPushSettings? = nil, reaches: Set<DevicePlatform> = [.apns]
         ) throws(APIError) -> DeviceRegistration {
             let value: JSONValue
             do {
@@ -139,10 +140,15 @@ struct DeviceImport: AsyncSequence {
                     return try WebPushRoutes.registration(fields, settings: webPush)
                 }
                 let token = try fields.requiredString("token")
-                guard reachesAPNs else {
-                    throw FieldError(fields.at("token"), "this app has no APNs credentials in the gateway's configuration: it reaches browsers only (lines with endpoint and keys)")
+                let device = try DeviceRoutes.deviceFields(fields, allowsToken: true)
+                switch device.platform ?? .apns {
+                case .apns where !reaches.contains(.apns):
+                    throw FieldError(fields.at("token"), "this app has no APNs credentials in the gateway's configuration: it reaches browsers and Android devices only")
+                case .fcm where !reaches.contains(.fcm):
+                    throw FieldError(fields.at("platform"), "this app has no fcm in the gateway's configuration: it cannot reach Android devices")
+                default:
+                    return try device.registration(token: token)
                 }
-                return try DeviceRoutes.deviceFields(fields, allowsToken: true).registration(token: token)
             } catch let error as FieldError {
                 throw error.apiError
             } catch let error as APIError {

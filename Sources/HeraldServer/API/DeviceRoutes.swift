@@ -24,12 +24,12 @@ struct DeviceRoutes {
     @Sendable func register(request: Request, context: GatewayContext) async throws -> Response {
         let app = try api.authorizedApp(context)
         let token = try context.parameters.require("token")
-        _ = try api.apnsTopic(of: app)
         var fields = DeviceFields()
         // The body is optional: an empty one registers the token as it is.
         if let object = try await JSONBody.optionalObject(of: request, limit: api.configuration.limits.maximumBodySize) {
             fields = try Self.deviceFields(object, allowsToken: false)
         }
+        try api.checkReaches(app, fields.platform ?? .apns)
         let registration = try fields.registration(token: token)
         let (device, created) = try await api.store.register(registration, app: app)
         let defaultEnvironment = api.defaultEnvironment(of: app)
@@ -120,7 +120,7 @@ struct DeviceRoutes {
         let report = DeviceImport.Report(maximumErrors: limits.maximumImportErrors)
         let devices = DeviceImport(
             body: request.body, format: format, maximumElementSize: limits.maximumImportLineSize, maximumSize: limits.maximumImportSize, report: report,
-            webPush: api.configuration.app(app)?.webPush, reachesAPNs: api.configuration.app(app)?.apnsTopic != nil
+            webPush: api.configuration.app(app)?.webPush, reaches: api.platforms(of: app)
         )
         // 25,000 a transaction, one batch read (and its rows made) while the one before is
         // written: 300,000 devices in 1.4 s on SQLite with a peak of 106 MiB (50,000: 1.2 s, 138 MiB).
@@ -158,19 +158,32 @@ struct DeviceRoutes {
         var kind: TokenKind?
         var activityType: String?
         var environment: TokenEnvironment?
+        /// `fcm`: the token is an Android device's FCM registration token; `apns` or none: an APNs token.
+        var platform: DevicePlatform?
 
         func registration(token: String) throws(StoreError) -> DeviceRegistration {
-            try DeviceRegistration(token: token, user: user, tags: tags, badge: badge, kind: kind, activityType: activityType, environment: environment)
+            if platform == .fcm {
+                // FCM has no token kinds or environments: a registration token reaches its device.
+                for (name, given) in [("kind", kind != nil), ("activityType", activityType != nil), ("environment", environment != nil)] where given {
+                    throw StoreError(.invalidInput, "\(name): an Android device (platform fcm) has none; it is APNs's")
+                }
+                return try DeviceRegistration(fcm: FCMAddress(registrationToken: token), user: user, tags: tags, badge: badge)
+            }
+            do {
+                return try DeviceRegistration(token: token, user: user, tags: tags, badge: badge, kind: kind, activityType: activityType, environment: environment)
+            } catch where FCMAddress.isValid(token) && !token.utf8.allSatisfy({ ($0 >= 0x30 && $0 <= 0x39) || ($0 | 0x20 >= 0x61 && $0 | 0x20 <= 0x66) }) {
+                throw StoreError(.invalidInput, "\(error.message); an Android device's FCM registration token needs \"platform\": \"fcm\"")
+            }
         }
     }
 
     /// The token kinds, as the API names them.
     static let kinds = TokenKind.allCases.map(\.rawValue).joined(separator: ", ")
 
-    /// `user`, `tags`, `badge`, `kind`, `activityType` and `environment` of a device object.
+    /// `user`, `tags`, `badge`, `kind`, `activityType`, `environment` and `platform` of a device object.
     static func deviceFields(_ fields: JSONFields, allowsToken: Bool) throws(APIError) -> DeviceFields {
         do throws(FieldError) {
-            let names = ["user", "tags", "badge", "kind", "activityType", "environment"]
+            let names = ["user", "tags", "badge", "kind", "activityType", "environment", "platform"]
             try fields.only(Set(allowsToken ? ["token"] + names : names))
             var device = DeviceFields()
             device.user = fields.has("user") ? .some(try fields.string("user")) : nil
@@ -182,6 +195,13 @@ struct DeviceRoutes {
             }
             device.activityType = try fields.string("activityType")
             device.environment = try fields.environment("environment")
+            switch try fields.string("platform") {
+            case nil: break
+            case "apns": device.platform = .apns
+            case "fcm": device.platform = .fcm
+            case "webpush": throw FieldError(fields.at("platform"), "a browser registers its subscription at POST /v1/apps/{app}/webpush/subscriptions")
+            default: throw FieldError(fields.at("platform"), "must be apns (the default) or fcm")
+            }
             return device
         } catch {
             throw error.apiError
@@ -190,11 +210,13 @@ struct DeviceRoutes {
 
     static func token(_ context: GatewayContext) throws -> String {
         let text = try context.parameters.require("token")
-        // A browser's subscription, by its ID.
-        if WebPushAddress.isID(text) { return text }
+        // A browser's subscription or an Android device, by its ID.
+        if WebPushAddress.isID(text) || FCMAddress.isID(text) { return text }
         do {
             return try DeviceToken(text).hex
         } catch {
+            // An Android device by its registration token.
+            if FCMAddress.isValid(text) { return FCMAddress.id(forToken: text) }
             throw APIError.invalid("device token: \(error.detail ?? error.reason.rawValue)")
         }
     }
@@ -217,6 +239,8 @@ struct DeviceRoutes {
         if let webPush = device.webPush {
             // The push service, not the endpoint: at some services the endpoint is the capability.
             if let url = URL(string: webPush.endpoint), let origin = VAPID.origin(of: url) { writer.member("pushService", origin) }
+        } else if let fcm = device.fcm {
+            writer.member("registrationToken", fcm.registrationToken)
         } else {
             writer.member("environment", (device.environment ?? defaultEnvironment).rawValue)
         }

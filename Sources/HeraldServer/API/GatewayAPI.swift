@@ -72,6 +72,24 @@ public struct GatewayAPI: Sendable {
         return topic
     }
 
+    /// What `app` reaches: APNs (credentials), browsers (`webPush`), Android devices (`fcm`).
+    func platforms(of app: String) -> Set<DevicePlatform> {
+        guard let app = configuration.app(app) else { return [] }
+        return app.platforms
+    }
+
+    /// A 409 unless `app` reaches `platform`: its devices could never be sent to.
+    func checkReaches(_ app: String, _ platform: DevicePlatform) throws(APIError) {
+        guard !platforms(of: app).contains(platform) else { return }
+        switch platform {
+        case .apns: throw APIError.apnsNotConfigured(app)
+        case .webpush:
+            throw APIError(.conflict, "webPushNotConfigured", "app '\(app)' has no webPush in the gateway's configuration (vapidKeyFile, subject, defaultURL): browsers cannot be sent to")
+        case .fcm:
+            throw APIError(.conflict, "fcmNotConfigured", "app '\(app)' has no fcm in the gateway's configuration (serviceAccountFile): Android devices cannot be sent to")
+        }
+    }
+
     /// `limit=`: 1 to 1000, default 100.
     static func limit(_ text: Substring?) throws(APIError) -> Int {
         try wholeNumber(text, "limit", in: 1...1000, default: 100)

@@ -1,6 +1,13 @@
 import HeraldCore
+import HeraldFCM
 import HeraldStore
 import HeraldWebPush
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 
 /// The body of `POST /v1/apps/{app}/notifications`, checked as `herald push` checks a
 /// notification: a JSON object payload within its push type's size, headers APNs would accept.
@@ -16,7 +23,7 @@ struct NotificationBody {
 
     static func parse(_ fields: JSONFields, app: GatewayConfiguration.App, limits: APILimits) throws(APIError) -> NotificationRequest {
         do {
-            try fields.only(["to", "payload", "pushType", "priority", "expiration", "collapseID", "badge", "idempotencyKey", "webPush"])
+            try fields.only(["to", "payload", "pushType", "priority", "expiration", "collapseID", "badge", "idempotencyKey", "webPush", "fcm"])
             guard let to = try fields.object("to") else { throw FieldError("to", "is required: {\"tokens\": […]}, {\"users\": […]}, {\"tags\": […]} or {\"all\": true}") }
             let audience = try audience(to, limits: limits)
 
@@ -95,11 +102,29 @@ struct NotificationBody {
                     )
                 }
             }
+            // What Android devices would receive, refused now (reserved data keys, FCM's 4,096
+            // bytes, a refinement FCM would refuse) rather than at each device later.
+            let refinement = try fields.object("fcm").map { object throws(FieldError) in try AndroidMessages.refinement(object) }
+            if refinement != nil, app.fcm == nil {
+                throw FieldError("fcm", "app '\(app.id)' has no fcm in the gateway's configuration")
+            }
+            if app.fcm != nil, pushType == .alert || pushType == .background {
+                var derived = AndroidMessages.derived(
+                    payload: payload, pushType: pushType, priority: priority, expiration: expiration, deadline: Date.distantFuture, collapseID: collapseID,
+                    now: Date())
+                if let refinement, let patch = try? JSONValue(parsing: refinement) { derived = AndroidMessages.mergePatch(derived, patch) }
+                do throws(FCMError) {
+                    try FCMMessage(raw: derived, token: AndroidMessages.placeholderToken).validate()
+                } catch {
+                    throw FieldError(refinement == nil ? "payload" : "fcm", "for Android devices (FCM): \(error.message)")
+                }
+            }
             var request = NotificationRequest(
                 app: app.id, audience: audience, payload: payload, pushType: pushType, priority: priority, expiration: expiration,
                 collapseID: collapseID, badge: badge, idempotencyKey: idempotencyKey
             )
             request.webPush = options?.stored
+            request.fcm = refinement
             return request
         } catch let error as APIError {
             throw error
@@ -133,8 +158,8 @@ struct NotificationBody {
             var seen = Set<String>()
             var hex: [String] = []
             for (index, token) in tokens.enumerated() {
-                if WebPushAddress.isID(token) {
-                    // A browser's subscription, by its device ID.
+                if WebPushAddress.isID(token) || FCMAddress.isID(token) {
+                    // A browser's subscription or an Android device, by its device ID.
                     if seen.insert(token).inserted { hex.append(token) }
                     continue
                 }

@@ -196,23 +196,23 @@ struct NotificationRoutes {
         writer.endObject()
         writer.member("failed", counts.failed)
         writer.member("pending", counts.pending)
-        // The same outcomes by platform: browsers' as counted, the rest APNs devices'.
-        let browsers = counts.browsers
+        // The same outcomes by platform: browsers' and Android devices' as counted, the rest
+        // APNs devices'.
+        let (browsers, android) = (counts.browsers, counts.android)
         let rejected = counts.rejected.values.reduce(0, +)
+        let apns = PlatformCounts(
+            accepted: max(0, counts.accepted - browsers.accepted - android.accepted), rejected: max(0, rejected - browsers.rejected - android.rejected),
+            failed: max(0, counts.failed - browsers.failed - android.failed))
         writer.key("platforms")
         writer.beginObject()
-        writer.key("apns")
-        writer.beginObject()
-        writer.member("accepted", max(0, counts.accepted - browsers.accepted))
-        writer.member("rejected", max(0, rejected - browsers.rejected))
-        writer.member("failed", max(0, counts.failed - browsers.failed))
-        writer.endObject()
-        writer.key("webpush")
-        writer.beginObject()
-        writer.member("accepted", browsers.accepted)
-        writer.member("rejected", browsers.rejected)
-        writer.member("failed", browsers.failed)
-        writer.endObject()
+        for (platform, platformCounts) in [(DevicePlatform.apns, apns), (.webpush, browsers), (.fcm, android)] {
+            writer.key(platform.rawValue)
+            writer.beginObject()
+            writer.member("accepted", platformCounts.accepted)
+            writer.member("rejected", platformCounts.rejected)
+            writer.member("failed", platformCounts.failed)
+            writer.endObject()
+        }
         writer.endObject()
         writer.member("createdAt", notification.createdAt)
         writer.member("finishedAt", notification.finishedAt)

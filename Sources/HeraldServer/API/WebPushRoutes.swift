@@ -18,11 +18,8 @@ struct WebPushRoutes {
     /// when the endpoint was known (its keys, user and tags refreshed).
     @Sendable func subscribe(request: Request, context: GatewayContext) async throws -> Response {
         let app = try api.authorizedApp(context)
-        guard let settings = api.configuration.app(app)?.webPush else {
-            throw APIError(
-                .conflict, "webPushNotConfigured",
-                "app '\(app)' has no webPush in the gateway's configuration (vapidKeyFile, subject, defaultURL): browsers cannot be sent to")
-        }
+        try api.checkReaches(app, .webpush)
+        guard let settings = api.configuration.app(app)?.webPush else { throw APIError.notFound("no app '\(app)'") }
         let fields = try await JSONBody.object(of: request, limit: api.configuration.limits.maximumBodySize)
         let registration: DeviceRegistration
         do throws(FieldError) {

@@ -1,6 +1,7 @@
 import HeraldClient
 import HeraldCore
 import HeraldIdentity
+import HeraldFCM
 import HeraldStore
 import HeraldWebPush
 import NIOSSL
@@ -125,12 +126,12 @@ extension GatewayConfiguration {
 
 extension GatewayConfiguration.App {
     init(_ fields: JSONFields, directory: String, environment: [String: String]) throws(FieldError) {
-        try fields.only(["id", "topic", "environment", "environments", "authKey", "certificate", "credentialsByKind", "caFile", "connections", "webPush"])
+        try fields.only(["id", "topic", "environment", "environments", "authKey", "certificate", "credentialsByKind", "caFile", "connections", "webPush", "fcm"])
         let id = try fields.requiredString("id")
         guard Self.isValidID(id) else { throw FieldError(fields.at("id"), "must be 1 to 64 of a-z 0-9 . _ - (it is part of the API's paths)") }
-        // An app that reaches browsers only (webPush and no APNs credentials) needs no topic or
-        // environment; one with APNs credentials needs both.
-        let browsersOnly = !fields.has("authKey") && !fields.has("certificate") && fields.has("webPush")
+        // An app without APNs credentials (it reaches browsers and/or Android devices) needs no
+        // topic or environment; one with APNs credentials needs both.
+        let browsersOnly = !fields.has("authKey") && !fields.has("certificate") && (fields.has("webPush") || fields.has("fcm"))
         let topic = browsersOnly ? try fields.string("topic") : try fields.requiredString("topic")
         if let topic {
             guard !topic.contains("/"), PeerText.isSafe(topic), topic.utf8.count <= 255 else {
@@ -161,7 +162,7 @@ extension GatewayConfiguration.App {
         if credentials == nil, !browsersOnly {
             throw FieldError(
                 fields.path,
-                "give authKey {file, keyID, teamID} and/or certificate {file, passwordEnv} to reach APNs, or webPush {vapidKeyFile, subject, defaultURL} for an app that reaches browsers only"
+                "give authKey {file, keyID, teamID} and/or certificate {file, passwordEnv} to reach APNs, and/or webPush {vapidKeyFile, subject, defaultURL} to reach browsers, and/or fcm {serviceAccountFile} to reach Android devices"
             )
         }
         if credentials == nil, fields.has("credentialsByKind") {
@@ -227,6 +228,43 @@ extension GatewayConfiguration.App {
         if let webPush = try fields.object("webPush") {
             self.webPush = try Self.webPush(webPush, directory: directory)
         }
+        if let fcm = try fields.object("fcm") {
+            self.fcm = try Self.fcm(fcm, directory: directory)
+        }
+    }
+
+    /// `fcm`: `{"serviceAccountFile", "endpoint"?, "caFile"?, "connections"?}`.
+    static func fcm(_ fields: JSONFields, directory: String) throws(FieldError) -> GatewayConfiguration.FCMSettings {
+        try fields.only(["serviceAccountFile", "endpoint", "caFile", "connections"])
+        let file = resolve(try fields.requiredString("serviceAccountFile"), in: directory)
+        let account: FCMServiceAccount
+        do {
+            account = try FCMServiceAccount(contentsOfFile: file)
+        } catch {
+            // The message names the field of the file, never its key.
+            throw FieldError(fields.at("serviceAccountFile"), "\(error.message) (the key file of a service account, from the Firebase console or gcloud)")
+        }
+        var settings = GatewayConfiguration.FCMSettings(serviceAccount: account)
+        if let endpoint = try fields.string("endpoint") {
+            guard endpoint.hasPrefix("https://"), endpoint.utf8.count <= 2048, PeerText.isSafe(endpoint), !endpoint.contains(" ") else {
+                throw FieldError(fields.at("endpoint"), "must be an https:// URL (FCM's, or a mock's: herald mock --fcm-port)")
+            }
+            settings.endpoint = endpoint
+        }
+        if let caFile = try fields.string("caFile") {
+            let path = resolve(caFile, in: directory)
+            do {
+                settings.trustRoots = try NIOSSLCertificate.fromPEMFile(path)
+            } catch {
+                throw FieldError(fields.at("caFile"), "cannot read PEM certificates from '\(path)' (\(error))")
+            }
+            guard !settings.trustRoots.isEmpty else { throw FieldError(fields.at("caFile"), "'\(path)' holds no PEM certificate") }
+        }
+        if let connections = try fields.int("connections") {
+            guard (1...64).contains(connections) else { throw FieldError(fields.at("connections"), "must be 1 to 64") }
+            settings.connections = connections
+        }
+        return settings
     }
 
     /// `webPush`: `{"vapidKeyFile", "subject", "defaultURL", "caFile"?, "allowLoopbackHTTP"?}`.

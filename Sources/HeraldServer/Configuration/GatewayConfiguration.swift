@@ -1,5 +1,6 @@
 import HeraldClient
 import HeraldCore
+import HeraldFCM
 import HeraldStore
 import HeraldWebPush
 import NIOSSL
@@ -38,6 +39,8 @@ public struct GatewayConfiguration: Sendable {
         public var connections = 4
         /// How the app reaches browsers (Web Push); `nil`: it has none (`webPush` in the file).
         public var webPush: WebPushSettings?
+        /// How the app reaches Android devices (FCM); `nil`: it has none (`fcm` in the file).
+        public var fcm: FCMSettings?
 
         public init(id: String, topic: String, environment: APNSEnvironment, credentials: APNSCredentials) {
             self.id = id
@@ -53,8 +56,24 @@ public struct GatewayConfiguration: Sendable {
             self.webPush = webPush
         }
 
+        /// An app without APNs: it reaches browsers and/or Android devices (set ``webPush`` and
+        /// ``fcm``).
+        public init(id: String) {
+            self.id = id
+            self.environment = .production
+        }
+
         /// The app's bundle ID if it can send to APNs (it has a topic and a credential).
         public var apnsTopic: String? { credentials == nil ? nil : topic }
+
+        /// What the app reaches: APNs, browsers, Android devices.
+        public var platforms: Set<DevicePlatform> {
+            var platforms: Set<DevicePlatform> = []
+            if apnsTopic != nil { platforms.insert(.apns) }
+            if webPush != nil { platforms.insert(.webpush) }
+            if fcm != nil { platforms.insert(.fcm) }
+            return platforms
+        }
 
         /// The environment of a device registered without one: sandbox when the app's
         /// ``environment`` is Apple's sandbox, production otherwise.
@@ -116,6 +135,23 @@ public struct GatewayConfiguration: Sendable {
             self.key = key
             self.subject = subject
             self.defaultURL = defaultURL
+        }
+    }
+
+    /// An app's Firebase Cloud Messaging: the service account it sends as, and where FCM is.
+    public struct FCMSettings: Sendable {
+        /// The service account (`serviceAccountFile`): its key signs the OAuth assertion, its
+        /// `token_uri` is where access tokens come from, its `project_id` the project sent for.
+        public var serviceAccount: FCMServiceAccount
+        /// FCM's origin: Google's, or a mock's (`endpoint`).
+        public var endpoint: String = FCMClient.googleEndpoint
+        /// CAs trusted besides the system's, for the endpoint and the token URI alike (`caFile`: a mock's).
+        public var trustRoots: [NIOSSLCertificate] = []
+        /// HTTP/2 connections to FCM. Default 4.
+        public var connections = 4
+
+        public init(serviceAccount: FCMServiceAccount) {
+            self.serviceAccount = serviceAccount
         }
     }
 

@@ -138,7 +138,7 @@ enum BrowserMessages {
     }
 
     /// Whole seconds from `now` to `date`, at least 0.
-    private static func seconds(from now: Date, to date: Date) -> Int {
+    static func seconds(from now: Date, to date: Date) -> Int {
         let interval = date.timeIntervalSince(now)
         guard interval.isFinite, interval > 0 else { return 0 }
         return Int(min(interval.rounded(.down), Double(Int32.max)))

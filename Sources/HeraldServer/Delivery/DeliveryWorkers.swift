@@ -1,5 +1,6 @@
 import HeraldClient
 import HeraldCore
+import HeraldFCM
 import HeraldStore
 import HeraldWebPush
 import Logging
@@ -122,13 +123,20 @@ final class DeliveryWorkers: Service, Sendable {
 
     private func deliver(_ whole: WorkBatch, worker: Int, configuration: GatewayConfiguration, generation: ClientGeneration) async {
         let clients = generation.clients
-        // Browsers (Web Push subscriptions) go through the app's Web Push client, beside the
-        // APNs devices; most batches have none.
+        // Browsers (Web Push subscriptions) and Android devices (FCM) go through the app's Web
+        // Push and FCM clients, beside the APNs devices; most batches have neither.
         var batch = whole
         var browserItems: [WorkItem] = []
-        if whole.items.contains(where: { WebPushAddress.isID($0.token) }) {
-            browserItems = whole.items.filter { WebPushAddress.isID($0.token) }
-            batch.items = whole.items.filter { !WebPushAddress.isID($0.token) }
+        var androidItems: [WorkItem] = []
+        if whole.items.contains(where: { DevicePlatform(deviceID: $0.token) != .apns }) {
+            batch.items = []
+            for item in whole.items {
+                switch DevicePlatform(deviceID: item.token) {
+                case .apns: batch.items.append(item)
+                case .webpush: browserItems.append(item)
+                case .fcm: androidItems.append(item)
+                }
+            }
         }
         let start = ContinuousClock.now
         let queued = batch.notification
@@ -147,13 +155,16 @@ final class DeliveryWorkers: Service, Sendable {
         let grace = GracePeriod()
         let watchdog = Task { await self.watch(whole, grace: grace) }
         defer { watchdog.cancel() }
-        let browsers = BrowserSends(items: browserItems, grace: grace) { [logger, browserItems] in
+        let browsers = OtherSends(items: browserItems, grace: grace) { [logger, browserItems] in
             await self.sendToBrowsers(browserItems, of: whole, app: app, client: generation.webPushClients[app.id], logger: logger)
+        }
+        let android = OtherSends(items: androidItems, grace: grace) { [logger, androidItems] in
+            await self.sendToAndroid(androidItems, of: whole, app: app, client: generation.fcmClients[app.id], logger: logger)
         }
         // An app that reaches browsers only (no APNs credentials, or not any more): its APNs
         // devices cannot be sent to.
         guard let topic = app.apnsTopic else {
-            let browserOutcomes = await browsers.outcomes()
+            let browserOutcomes = await browsers.outcomes() + android.outcomes()
             await record(
                 whole, batch.items.map { DeliveryOutcome(token: $0.token, result: .failed(reason: .gateway(.apnsNotConfigured))) } + browserOutcomes,
                 logger: logger, start: start)
@@ -163,7 +174,7 @@ final class DeliveryWorkers: Service, Sendable {
         do {
             messages = try BatchMessages.notifications(for: batch, topic: topic)
         } catch {
-            let browserOutcomes = await browsers.outcomes()
+            let browserOutcomes = await browsers.outcomes() + android.outcomes()
             await record(
                 whole, batch.items.map { DeliveryOutcome(token: $0.token, result: .failed(reason: .gateway(.payloadInvalid))) } + browserOutcomes, logger: logger,
                 start: start)
@@ -199,7 +210,7 @@ final class DeliveryWorkers: Service, Sendable {
             collector.stop()
         }
         await collector.wait()
-        let browserOutcomes = await browsers.outcomes()
+        let browserOutcomes = await browsers.outcomes() + android.outcomes()
         _ = sender  // left to finish on its own if the grace period ran out
         let results = collector.results(missing: .retry(reason: .gateway(.shutdown)))
         // The batch's own token strings, in the notifications' order (those that are not hex left
@@ -234,6 +245,48 @@ final class DeliveryWorkers: Service, Sendable {
             await group.next()
             group.cancelAll()
         }
+    }
+
+    /// Sends `items` (Android devices of `batch`) through the app's FCM client, all at once up to
+    /// the client's in-flight bound, and returns an outcome for each.
+    private func sendToAndroid(_ items: [WorkItem], of batch: WorkBatch, app: GatewayConfiguration.App, client: FCMClient?, logger: Logger) async -> [DeliveryOutcome] {
+        guard let client else {
+            return items.map { DeliveryOutcome(token: $0.token, result: .failed(reason: .gateway(.fcmNotConfigured))) }
+        }
+        let addresses: [String: FCMAddress]
+        do {
+            addresses = try await store.fcmAddresses(app: app.id, tokens: items.map(\.token))
+        } catch {
+            logger.warning("cannot read the batch's FCM registration tokens; retrying later", metadata: ["error": "\(error)"])
+            return items.map { DeliveryOutcome(token: $0.token, result: .retry(reason: .gateway(.connectionFailed))) }
+        }
+        let now = Date()
+        let message: FCMMessage
+        do throws(FCMError) {
+            message = try AndroidMessages.message(for: batch.notification, now: now)
+        } catch {
+            logger.warning("the notification makes no valid FCM message", metadata: ["error": "\(error.message)"])
+            return items.map { DeliveryOutcome(token: $0.token, result: .failed(reason: .gateway(.payloadInvalid))) }
+        }
+        var outcomes: [DeliveryOutcome] = []
+        outcomes.reserveCapacity(items.count)
+        var tokens: [String] = []
+        var registrationTokens: [String] = []
+        for item in items {
+            // Deleted since the claim: nothing to send to.
+            guard let address = addresses[item.token] else {
+                outcomes.append(DeliveryOutcome(token: item.token, result: .rejected(reason: .gateway(.fcmUnregistered), timestamp: now)))
+                continue
+            }
+            tokens.append(item.token)
+            registrationTokens.append(address.registrationToken)
+        }
+        let results = await client.send(message, toEach: registrationTokens)
+        let answered = Date()
+        for (token, result) in zip(tokens, results) {
+            outcomes.append(DeliveryOutcome(token: token, result: AndroidMessages.outcome(result, now: answered)))
+        }
+        return outcomes
     }
 
     /// Sends `items` (browsers of `batch`) through the app's Web Push client, all at once up to

@@ -80,9 +80,9 @@ final class GracePeriod: Sendable {
     }
 }
 
-/// A batch's browsers, sent beside its APNs devices: their outcomes once all are in, or, when
-/// the grace period ends first, those not in as `shutdown` (retried).
-struct BrowserSends {
+/// A batch's browsers or Android devices, sent beside its APNs devices: their outcomes once all
+/// are in, or, when the grace period ends first, those not in as `shutdown` (retried).
+struct OtherSends {
     private let tokens: [String]
     private let collector: OutcomeCollector?
 

@@ -35,8 +35,13 @@ struct Invalidation: Sendable, Hashable {
 
     /// The one table of reasons that end a device: ``DeliveryDecision`` decides by it too.
     static func status(for reason: DeliveryReason) -> DeviceCode? {
-        // A browser's push service says so with 404 or 410 (RFC 8030 §7.3), at the time it answers.
-        if reason == .gateway(.subscriptionGone) { return .unregistered }
+        switch reason {
+        // A browser's push service says so with 404 or 410 (RFC 8030 §7.3), and FCM with
+        // UNREGISTERED, at the time they answer.
+        case .gateway(.subscriptionGone), .gateway(.fcmUnregistered): return .unregistered
+        case .gateway(.fcmInvalidToken), .gateway(.fcmSenderIdMismatch): return .invalid
+        default: break
+        }
         return switch reason.apnsReason {
         case .unregistered, .expiredToken: .unregistered
         case .badDeviceToken, .deviceTokenNotForTopic: .invalid
