@@ -462,7 +462,7 @@ let package = Package(
         .testTarget(
             name: "HeraldCLITests",
             dependencies: [
-                "HeraldTestSupport", "HeraldHostilePeers", "HeraldCore", "HeraldMock", "HeraldWebPush", "HeraldWebPushMock", "herald",
+                "HeraldTestSupport", "HeraldHostilePeers", "HeraldCore", "HeraldMock", "HeraldWebPush", "HeraldWebPushMock", "HeraldFCMMock", "herald",
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
