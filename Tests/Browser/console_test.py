@@ -65,8 +65,11 @@ SEED = [
     (GONE, {"user": "gone", "tags": ["beta"]}),
     (OLD, {"user": "old"}),
 ]
-# App shop reaches browsers too: a subscription from the Web Push mock, for user wendy.
+# App shop reaches browsers too: a subscription from the Web Push mock, for user wendy; and an
+# Android device through the FCM mock, for user andy.
 WEB_USER = "wendy"
+ANDROID_USER = "andy"
+ANDROID_TOKEN = "cAndy-Token_1:APA91b" + "Q" * 120
 EXTRA_NOTIFICATIONS = 22  # past one page (20) of the overview's table, so "More" is used
 
 
@@ -178,7 +181,7 @@ def subscribe(web_push_url, ca, application_server_key):
         return json.loads(response.read())
 
 
-def write_configuration(directory, mock_url, p8, vapid):
+def write_configuration(directory, mock_url, p8, vapid, fcm_url, fcm_ca):
     ca = os.path.join(directory, "ca.pem")
     auth = {"file": p8, "keyID": KEY_ID, "teamID": TEAM_ID}
     sandbox = f"https://127.0.0.1:{closed_port()}"
@@ -192,7 +195,8 @@ def write_configuration(directory, mock_url, p8, vapid):
         "listen": "127.0.0.1:0",
         "database": "sqlite:" + os.path.join(directory, "herald.db"),
         "apps": [dict(app("shop"), webPush={"vapidKeyFile": vapid, "subject": "mailto:ops@example.com",
-                                            "defaultURL": "https://shop.example.com/", "caFile": os.path.join(directory, "webpush-ca.pem")}),
+                                            "defaultURL": "https://shop.example.com/", "caFile": os.path.join(directory, "webpush-ca.pem")},
+                      fcm={"serviceAccountFile": os.path.join(directory, "fcm-sa.json"), "endpoint": fcm_url, "caFile": fcm_ca}),
                  app("other")],
         "apiKeys": [
             {"name": "console-a", "sha256": hashlib.sha256(KEY_A.encode()).hexdigest(), "apps": ["shop"]},
@@ -219,7 +223,10 @@ def seed(base, subscription):
     check(status == 201, f"PUT device in other: {status} {answer}")
     status, answer, _ = call(base, KEY_A, "POST", "/v1/apps/shop/webpush/subscriptions", json.dumps(dict(subscription, user=WEB_USER)))
     check(status == 201 and answer.get("platform") == "webpush", f"POST subscription: {status} {answer}")
-    return answer["token"]
+    browser = answer["token"]
+    status, answer, _ = call(base, KEY_A, "PUT", f"/v1/apps/shop/devices/{ANDROID_TOKEN}", json.dumps({"platform": "fcm", "user": ANDROID_USER}))
+    check(status == 201 and answer.get("platform") == "fcm", f"PUT Android device: {status} {answer}")
+    return browser, answer["token"]
 
 
 def wait_done(base, notification, timeout=20):
@@ -261,6 +268,7 @@ class Run:
         p8, public = write_credentials(directory)
         mock = Process("herald mock", [self.herald, "mock", "--port", "0", "--write-ca", "ca.pem",
                                        "--webpush-port", "0", "--webpush-write-ca", "webpush-ca.pem",
+                                       "--fcm-port", "0", "--fcm-write-service-account", "fcm-sa.json",
                                        "--auth-key-public", f"{KEY_ID}={public}", "--team-id", TEAM_ID,
                                        "--unregistered", GONE, "--fail", f"{OLD}=BadDeviceToken"], directory)
         self.processes.append(mock)
@@ -268,9 +276,11 @@ class Run:
         mock.wait_for(r"trust its CA", 10)
         web_push_url = mock.wait_for(r"mock Web Push listening on (https://127\.0\.0\.1:\d+)", 10).group(1)
         mock.wait_for(r"trust the Web Push mock's CA", 10)
+        fcm = mock.wait_for(r"mock FCM listening on (https://127\.0\.0\.1:\d+)", 10).group(1)
+        fcm_ca = mock.wait_for(r"its service account: \S+; trust its CA with (\S+)", 10).group(1)
         vapid, application_server_key = write_vapid_key(directory)
         self.subscription = subscribe(web_push_url, os.path.join(directory, "webpush-ca.pem"), application_server_key)
-        configuration = write_configuration(directory, mock_url, p8, vapid)
+        configuration = write_configuration(directory, mock_url, p8, vapid, fcm, os.path.join(directory, fcm_ca))
         serve = Process("herald serve", [self.herald, "serve", "--config", configuration], directory)
         self.processes.append(serve)
         self.base = serve.wait_for(r"listening on (http://127\.0\.0\.1:\d+)", 60).group(1)
@@ -282,7 +292,7 @@ class Run:
         try:
             self.start(directory)
             self.step("seed devices through the API (PUT and an NDJSON import)")
-            self.browser_id = seed(self.base, self.subscription)
+            self.browser_id, self.android_id = seed(self.base, self.subscription)
             self.step("GET /console answers with the CSP, X-Frame-Options: DENY and nosniff")
             with urllib.request.urlopen(self.base + "/console", timeout=10) as response:
                 check(response.headers.get("Content-Security-Policy") == CSP, f"CSP: {response.headers.get('Content-Security-Policy')}")
@@ -360,7 +370,7 @@ class Run:
         expect(by("app-picker")).to_be_hidden()
         options = page.locator("#app-picker option").all_text_contents()
         check(options == ["shop"], f"key A's app list: {options}")
-        self.expect_counts(page, total=8, active=8, unregistered=0, invalid=0, alert=6, voip=1, production=6, sandbox=1, apns=7, webpush=1)
+        self.expect_counts(page, total=9, active=9, unregistered=0, invalid=0, alert=6, voip=1, production=6, sandbox=1, apns=7, webpush=1, fcm=1)
         expect(by("queue-pending")).to_have_text("0")
         expect(by("queue-active")).to_have_text("0")
         expect(by("activity-svg")).to_be_visible()
@@ -509,7 +519,7 @@ class Run:
 
         self.step("overview: the counts moved, the chart and the table show the deliveries, More pages")
         by("nav-overview").click()
-        self.expect_counts(page, total=8, active=7, unregistered=0, invalid=1, alert=6, voip=1, production=6, sandbox=1, apns=7, webpush=1)
+        self.expect_counts(page, total=9, active=8, unregistered=0, invalid=1, alert=6, voip=1, production=6, sandbox=1, apns=7, webpush=1, fcm=1)
         # The chart shows what /activity says. Its failed count is taken from the API: a
         # cancelled delivery that no worker had claimed is counted failed on its notification
         # but not in /activity (the cancel path does not record the minute), so 1 or 2 here.
@@ -627,6 +637,25 @@ class Run:
         expect(page.locator("[data-testid=platform-outcomes][data-platform=apns]")).to_have_text("apns: 0 accepted, 0 rejected, 0 failed")
         self.shot(page, "notification-browser.png")
 
+        self.step("an Android device: listed as fcm under its ID; its detail shows its FCM token; a send reaches it")
+        by("nav-devices").click()
+        by("device-search-by").select_option("user")
+        by("device-search-value").fill(ANDROID_USER)
+        by("device-search-status").select_option("")
+        by("device-search-submit").click()
+        expect(device_rows).to_have_count(1)
+        expect(device_rows.first).to_have_attribute("data-token", self.android_id)
+        expect(device_rows.first.get_by_test_id("device-platform")).to_have_text("fcm")
+        device_rows.first.locator("a").click()
+        expect(by("device-field-platform")).to_have_text("fcm")
+        expect(by("device-field-registrationToken")).to_have_text(ANDROID_TOKEN)
+        expect(by("device-field-environment")).to_have_count(0)
+        self.shot(page, "device-android.png")
+        by("device-send").click()
+        by("send-submit").click()
+        expect(by("notification-status")).to_have_text("done")
+        expect(page.locator("[data-testid=platform-outcomes][data-platform=fcm]")).to_have_text("fcm: 1 accepted, 0 rejected, 0 failed")
+
         self.step("the key is in sessionStorage only: not in the URL, localStorage, cookies or any request URL")
         stored = page.evaluate("sessionStorage.getItem('herald.apiKey')")
         check(stored == KEY_A, "the key is not in sessionStorage")
@@ -654,15 +683,15 @@ class Run:
         check(options == ["other", "shop"], f"key B's apps: {options}")
         by("app-picker").select_option("other")
         expect(page).to_have_url(re.compile(r"#/apps/other$"))
-        self.expect_counts(page, total=1, active=1, unregistered=0, invalid=0, alert=1, voip=None, production=1, sandbox=0, apns=1, webpush=0)
+        self.expect_counts(page, total=1, active=1, unregistered=0, invalid=0, alert=1, voip=None, production=1, sandbox=0, apns=1, webpush=0, fcm=0)
         by("app-picker").select_option("shop")
-        expect(by("count-total")).to_have_text("8")
+        expect(by("count-total")).to_have_text("9")
 
         self.step("a reload keeps the tab signed in, on the same view; a phone-sized screen still works")
         page.reload()
         expect(by("overview-view")).to_be_visible()
         expect(page).to_have_url(re.compile(r"#/apps/shop$"))
-        expect(by("count-total")).to_have_text("8")
+        expect(by("count-total")).to_have_text("9")
         page.set_viewport_size({"width": 390, "height": 844})
         expect(by("nav-devices")).to_be_visible()
         self.shot(page, "overview-narrow.png")
@@ -679,12 +708,12 @@ class Run:
         expect(page.get_by_test_id("signin-view")).to_be_hidden()
         check(page.get_by_test_id("api-key").input_value() == "", "the key stays in the input after sign-in")
 
-    def expect_counts(self, page, total, active, unregistered, invalid, alert, voip, production, sandbox, apns, webpush):
+    def expect_counts(self, page, total, active, unregistered, invalid, alert, voip, production, sandbox, apns, webpush, fcm):
         by = page.get_by_test_id
         expect(by("count-total")).to_have_text(str(total))
         for name, value in (("status-active", active), ("status-unregistered", unregistered), ("status-invalid", invalid),
                             ("kind-alert", alert), ("environment-production", production), ("environment-sandbox", sandbox),
-                            ("platform-apns", apns), ("platform-webpush", webpush)):
+                            ("platform-apns", apns), ("platform-webpush", webpush), ("platform-fcm", fcm)):
             expect(by(f"count-{name}")).to_have_text(str(value))
         if voip is None:
             expect(by("count-kind-voip")).to_have_count(0)

@@ -18,7 +18,7 @@
   const PAGE_SIZE = 20;
   const STATUSES = ['active', 'unregistered', 'invalid'];
   const ENVIRONMENTS = ['production', 'sandbox'];
-  const PLATFORMS = ['apns', 'webpush'];
+  const PLATFORMS = ['apns', 'webpush', 'fcm'];
 
   const state = {
     apps: [],
@@ -591,7 +591,8 @@
     setText($('app-name'), id);
     // An app that reaches browsers only has no topic: it says so instead.
     const platforms = app && Array.isArray(app.platforms) ? app.platforms.map(String) : [];
-    const reach = platforms.includes('webpush') ? (platforms.includes('apns') ? ' · and browsers' : 'browsers only (Web Push)') : '';
+    const others = [platforms.includes('webpush') ? 'browsers' : null, platforms.includes('fcm') ? 'Android' : null].filter(Boolean).join(' and ');
+    const reach = others ? (platforms.includes('apns') ? ` · and ${others}` : `${others} only`) : '';
     setText($('app-info'), app && app.topic ? `${app.topic} · ${app.environment || ''}${reach}` : reach);
     $('nav-overview').setAttribute('href', href('apps', id));
     $('nav-devices').setAttribute('href', href('apps', id, 'devices'));
@@ -1043,7 +1044,7 @@
     const status = $('device-search-status').value;
     if (by === 'token') {
       if (!value) {
-        showError($('devices-error'), 'Enter a device token (hex), or a browser\'s ID (wp_…).');
+        showError($('devices-error'), 'Enter a device token (hex), a browser\'s ID (wp_…), or an Android device\'s ID or FCM token.');
         return;
       }
       location.hash = href('apps', state.app, 'devices', value);
@@ -1101,8 +1102,8 @@
         cell(el('span', { 'data-testid': 'device-platform' }, device.platform || 'apns')),
         cell(device.user === null || device.user === undefined ? el('span', { class: 'muted' }, '–') : el('span', { class: 'user', 'data-testid': 'device-user' }, device.user)),
         cell(tagList(device.tags)),
-        cell(device.platform === 'webpush' ? el('span', { class: 'muted' }, '–') : device.kind),
-        cell(device.platform === 'webpush' ? el('span', { class: 'muted' }, '–') : device.environment),
+        cell(device.platform === 'webpush' || device.platform === 'fcm' ? el('span', { class: 'muted' }, '–') : device.kind),
+        cell(device.platform === 'webpush' || device.platform === 'fcm' ? el('span', { class: 'muted' }, '–') : device.environment),
         cell(badge(device.status)),
         cell(time(device.updatedAt))));
     }
@@ -1154,19 +1155,20 @@
     const fields = $('device-fields');
     clear(fields);
     const missing = () => el('span', { class: 'muted' }, '–');
-    const browser = device.platform === 'webpush';
+    const notAPNs = device.platform === 'webpush' || device.platform === 'fcm';
     const rows = [
-      ['token', browser ? 'ID' : 'Token', el('code', { class: 'token-full' }, device.token)],
+      ['token', notAPNs ? 'ID' : 'Token', el('code', { class: 'token-full' }, device.token)],
       ['platform', 'Platform', device.platform || 'apns'],
-      ['pushService', 'Push service', browser ? (device.pushService ? el('code', {}, device.pushService) : missing()) : null],
+      ['pushService', 'Push service', device.platform === 'webpush' ? (device.pushService ? el('code', {}, device.pushService) : missing()) : null],
+      ['registrationToken', 'FCM token', device.platform === 'fcm' ? el('code', { class: 'token-full' }, device.registrationToken || '') : null],
       ['user', 'User', device.user === null || device.user === undefined ? missing() : el('span', { class: 'user' }, device.user)],
       ['tags', 'Tags', tagList(device.tags)],
       ['badge', 'Badge', device.badge === null || device.badge === undefined ? missing() : count(device.badge)],
       ['status', 'Status', badge(device.status)],
       ['reason', 'Reason', device.reason || missing()],
-      ['kind', 'Kind', browser ? null : device.kind],
+      ['kind', 'Kind', notAPNs ? null : device.kind],
       ['activityType', 'Activity type', device.activityType === undefined ? null : (device.activityType || missing())],
-      ['environment', 'Environment', browser ? null : device.environment],
+      ['environment', 'Environment', notAPNs ? null : device.environment],
       ['createdAt', 'Registered', time(device.createdAt)],
       ['updatedAt', 'Updated', time(device.updatedAt)],
       ['invalidatedAt', 'Invalidated', time(device.invalidatedAt)],
