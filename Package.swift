@@ -417,6 +417,7 @@ let package = Package(
                 "HeraldWebPushMock",
                 "HeraldFCM",
                 "HeraldFCMMock",
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),

@@ -1,5 +1,7 @@
 import Foundation
 import HeraldCore
+import _CryptoExtras
+import HeraldFCM
 import HeraldServer
 import HeraldStore
 import HeraldTestSupport
@@ -126,6 +128,40 @@ struct ConfigurationTests {
         let nothing = try scratch.write("nothing.json", json(#"{"id": "shop", "topic": "com.example.shop", "environment": "sandbox"}"#))
         let error = #expect(throws: ConfigurationError.self) { try GatewayConfiguration.load(file: nothing) }
         #expect(error?.field == "apps[0]" && error?.message.contains("webPush") == true && error?.message.contains("authKey") == true, "\(error?.description ?? "")")
+    }
+
+    @Test("fcm: a service-account key file, an endpoint and a CA; each mistake named by its field, never the key")
+    func fcm() throws {
+        let (scratch, json) = try fixture()
+        let account = try FCMServiceAccount(
+            projectID: "shop-android", privateKeyID: "key1", privateKey: try _RSA.Signing.PrivateKey(keySize: .bits2048), clientEmail: "push@shop-android.iam.gserviceaccount.com")
+        _ = try scratch.write("sa.json", String(decoding: account.jsonRepresentation, as: UTF8.self))
+        var broken = try JSONValue(parsing: account.jsonRepresentation).objectValue!
+        broken["private_key"] = "-----BEGIN PRIVATE KEY-----\nnot a key\n-----END PRIVATE KEY-----\n"
+        _ = try scratch.write("broken.json", JSONValue.object(broken).jsonString)
+        let base = self.app
+        func app(_ fcm: String) -> String { String(base.dropLast()) + #", "fcm": "# + fcm + "}" }
+        let loaded = try GatewayConfiguration.load(file: try scratch.write("fcm.json", json(app(#"{"serviceAccountFile": "sa.json"}"#)))).apps[0]
+        #expect(loaded.fcm?.serviceAccount.projectID == "shop-android" && loaded.fcm?.endpoint == "https://fcm.googleapis.com" && loaded.platforms == [.apns, .fcm])
+        // An app of browsers and Android devices only needs no topic or environment.
+        let androidOnly = try GatewayConfiguration.load(file: try scratch.write("android.json", json(#"{"id": "shop", "fcm": {"serviceAccountFile": "sa.json"}}"#))).apps[0]
+        #expect(androidOnly.platforms == [.fcm] && androidOnly.apnsTopic == nil)
+        let cases: [(String, String, String)] = [
+            (#"{"serviceAccountFile": "absent.json"}"#, "apps[0].fcm.serviceAccountFile", "service account"),
+            (#"{"serviceAccountFile": "broken.json"}"#, "apps[0].fcm.serviceAccountFile", "private_key"),
+            (#"{"serviceAccountFile": "sa.json", "endpoint": "http://127.0.0.1:8444"}"#, "apps[0].fcm.endpoint", "https://"),
+            (#"{"serviceAccountFile": "sa.json", "connections": 0}"#, "apps[0].fcm.connections", "1 to 64"),
+            (#"{"serviceAccountFile": "sa.json", "project": "x"}"#, "apps[0].fcm.project", "unknown field"),
+            (#"{}"#, "apps[0].fcm.serviceAccountFile", "required"),
+        ]
+        for (index, (fcm, field, words)) in cases.enumerated() {
+            let file = try scratch.write("fcm\(index).json", json(app(fcm)))
+            let error = #expect(throws: ConfigurationError.self, "\(field)") { try GatewayConfiguration.load(file: file) }
+            #expect(error?.field == field, "\(error?.description ?? "")")
+            #expect(error?.message.contains(words) == true, "\(error?.description ?? ""): should say '\(words)'")
+            // The hint names the PEM header; the key's own text never appears.
+            #expect(error?.description.contains("not a key") == false, "never the key")
+        }
     }
 
     @Test("credentials by kind: a kind's own credential serves it, the app's serves the rest")
