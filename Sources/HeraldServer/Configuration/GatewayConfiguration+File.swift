@@ -210,17 +210,7 @@ extension GatewayConfiguration.App {
                 }
             }
         }
-        if let caFile = try fields.string("caFile") {
-            let path = Self.resolve(caFile, in: directory)
-            let certificates: [NIOSSLCertificate]
-            do {
-                certificates = try NIOSSLCertificate.fromPEMFile(path)
-            } catch {
-                throw FieldError(fields.at("caFile"), "cannot read PEM certificates from '\(path)' (\(error))")
-            }
-            guard !certificates.isEmpty else { throw FieldError(fields.at("caFile"), "'\(path)' holds no PEM certificate") }
-            trustRoots = .systemAnd(certificates)
-        }
+        if let certificates = try Self.caFile(fields, directory: directory) { trustRoots = .systemAnd(certificates) }
         if let connections = try fields.int("connections") {
             guard (1...64).contains(connections) else { throw FieldError(fields.at("connections"), "must be 1 to 64") }
             self.connections = connections
@@ -251,15 +241,7 @@ extension GatewayConfiguration.App {
             }
             settings.endpoint = endpoint
         }
-        if let caFile = try fields.string("caFile") {
-            let path = resolve(caFile, in: directory)
-            do {
-                settings.trustRoots = try NIOSSLCertificate.fromPEMFile(path)
-            } catch {
-                throw FieldError(fields.at("caFile"), "cannot read PEM certificates from '\(path)' (\(error))")
-            }
-            guard !settings.trustRoots.isEmpty else { throw FieldError(fields.at("caFile"), "'\(path)' holds no PEM certificate") }
-        }
+        settings.trustRoots = try caFile(fields, directory: directory) ?? []
         if let connections = try fields.int("connections") {
             guard (1...64).contains(connections) else { throw FieldError(fields.at("connections"), "must be 1 to 64") }
             settings.connections = connections
@@ -288,17 +270,23 @@ extension GatewayConfiguration.App {
             throw FieldError(fields.at("defaultURL"), "must be an https:// URL (where a browser's notification opens)")
         }
         var settings = GatewayConfiguration.WebPushSettings(key: key, subject: subject, defaultURL: defaultURL)
-        if let caFile = try fields.string("caFile") {
-            let path = resolve(caFile, in: directory)
-            do {
-                settings.trustRoots = try NIOSSLCertificate.fromPEMFile(path)
-            } catch {
-                throw FieldError(fields.at("caFile"), "cannot read PEM certificates from '\(path)' (\(error))")
-            }
-            guard !settings.trustRoots.isEmpty else { throw FieldError(fields.at("caFile"), "'\(path)' holds no PEM certificate") }
-        }
+        settings.trustRoots = try caFile(fields, directory: directory) ?? []
         settings.allowsLoopbackHTTP = try fields.bool("allowLoopbackHTTP") ?? false
         return settings
+    }
+
+    /// `caFile`: the PEM certificates of a CA to trust besides the system's (a mock's), if given.
+    static func caFile(_ fields: JSONFields, directory: String) throws(FieldError) -> [NIOSSLCertificate]? {
+        guard let caFile = try fields.string("caFile") else { return nil }
+        let path = resolve(caFile, in: directory)
+        let certificates: [NIOSSLCertificate]
+        do {
+            certificates = try NIOSSLCertificate.fromPEMFile(path)
+        } catch {
+            throw FieldError(fields.at("caFile"), "cannot read PEM certificates from '\(path)' (\(error))")
+        }
+        guard !certificates.isEmpty else { throw FieldError(fields.at("caFile"), "'\(path)' holds no PEM certificate") }
+        return certificates
     }
 
     static func isValidID(_ id: String) -> Bool {

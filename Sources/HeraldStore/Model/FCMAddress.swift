@@ -48,9 +48,7 @@ public struct FCMAddress: Sendable, Hashable {
 
     /// Whether `text` is an FCM device ID (``id``).
     public static func isID(_ text: some StringProtocol) -> Bool {
-        let bytes = text.utf8
-        return bytes.count == 36 && text.hasPrefix(idPrefix)
-            && bytes.dropFirst(4).allSatisfy { ($0 >= 0x61 && $0 <= 0x7A) || ($0 >= 0x32 && $0 <= 0x37) }
+        Base32.isDeviceID(text, prefix: idPrefix)
     }
 }
 
@@ -61,6 +59,13 @@ extension FCMAddress: CustomStringConvertible {
 
 /// RFC 4648 base32 without padding, lower case: device IDs.
 enum Base32 {
+    /// Whether `text` is `prefix` and 32 lower-case base32 characters (a 20-byte digest).
+    static func isDeviceID(_ text: some StringProtocol, prefix: String) -> Bool {
+        let bytes = text.utf8
+        return bytes.count == prefix.utf8.count + 32 && text.hasPrefix(prefix)
+            && bytes.dropFirst(prefix.utf8.count).allSatisfy { ($0 >= 0x61 && $0 <= 0x7A) || ($0 >= 0x32 && $0 <= 0x37) }
+    }
+
     static func lowercase(_ bytes: [UInt8]) -> String {
         let alphabet = Array("abcdefghijklmnopqrstuvwxyz234567".utf8)
         var text = [UInt8]()

@@ -49,9 +49,7 @@ public struct WebPushAddress: Sendable, Hashable {
 
     /// Whether `text` is a Web Push device ID (``id``).
     public static func isID(_ text: some StringProtocol) -> Bool {
-        let bytes = text.utf8
-        return bytes.count == 35 && text.hasPrefix(idPrefix)
-            && bytes.dropFirst(3).allSatisfy { ($0 >= 0x61 && $0 <= 0x7A) || ($0 >= 0x32 && $0 <= 0x37) }
+        Base32.isDeviceID(text, prefix: idPrefix)
     }
 
     /// The stored form: `{"endpoint":…,"p256dh":…,"auth":…}`.
