@@ -23,6 +23,7 @@ final class MockFCMRoutes: Sendable {
 
     let state: MockFCMState
     private let accessTokenLifetime: Duration
+    private let validatesMessages: Bool
     private let logger: Logger
     /// The service account whose assertions are accepted, set once the listener is bound
     /// (before any request is served): its `token_uri` names the port.
@@ -31,6 +32,7 @@ final class MockFCMRoutes: Sendable {
     init(configuration: MockFCMServer.Configuration, logger: Logger) {
         state = MockFCMState(maximumRecords: configuration.maximumRecords)
         accessTokenLifetime = max(.seconds(1), configuration.accessTokenLifetime)
+        validatesMessages = configuration.validatesMessages
         self.logger = logger
     }
 
@@ -178,6 +180,12 @@ final class MockFCMRoutes: Sendable {
         guard let body = try? await request.collectBody(limit: Self.maximumBodyCount) else {
             throw MockFCMRejection(status: 400, message: "Request payload size exceeds the limit: \(Self.maximumBodyCount) bytes.", googleStatus: "INVALID_ARGUMENT")
         }
+        guard validatesMessages else {
+            if let fault = state.takeFault(for: "") { try await answer(fault) }
+            return state.record { number in
+                MockFCMMessage(token: "", message: .null, name: "projects/\(project)/messages/\(number)", httpVersion: context.httpVersion, receivedAt: Date())
+            }
+        }
         guard let json = try? JSONValue(parsing: body.readableBytesView), let message = json["message"], message.objectValue != nil else {
             throw MockFCMRejection.badRequest(field: "message", description: "Invalid JSON payload received: the body must be {\"message\": {…}}")
         }
@@ -189,22 +197,26 @@ final class MockFCMRoutes: Sendable {
             throw MockFCMRejection.badRequest(field: error.field ?? "message", description: error.message)
         }
         let token = message["token"]?.stringValue ?? ""
-        switch state.takeFault(for: token) {
-        case nil: break
-        case .unregistered?: throw MockFCMRejection.unregistered
-        case .invalidToken?: throw MockFCMRejection.invalidToken
-        case .senderIDMismatch?: throw MockFCMRejection.senderIDMismatch
-        case .thirdPartyAuthError?: throw MockFCMRejection.thirdPartyAuthError
-        case .quotaExceeded(let seconds, _)?: throw MockFCMRejection.quotaExceeded(retryAfterSeconds: seconds)
-        case .unavailable?: throw MockFCMRejection.unavailable
-        case .internalError?: throw MockFCMRejection.internal
-        case .delay(let duration, _)?: try? await Task.sleep(for: duration)
-        case .answer(let status, let body, _)?: throw ScriptedAnswer(status: (100...599).contains(status) ? status : 500, body: body)
-        }
+        if let fault = state.takeFault(for: token) { try await answer(fault) }
         if state.isUnregistered(token) { throw MockFCMRejection.unregistered }
         return state.record { number in
             MockFCMMessage(
                 token: token, message: message, name: "projects/\(project)/messages/\(number)", httpVersion: context.httpVersion, receivedAt: Date())
+        }
+    }
+
+    /// Throws what a scripted fault answers, or waits its delay.
+    private func answer(_ fault: MockFCMFault) async throws {
+        switch fault {
+        case .unregistered: throw MockFCMRejection.unregistered
+        case .invalidToken: throw MockFCMRejection.invalidToken
+        case .senderIDMismatch: throw MockFCMRejection.senderIDMismatch
+        case .thirdPartyAuthError: throw MockFCMRejection.thirdPartyAuthError
+        case .quotaExceeded(let seconds, _): throw MockFCMRejection.quotaExceeded(retryAfterSeconds: seconds)
+        case .unavailable: throw MockFCMRejection.unavailable
+        case .internalError: throw MockFCMRejection.internal
+        case .delay(let duration, _): try? await Task.sleep(for: duration)
+        case .answer(let status, let body, _): throw ScriptedAnswer(status: (100...599).contains(status) ? status : 500, body: body)
         }
     }
 }

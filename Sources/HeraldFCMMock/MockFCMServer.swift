@@ -53,6 +53,14 @@ public final class MockFCMServer: Sendable {
         /// Accepted messages kept for ``MockFCMServer/received``; past it the oldest are dropped.
         /// The counts stay exact.
         public var maximumRecords = 1_000_000
+        /// Whether `messages:send` parses and validates each message (step 4, with HeraldFCM's
+        /// own validation) and looks at its token. Default `true`. `false` is for benchmarks
+        /// (`herald bench fcm`), keeping the mock's cost per message near the mock APNs's, which
+        /// reads no payload: the access token, the project and the body's size are still
+        /// checked and global faults still apply, but no message is refused for its content,
+        /// per-token faults and unregistered tokens do not apply, and a record's `token` is
+        /// empty and its `message` null.
+        public var validatesMessages = true
         /// Connections served at once; one past it waits to be accepted. Default 1024.
         public var maximumConnections = 1024
         /// The CA that issues the server's certificate; `nil` makes a fresh one. Give the one

@@ -79,21 +79,24 @@ struct WebPushBenchCommand: AsyncParsableCommand {
             let before = ProcessStats.now()
             let clock = ContinuousClock()
             let startedAt = clock.now
-            let (accepted, failures) = try await withWebPushClient(configuration: configuration) { client in
-                try await Self.sendAll(client: client, message: message, targets: targets, count: count, width: concurrency)
+            let sent = try await withWebPushClient(configuration: configuration) { client in
+                await GroupedSending.run(count: count, width: concurrency) { part in
+                    await client.send(message, toEach: part.map { targets[$0 % targets.count] })
+                }
             }
+            let accepted = sent.accepted
             let seconds = (clock.now - startedAt).seconds
             let after = ProcessStats.now()
             let rate = Double(accepted) / seconds
             let cpuMicros = (after.cpuSeconds - before.cpuSeconds) / Double(count) * 1e6
             Terminal.line("herald bench webpush: \(count) messages to \(subscriptions) subscriptions at \(server == nil ? origin : "the in-process mock (\(origin))"), \(concurrency) in flight, \(http1 ? "HTTP/1.1" : "HTTP/2 by ALPN")")
-            Terminal.line("accepted    \(accepted)\(failures.isEmpty ? "" : ", failed \(failures.count): \(failures.first!)")")
+            Terminal.line("accepted    \(accepted)\(sent.failures.first.map { ", failed \(sent.failed): \($0)" } ?? "")")
             Terminal.line("rate        \(Int(rate)) messages/s in \(format(seconds)) s")
             Terminal.line("cpu         \(format(cpuMicros)) µs per message\(server == nil ? "" : " (the in-process mock's included)")")
             after.printUsage(since: before, over: seconds)
 
             if pywebpushCount > 0 {
-                let python = try runPywebpush(origin: origin, caPEM: caPEM, key: key, target: targets[0], scratch: scratch)
+                let python = try await runPywebpush(origin: origin, caPEM: caPEM, key: key, target: targets[0], scratch: scratch)
                 Terminal.line("pywebpush   \(Int(python)) messages/s (\(pywebpushCount) messages, one requests session)")
                 Terminal.line("ratio       \(format(rate / python))× pywebpush")
             }
@@ -103,39 +106,6 @@ struct WebPushBenchCommand: AsyncParsableCommand {
         } catch {
             try? await server?.shutdown()
             throw error
-        }
-    }
-
-    /// Sends `count` messages round-robin over `targets`, in groups of `width` (the client's
-    /// `send(_:toEach:)`, as the gateway sends a batch's browsers), two groups at a time.
-    static func sendAll(client: WebPushClient, message: WebPushMessage, targets: [WebPushSubscription], count: Int, width: Int) async throws -> (Int, [String]) {
-        let groups = stride(from: 0, to: count, by: width).map { start in (start..<min(count, start + width)).map { targets[$0 % targets.count] } }
-        return await withTaskGroup(of: [Result<WebPushReceipt, WebPushSendError>].self) { group in
-            var accepted = 0
-            var failures: [String] = []
-            var next = 0
-            func record(_ results: [Result<WebPushReceipt, WebPushSendError>]) {
-                for result in results {
-                    switch result {
-                    case .success: accepted += 1
-                    case .failure(let error): if failures.count < 10 { failures.append("\(error)") }
-                    }
-                }
-            }
-            while next < min(2, groups.count) {
-                let part = groups[next]
-                group.addTask { await client.send(message, toEach: part) }
-                next += 1
-            }
-            while let results = await group.next() {
-                record(results)
-                if next < groups.count {
-                    let part = groups[next]
-                    group.addTask { await client.send(message, toEach: part) }
-                    next += 1
-                }
-            }
-            return (accepted, failures)
         }
     }
 
@@ -164,7 +134,7 @@ struct WebPushBenchCommand: AsyncParsableCommand {
     }
 
     /// pywebpush's rate sending `pywebpushCount` messages to `target`, in a Python subprocess.
-    private func runPywebpush(origin: String, caPEM: String, key: VAPIDKey, target: WebPushSubscription, scratch: URL) throws -> Double {
+    private func runPywebpush(origin: String, caPEM: String, key: VAPIDKey, target: WebPushSubscription, scratch: URL) async throws -> Double {
         let caPath = scratch.appendingPathComponent("ca.pem").path
         let keyPath = scratch.appendingPathComponent("vapid.pem").path
         let subscriptionPath = scratch.appendingPathComponent("subscription.json").path
@@ -183,17 +153,10 @@ struct WebPushBenchCommand: AsyncParsableCommand {
                 assert r.status_code == 201, r.status_code
             print(count / (time.monotonic() - start))
             """
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", "-c", script, subscriptionPath, caPath, keyPath, String(pywebpushCount)]
-        let output = Pipe()
-        process.standardOutput = output
-        try process.run()
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0, let rate = Double(String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)) else {
-            throw CommandFailure("pywebpush failed (exit \(process.terminationStatus)); is it installed? python3 -m pip install pywebpush")
-        }
+        let printed = try await PythonPeer.run(
+            script, arguments: [subscriptionPath, caPath, keyPath, String(pywebpushCount)], timeout: .seconds(600), scratch: scratch,
+            hint: "is pywebpush installed? python3 -m pip install pywebpush")
+        guard let rate = Double(printed) else { throw CommandFailure("pywebpush printed no rate: \(PeerText(printed, limit: 200))") }
         return rate
     }
 }
