@@ -144,8 +144,16 @@ public final class FCMClient: Sendable {
         }
         var results = [Result<FCMReceipt, FCMSendError>?](repeating: nil, count: tokens.count)
         var bodies: [(index: Int, body: [UInt8])] = []
+        bodies.reserveCapacity(tokens.count)
+        // The message is the same for every token: checked and written once, each body that
+        // one with the token put in (a token's alphabet needs no JSON escaping).
+        let template = FCMBodyTemplate(message)
         var each = message
         for (index, token) in tokens.enumerated() {
+            if let template, FCMRegistrationToken.isValid(token) {
+                bodies.append((index, template.body(for: token)))
+                continue
+            }
             each.token = token
             do throws(FCMError) {
                 bodies.append((index, try each.requestBody()))

@@ -38,6 +38,7 @@ enum FCMDecision: Sendable, Hashable {
             return .retry(after: backoff)
         case .answered(let status, let retryAfter, let body):
             if (200..<300).contains(status) {
+                if let name = plainName(body) { return .accepted(name: name) }
                 return .accepted(name: json(body)?["name"]?.stringValue.map { PeerText($0, limit: 200).description })
             }
             let error = GoogleError(body)
@@ -84,6 +85,42 @@ enum FCMDecision: Sendable, Hashable {
                 return failure(.rejected, "refused")
             }
         }
+    }
+
+    /// FCM's usual answer, `{"name": "projects/…/messages/…"}` (any spacing), read without a
+    /// JSON parse when the name is 1 to 200 of letters, digits and `/ _ - : .` (nothing to
+    /// escape); `nil` for any other body, which is parsed.
+    static func plainName(_ body: [UInt8]) -> String? {
+        var index = 0
+        func skipSpace() { while index < body.count, body[index] == 0x20 || body[index] == 0x0A || body[index] == 0x0D || body[index] == 0x09 { index += 1 } }
+        func expect(_ text: StaticString) -> Bool {
+            let count = text.utf8CodeUnitCount
+            guard body.count - index >= count else { return false }
+            let matches = text.withUTF8Buffer { $0.elementsEqual(body[index..<(index + count)]) }
+            if matches { index += count }
+            return matches
+        }
+        skipSpace()
+        guard expect("{") else { return nil }
+        skipSpace()
+        guard expect("\"name\"") else { return nil }
+        skipSpace()
+        guard expect(":") else { return nil }
+        skipSpace()
+        guard expect("\"") else { return nil }
+        let start = index
+        while index < body.count, index - start <= 200, Self.isPlainNameByte(body[index]) { index += 1 }
+        let end = index
+        guard end > start, end - start <= 200, expect("\"") else { return nil }
+        skipSpace()
+        guard expect("}") else { return nil }
+        skipSpace()
+        guard index == body.count else { return nil }
+        return String(decoding: body[start..<end], as: UTF8.self)
+    }
+
+    private static func isPlainNameByte(_ byte: UInt8) -> Bool {
+        Base64URL.isAlphabet(byte) || byte == UInt8(ascii: "/") || byte == UInt8(ascii: ":") || byte == UInt8(ascii: ".")
     }
 
     static func json(_ body: [UInt8]) -> JSONValue? {

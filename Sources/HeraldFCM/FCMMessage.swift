@@ -176,3 +176,43 @@ public struct FCMMessage: Sendable, Hashable {
         return "\(seconds).\(fraction)s"
     }
 }
+
+/// One message's request body for many tokens: written once with a stand-in token, then, for
+/// each token, the bytes before it, the token and the bytes after it. `nil` when the message is
+/// not valid or the stand-in is not found exactly once (each body is then written on its own).
+struct FCMBodyTemplate {
+    private let prefix: [UInt8]
+    private let suffix: [UInt8]
+
+    /// A token no registration token shares a body with: FCM's alphabet, checked like any token.
+    static let standIn = "HERALD-TOKEN:0f8b6c1e9d2a47b3a5c4e6f7a8b9c0d1"
+
+    init?(_ message: FCMMessage) {
+        var standing = message
+        standing.token = Self.standIn
+        guard let body = try? standing.requestBody() else { return nil }
+        let needle = Array("\"token\":\"\(Self.standIn)\"".utf8)
+        var found: Int?
+        var start = 0
+        while let range = body[start...].firstRange(of: needle) {
+            guard found == nil else { return nil }
+            found = range.lowerBound
+            start = range.upperBound
+        }
+        guard let at = found else { return nil }
+        let tokenStart = at + needle.count - Self.standIn.utf8.count - 1
+        prefix = Array(body[..<tokenStart])
+        suffix = Array(body[(tokenStart + Self.standIn.utf8.count)...])
+    }
+
+    /// The body for `token`, which must pass ``FCMRegistrationToken/isValid(_:)``.
+    func body(for token: String) -> [UInt8] {
+        var body = [UInt8]()
+        body.reserveCapacity(prefix.count + token.utf8.count + suffix.count)
+        body += prefix
+        body += token.utf8
+        body += suffix
+        return body
+    }
+}
+

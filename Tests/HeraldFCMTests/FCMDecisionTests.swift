@@ -27,6 +27,22 @@ struct FCMDecisionTests {
         return nil
     }
 
+    @Test("a 200's message name is read as it is when plain, and through the JSON parser (escaped, bounded) otherwise")
+    func acceptedNames() {
+        func name(_ text: String) -> String?? {
+            guard case .accepted(let name) = FCMDecision.decide(.answered(status: 200, retryAfter: nil, body: Array(text.utf8)), attempts: 1, refreshed: false, policy: .default, random: 0.5) else { return .none }
+            return .some(name)
+        }
+        #expect(name(#"{"name": "projects/p/messages/0:123%abc"}"#) == .some("projects/p/messages/0:123%abc"), "not plain: parsed, the same")
+        #expect(name(#"{"name":"projects/p/messages/0:1234"}"#) == .some("projects/p/messages/0:1234"))
+        #expect(name(" {\n  \"name\": \"projects/p/messages/1\"\n}\n") == .some("projects/p/messages/1"))
+        #expect(FCMDecision.plainName(Array(#"{"name": "a\u0041"}"#.utf8)) == nil && name(#"{"name": "a\u0041"}"#) == .some("aA"))
+        #expect(FCMDecision.plainName(Array(#"{"name": "x", "more": 1}"#.utf8)) == nil && name(#"{"name": "x", "more": 1}"#) == .some("x"))
+        #expect(FCMDecision.plainName(Array(("{\"name\": \"" + String(repeating: "a", count: 201) + "\"}").utf8)) == nil)
+        #expect(FCMDecision.plainName(Array(#"{"name": ""}"#.utf8)) == nil && FCMDecision.plainName([]) == nil)
+        #expect(name("not json") == .some(nil))
+    }
+
     @Test("200 is accepted with FCM's message name")
     func accepted() {
         #expect(Self.decide(200, #"{"name":"projects/p/messages/0:123%abc"}"#) == .accepted(name: "projects/p/messages/0:123%abc"))

@@ -22,6 +22,20 @@ struct FCMMessageTests {
         #expect(sent["android"] == ["priority": "high", "ttl": "3.5s", "collapse_key": "score", "notification": ["channel_id": "news", "click_action": "OPEN"]])
     }
 
+    @Test("a group's bodies are one body with each token put in: the same JSON as each message written on its own")
+    func bodyTemplate() throws {
+        var message = FCMMessage(token: "x", notification: .init(title: "Shipped", body: "a \"quoted\" token: HERALD"), data: ["token": "t", "k": "v"])
+        message.android = .init(priority: .high, timeToLive: .seconds(60), collapseKey: "c")
+        let template = try #require(FCMBodyTemplate(message))
+        for token in ["abc:DEF-ghi_123", String(repeating: "Z", count: 4096)] {
+            var each = message
+            each.token = token
+            #expect(try JSONValue(parsing: template.body(for: token)) == JSONValue(parsing: each.requestBody()))
+        }
+        // A message FCM would refuse makes no template: each body is written (and refused) on its own.
+        #expect(FCMBodyTemplate(FCMMessage(token: "x", data: ["from": "me"])) == nil)
+    }
+
     @Test("duration strings", arguments: [(Duration.seconds(60), "60s"), (.milliseconds(3500), "3.5s"), (.zero, "0s"), (.nanoseconds(1), "0.000000001s"), (.seconds(-1), "-1s")])
     func durations(duration: Duration, text: String) {
         #expect(FCMMessage.durationString(duration) == text)
