@@ -327,7 +327,7 @@ public final class WebPushClient: Sendable {
             // The pool's own counters are APNs's (notifications accepted, rejected by reason):
             // not reported for Web Push requests. Made with the global factory, they also
             // clashed with the gateway's labelled APNs counters of the same names, which
-            // swift-prometheus traps on (found by scripts/bench-webpush-gateway.sh).
+            // swift-prometheus traps on (found by scripts/bench-platforms-gateway.sh).
             settings.metrics.factory = NOOPMetricsHandler.instance
             let client = try? APNSClient(configuration: settings, eventLoopGroup: eventLoopGroup, logger: logger)
             transports[subscription.origin] = .some(client)

@@ -49,6 +49,8 @@ struct FCMBenchCommand: AsyncParsableCommand {
     var serviceAccount: String?
     @Option(help: "Output format: text or json.")
     var output: OutputFormat = .text
+    @Flag(help: "FCM alone: no APNs run beside it (for scripts that run the clients side by side themselves).")
+    var fcmOnly = false
 
     /// The HTTP/2 streams each mock allows per connection: the FCM mock's HTTP/2 server's
     /// default (swift-nio-http2's), given to the mock APNs too.
@@ -112,7 +114,7 @@ struct FCMBenchCommand: AsyncParsableCommand {
     /// Herald to FCM, Herald to APNs, firebase-admin to FCM; prints the figures.
     private func measure(_ target: Target, scratch: URL) async throws {
         let fcm = try await sendFCM(to: target)
-        let apns = try await sendAPNs()
+        let apns = fcmOnly ? nil : try await sendAPNs()
         let python = firebaseAdminCount > 0 ? try await sendFirebaseAdmin(to: target, scratch: scratch) : nil
         let usage = ProcessStats.now()
         switch output {
@@ -120,8 +122,10 @@ struct FCMBenchCommand: AsyncParsableCommand {
             let place = target.inProcess ? "the in-process mock FCM (\(target.origin))" : target.origin
             Terminal.line("herald bench fcm: \(count) messages to \(tokens) registration tokens at \(place), \(connections) connection(s), \(concurrency) in flight")
             Terminal.line("fcm         \(fcm.summary(unit: "messages", mockIncluded: target.inProcess))")
-            Terminal.line("apns        \(apns.summary(unit: "notifications", mockIncluded: true))")
-            Terminal.line("ratio       \(format(fcm.ratio(to: apns)))× APNs (goal ≥ 0.8)")
+            if let apns {
+                Terminal.line("apns        \(apns.summary(unit: "notifications", mockIncluded: true))")
+                Terminal.line("ratio       \(format(fcm.ratio(to: apns)))× APNs (goal ≥ 0.8)")
+            }
             if let python {
                 Terminal.line("firebase-admin \(python.summary(unit: "messages", mockIncluded: false)) (Python's CPU; send_each_async, HTTP/2, batches of 500)")
                 Terminal.line("ratio       \(format(fcm.ratio(to: python)))× firebase-admin (goal ≥ 20)")
@@ -141,8 +145,10 @@ struct FCMBenchCommand: AsyncParsableCommand {
             writer.key("concurrency"); writer.int(concurrency)
             writer.key("mock"); writer.string(target.inProcess ? "in-process" : "external")
             writer.key("fcm"); fcm.write(into: &writer)
-            writer.key("apns"); apns.write(into: &writer)
-            writer.key("fcm_to_apns"); writer.double(fcm.ratio(to: apns))
+            if let apns {
+                writer.key("apns"); apns.write(into: &writer)
+                writer.key("fcm_to_apns"); writer.double(fcm.ratio(to: apns))
+            }
             if let python {
                 writer.key("firebase_admin")
                 python.write(into: &writer)
@@ -153,6 +159,6 @@ struct FCMBenchCommand: AsyncParsableCommand {
             Terminal.line(bytes: writer.bytes)
         }
         Terminal.flush()
-        guard fcm.accepted == count, apns.accepted == count, python.map({ $0.accepted == firebaseAdminCount }) ?? true else { throw ExitCode(1) }
+        guard fcm.accepted == count, apns.map({ $0.accepted == count }) ?? true, python.map({ $0.accepted == firebaseAdminCount }) ?? true else { throw ExitCode(1) }
     }
 }
