@@ -113,7 +113,9 @@ struct ServeCommandTests {
     func killedMidBroadcast(backend: Backend) async throws {
         if backend == .postgres, let reason = PostgresCluster.unavailableReason, !PostgresCluster.isRequired { try Test.cancel(Comment(rawValue: reason)) }
         let scratch = try ScratchDirectory()
-        let setup = try await Setup(database: try backend.storeURL(scratch: scratch))
+        // 30 ms an answer: the broadcast takes over a second, so the kill lands mid-way on a
+        // loaded machine too (without it, one CI run sent all 4,000 between the look and the kill).
+        let setup = try await Setup(database: try backend.storeURL(scratch: scratch), delay: .milliseconds(30))
         let devices = 4000
         let (first, base) = try setup.serve()
         let id = try await Self.importAndBroadcast(base, count: devices, alert: "crash")

@@ -62,7 +62,7 @@ extension FCMBenchCommand {
     /// `concurrency` (`send(_:toEach:)`).
     func sendFCM(to target: Target) async throws -> Figures {
         var configuration = FCMClient.Configuration(serviceAccount: target.account)
-        configuration.endpoint = target.origin
+        configuration.endpoint = target.sink ?? target.origin
         configuration.additionalTrustRoots = target.trust
         configuration.maximumConnections = connections
         configuration.maximumInFlight = concurrency

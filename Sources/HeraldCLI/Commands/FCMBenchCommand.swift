@@ -49,6 +49,10 @@ struct FCMBenchCommand: AsyncParsableCommand {
     var serviceAccount: String?
     @Option(help: "Output format: text or json.")
     var output: OutputFormat = .text
+    @Option(help: ArgumentHelp(
+        "With --mock: messages:send goes here instead (access tokens still come from the mock): a sink that answers 200 with a message name, e.g. nginx: the client's cost alone.",
+        valueName: "https://HOST:PORT"))
+    var sink: String?
     @Flag(help: "FCM alone: no APNs run beside it (for scripts that run the clients side by side themselves).")
     var fcmOnly = false
 
@@ -82,7 +86,8 @@ struct FCMBenchCommand: AsyncParsableCommand {
             } catch {
                 throw CommandFailure.usage("--ca-file '\(caFile)': cannot read PEM certificates (\(error))")
             }
-            let target = Target(origin: mock, account: account, trust: trust, caFile: caFile, accountFile: serviceAccount, inProcess: false)
+            var target = Target(origin: mock, account: account, trust: trust, caFile: caFile, accountFile: serviceAccount, inProcess: false)
+            target.sink = sink
             try await measure(target, scratch: scratch)
         } else {
             var configuration = MockFCMServer.Configuration()
@@ -108,6 +113,8 @@ struct FCMBenchCommand: AsyncParsableCommand {
         var trust: [NIOSSLCertificate]
         var caFile: String
         var accountFile: String
+        /// Where messages:send goes instead of `origin` (a sink), if anywhere.
+        var sink: String? = nil
         var inProcess: Bool
     }
 

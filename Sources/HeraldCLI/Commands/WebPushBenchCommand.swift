@@ -37,6 +37,10 @@ struct WebPushBenchCommand: AsyncParsableCommand {
     var mock: String?
     @Option(help: ArgumentHelp("The external mock's CA certificate (PEM).", valueName: "FILE"))
     var caFile: String?
+    @Option(help: ArgumentHelp(
+        "With --mock: the messages go here instead, to subscriptions made in this process (any key; a sink that answers 201 to POST /push/N, e.g. nginx: the client's cost alone).",
+        valueName: "https://HOST:PORT"))
+    var sink: String?
 
     func validate() throws {
         guard count >= 1, subscriptions >= 1, concurrency >= 1, pywebpushCount >= 0 else {
@@ -67,7 +71,12 @@ struct WebPushBenchCommand: AsyncParsableCommand {
         defer { try? FileManager.default.removeItem(at: scratch) }
         do {
             let key = VAPIDKey.generate()
-            let targets = try await subscribe(origin: origin, trust: trust, count: subscriptions, key: key)
+            let targets: [WebPushSubscription]
+            if let sink {
+                targets = try Self.sinkSubscriptions(origin: sink, count: subscriptions)
+            } else {
+                targets = try await subscribe(origin: origin, trust: trust, count: subscriptions, key: key)
+            }
             let payload = Array(#"{"web_push":8030,"notification":{"title":"Herald benchmark","body":"A short body of about one hundred bytes.","navigate":"https://example.com/"}}"#.utf8)
             let message = try WebPushMessage(payload: payload, timeToLive: 3600, urgency: .normal)
             var configuration = WebPushClient.Configuration(vapid: try VAPIDSigner(key: key, subject: "mailto:bench@example.com"))
@@ -110,6 +119,17 @@ struct WebPushBenchCommand: AsyncParsableCommand {
     }
 
     /// Subscriptions from the mock's `POST /subscribe`, bound to `key`.
+    /// Subscriptions at a sink, made here: a fresh browser key and secret each, as a browser
+    /// would have them (the sink decrypts nothing; the client encrypts for each all the same).
+    private static func sinkSubscriptions(origin: String, count: Int) throws -> [WebPushSubscription] {
+        try (0..<count).map { index in
+            let browser = VAPIDKey.generate()
+            return try WebPushSubscription(
+                endpoint: "\(origin)/push/\(index)", p256dh: browser.publicKeyBase64URL,
+                auth: Base64URL.encode((0..<16).map { _ in UInt8.random(in: 0...255) }))
+        }
+    }
+
     private func subscribe(origin: String, trust: [NIOSSLCertificate], count: Int, key: VAPIDKey) async throws -> [WebPushSubscription] {
         var tls = TLSConfiguration.makeClientConfiguration()
         tls.additionalTrustRoots = [.certificates(trust)]

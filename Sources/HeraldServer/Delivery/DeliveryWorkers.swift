@@ -151,7 +151,8 @@ final class DeliveryWorkers: Service, Sendable {
             return
         }
         // The lease is renewed while the batch is sent; once the process is stopping, the batch
-        // has its grace period, then outcomes not in are retried (its APNs devices' and browsers').
+        // has its grace period, then outcomes not in are retried (its APNs devices', browsers' and
+        // Android devices').
         let grace = GracePeriod()
         let watchdog = Task { await self.watch(whole, grace: grace) }
         defer { watchdog.cancel() }
