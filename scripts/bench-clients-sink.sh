@@ -71,5 +71,5 @@ WEBPUSH=$(awk '/^rate/ { print $2 }' "$WORK/webpush.log")
 echo "web push: $WEBPUSH/s, $(awk '/^cpu/ && /µs/ { print $2 }' "$WORK/webpush.log") µs per message"
 python3 -c "print('ratio fcm / apns: %.2f' % ($FCM / $APNS))"
 for log in apns fcm webpush; do
-    if grep -q "failed" "$WORK/$log.log"; then echo "$log:"; cat "$WORK/$log.log"; fi
+    if grep -Eq "failed [1-9]" "$WORK/$log.log"; then echo "$log:"; cat "$WORK/$log.log"; fi
 done
