@@ -116,6 +116,12 @@ final class MockHTTP2Handler: ChannelInboundHandler {
             flush(context)
             return
         }
+        // Hummingbird's server allows half-closure: a peer that stops sending is done.
+        if case ChannelEvent.inputClosed = event, !closing {
+            closing = true
+            context.close(promise: nil)
+            return
+        }
         context.fireUserInboundEventTriggered(event)
     }
 

@@ -29,6 +29,8 @@ struct MockHTTPChannel: ServerChildChannel {
 
     func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
         channel.eventLoop.makeCompletedFuture {
+            // Answers go out as written, as the APNs mock's listener does (Hummingbird leaves Nagle on).
+            try channel.syncOptions?.setOption(.socketOption(.tcp_nodelay), value: 1)
             let sync = channel.pipeline.syncOperations
             try sync.addHandler(NIOSSLServerHandler(context: sslContext))
             let alpn = NIOTypedApplicationProtocolNegotiationHandler<Negotiated> { result in
