@@ -179,12 +179,14 @@ let package = Package(
             name: "HeraldMockHTTP",
             dependencies: [
                 "HeraldMock",
+                "HeraldHTTP2",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "HummingbirdTLS", package: "hummingbird"),
-                .product(name: "HummingbirdHTTP2", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHPACK", package: "swift-nio-http2"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "NIOTLS", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
@@ -434,7 +436,11 @@ let package = Package(
             name: "HeraldWebPushTests",
             dependencies: [
                 "HeraldTestSupport",
+                "HeraldHostilePeers",
                 "HeraldCore",
+                "HeraldHTTP2",
+                "HeraldMock",
+                "HeraldMockHTTP",
                 "HeraldWebPush",
                 "HeraldWebPushMock",
                 .product(name: "Crypto", package: "swift-crypto"),

@@ -1,7 +1,6 @@
 import HeraldCore
 import HeraldFCM
 import HeraldMockHTTP
-import Hummingbird
 import Logging
 import NIOCore
 import Synchronization
@@ -15,7 +14,7 @@ import Foundation
 /// The mock FCM's routes: `POST /token` (the service account's OAuth token endpoint) and
 /// `POST /v1/projects/{project}/messages:send`. Decoding and answering only; the checks are
 /// `FCMAssertion.verify` and `FCMMessage.validate`, the tables ``MockFCMState``.
-final class MockFCMRoutes: Sendable {
+final class MockFCMRoutes: MockHTTPHandler {
     /// The longest `messages:send` body read (FCM's own limit is far above a 4 KB message).
     static let maximumBodyCount = 64 << 10
     /// The longest token request body read: an assertion is about 800 bytes.
@@ -41,9 +40,21 @@ final class MockFCMRoutes: Sendable {
         set { accountBox.withLock { $0 = newValue } }
     }
 
-    func add(to router: Router<MockHTTPContext>) {
-        router.post("token") { request, _ in await self.token(request) }
-        router.post("v1/projects/:project/:method") { request, context in await self.send(request, context: context) }
+    // MARK: Routing
+
+    func maximumBodyCount(method: String, path: String) -> Int {
+        path == "/token" ? Self.maximumTokenBodyCount : Self.maximumBodyCount
+    }
+
+    /// `POST /token` and `POST /v1/projects/{project}/{method}`; anything else 404 with no body.
+    func respond(to request: MockHTTPRequest) -> MockHTTPReply {
+        let segments = request.segments
+        guard request.method == "POST" else { return .now(MockHTTPResponse(status: 404)) }
+        if segments == ["token"] { return .now(token(request)) }
+        if segments.count == 4, segments[0] == "v1", segments[1] == "projects" {
+            return send(request, project: String(segments[2]), method: segments[3])
+        }
+        return .now(MockHTTPResponse(status: 404))
     }
 
     // MARK: The token endpoint
@@ -51,10 +62,10 @@ final class MockFCMRoutes: Sendable {
     /// `POST /token`, form-encoded `grant_type=urn:ietf:params:oauth:grant-type:jwt-bearer` and
     /// `assertion=<JWT>`: 200 `{"access_token", "expires_in", "token_type": "Bearer"}`, or 400
     /// `{"error", "error_description"}` (RFC 6749 §5.2) naming the failed check.
-    private func token(_ request: Request) async -> Response {
+    private func token(_ request: MockHTTPRequest) -> MockHTTPResponse {
         state.countTokenRequest()
         guard let account else { return Self.oauthError("invalid_client", "the mock has no service account") }
-        guard let body = try? await request.collectBody(limit: Self.maximumTokenBodyCount) else {
+        guard case .bytes(let body) = request.body else {
             return Self.oauthError("invalid_request", "the request body is over \(Self.maximumTokenBodyCount) bytes or unreadable")
         }
         let form = Self.formFields(String(decoding: body.readableBytesView, as: UTF8.self))
@@ -82,10 +93,10 @@ final class MockFCMRoutes: Sendable {
         writer.key("token_type")
         writer.string("Bearer")
         writer.endObject()
-        return Response(status: .ok, headers: [.contentType: "application/json; charset=utf-8"], body: ResponseBody(byteBuffer: ByteBuffer(bytes: writer.bytes)))
+        return MockHTTPResponse(status: 200, headers: [("content-type", "application/json; charset=utf-8")], body: writer.bytes)
     }
 
-    private static func oauthError(_ error: String, _ description: String) -> Response {
+    private static func oauthError(_ error: String, _ description: String) -> MockHTTPResponse {
         var writer = JSONWriter(capacity: 128)
         writer.beginObject()
         writer.key("error")
@@ -93,9 +104,8 @@ final class MockFCMRoutes: Sendable {
         writer.key("error_description")
         writer.string(description)
         writer.endObject()
-        return Response(
-            status: error == "invalid_client" ? .unauthorized : .badRequest, headers: [.contentType: "application/json; charset=utf-8"],
-            body: ResponseBody(byteBuffer: ByteBuffer(bytes: writer.bytes)))
+        return MockHTTPResponse(
+            status: error == "invalid_client" ? 401 : 400, headers: [("content-type", "application/json; charset=utf-8")], body: writer.bytes)
     }
 
     /// `application/x-www-form-urlencoded` fields; the first of a repeated name wins.
@@ -138,27 +148,21 @@ final class MockFCMRoutes: Sendable {
     /// `POST /v1/projects/{project}/messages:send`, checked in this order: the access token
     /// (401), the project (403), the body and the message's shape (400), scripted faults, an
     /// unregistered token (404); otherwise 200 `{"name": "projects/{project}/messages/{n}"}`.
-    private func send(_ request: Request, context: MockHTTPContext) async -> Response {
+    private func send(_ request: MockHTTPRequest, project: String, method: Substring) -> MockHTTPReply {
         state.countRequest()
         do {
-            let message = try await accept(request, context: context)
-            var writer = JSONWriter(capacity: 96)
-            writer.beginObject()
-            writer.key("name")
-            writer.string(message.name)
-            writer.endObject()
-            return Response(status: .ok, headers: [.contentType: "application/json; charset=UTF-8"], body: ResponseBody(byteBuffer: ByteBuffer(bytes: writer.bytes)))
-        } catch let rejection as MockFCMRejection {
-            state.countRejection(rejection.reason)
-            logger.debug("message refused", metadata: ["status": "\(rejection.status)", "reason": "\(rejection.reason)"])
-            var headers: HTTPFields = [.contentType: "application/json; charset=UTF-8"]
-            if let seconds = rejection.retryAfterSeconds { headers[.retryAfter] = String(seconds) }
-            return Response(status: HTTPResponse.Status(code: rejection.status), headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(bytes: rejection.body)))
-        } catch let answer as ScriptedAnswer {
-            state.countRejection("scripted")
-            return Response(status: HTTPResponse.Status(code: answer.status), body: ResponseBody(byteBuffer: ByteBuffer(bytes: answer.body)))
+            let (token, message) = try check(request, project: project, method: method)
+            switch state.takeFault(for: token) {
+            case nil:
+                break
+            case .delay(let duration, _)?:
+                return .after(duration) { self.accept(token: token, message: message, project: project, httpVersion: request.httpVersion) }
+            case let fault?:
+                throw Self.error(for: fault)
+            }
+            return .now(accept(token: token, message: message, project: project, httpVersion: request.httpVersion))
         } catch {
-            return Response(status: .internalServerError)
+            return .now(answer(error))
         }
     }
 
@@ -167,25 +171,19 @@ final class MockFCMRoutes: Sendable {
         var body: [UInt8]
     }
 
-    private func accept(_ request: Request, context: MockHTTPContext) async throws -> MockFCMMessage {
-        guard context.parameters.get("method") == "messages:send", let project = context.parameters.get("project") else {
-            throw MockFCMRejection.notFound
-        }
-        guard let authorization = request.headers[.authorization], authorization.hasPrefix("Bearer "),
+    /// Steps 1 to 4: the message (`null` and its token empty when messages are not validated).
+    private func check(_ request: MockHTTPRequest, project: String, method: Substring) throws -> (token: String, message: JSONValue) {
+        guard method == "messages:send" else { throw MockFCMRejection.notFound }
+        guard let authorization = request.header("authorization"), authorization.hasPrefix("Bearer "),
             state.isValid(accessToken: String(authorization.dropFirst(7)))
         else {
             throw MockFCMRejection.unauthenticated
         }
         guard let account, project == account.projectID else { throw MockFCMRejection.permissionDenied(project: PeerText(project, limit: 64).description) }
-        guard let body = try? await request.collectBody(limit: Self.maximumBodyCount) else {
+        guard case .bytes(let body) = request.body else {
             throw MockFCMRejection(status: 400, message: "Request payload size exceeds the limit: \(Self.maximumBodyCount) bytes.", googleStatus: "INVALID_ARGUMENT")
         }
-        guard validatesMessages else {
-            if let fault = state.takeFault(for: "") { try await answer(fault) }
-            return state.record { number in
-                MockFCMMessage(token: "", message: .null, name: "projects/\(project)/messages/\(number)", httpVersion: context.httpVersion, receivedAt: Date())
-            }
-        }
+        guard validatesMessages else { return ("", .null) }
         guard let json = try? JSONValue(parsing: body.readableBytesView), let message = json["message"], message.objectValue != nil else {
             throw MockFCMRejection.badRequest(field: "message", description: "Invalid JSON payload received: the body must be {\"message\": {…}}")
         }
@@ -196,27 +194,52 @@ final class MockFCMRoutes: Sendable {
         } catch {
             throw MockFCMRejection.badRequest(field: error.field ?? "message", description: error.message)
         }
-        let token = message["token"]?.stringValue ?? ""
-        if let fault = state.takeFault(for: token) { try await answer(fault) }
-        if state.isUnregistered(token) { throw MockFCMRejection.unregistered }
-        return state.record { number in
-            MockFCMMessage(
-                token: token, message: message, name: "projects/\(project)/messages/\(number)", httpVersion: context.httpVersion, receivedAt: Date())
+        return (message["token"]?.stringValue ?? "", message)
+    }
+
+    /// Step 6 and the answer: an unregistered token's 404, or the message recorded and named.
+    private func accept(token: String, message: JSONValue, project: String, httpVersion: Int) -> MockHTTPResponse {
+        if validatesMessages, state.isUnregistered(token) { return answer(MockFCMRejection.unregistered) }
+        let recorded = state.record { number in
+            MockFCMMessage(token: token, message: message, name: "projects/\(project)/messages/\(number)", httpVersion: httpVersion, receivedAt: Date())
+        }
+        var writer = JSONWriter(capacity: 96)
+        writer.beginObject()
+        writer.key("name")
+        writer.string(recorded.name)
+        writer.endObject()
+        return MockHTTPResponse(status: 200, headers: [("content-type", "application/json; charset=UTF-8")], body: writer.bytes)
+    }
+
+    /// A refusal's answer, counted by its reason.
+    private func answer(_ error: any Error) -> MockHTTPResponse {
+        switch error {
+        case let rejection as MockFCMRejection:
+            state.countRejection(rejection.reason)
+            logger.debug("message refused", metadata: ["status": "\(rejection.status)", "reason": "\(rejection.reason)"])
+            var headers = [(name: "content-type", value: "application/json; charset=UTF-8")]
+            if let seconds = rejection.retryAfterSeconds { headers.append(("retry-after", String(seconds))) }
+            return MockHTTPResponse(status: rejection.status, headers: headers, body: rejection.body)
+        case let answer as ScriptedAnswer:
+            state.countRejection("scripted")
+            return MockHTTPResponse(status: answer.status, body: answer.body)
+        default:
+            return MockHTTPResponse(status: 500)
         }
     }
 
-    /// Throws what a scripted fault answers, or waits its delay.
-    private func answer(_ fault: MockFCMFault) async throws {
+    /// What a scripted fault other than a delay answers.
+    private static func error(for fault: MockFCMFault) -> any Error {
         switch fault {
-        case .unregistered: throw MockFCMRejection.unregistered
-        case .invalidToken: throw MockFCMRejection.invalidToken
-        case .senderIDMismatch: throw MockFCMRejection.senderIDMismatch
-        case .thirdPartyAuthError: throw MockFCMRejection.thirdPartyAuthError
-        case .quotaExceeded(let seconds, _): throw MockFCMRejection.quotaExceeded(retryAfterSeconds: seconds)
-        case .unavailable: throw MockFCMRejection.unavailable
-        case .internalError: throw MockFCMRejection.internal
-        case .delay(let duration, _): try? await Task.sleep(for: duration)
-        case .answer(let status, let body, _): throw ScriptedAnswer(status: (100...599).contains(status) ? status : 500, body: body)
+        case .unregistered: MockFCMRejection.unregistered
+        case .invalidToken: MockFCMRejection.invalidToken
+        case .senderIDMismatch: MockFCMRejection.senderIDMismatch
+        case .thirdPartyAuthError: MockFCMRejection.thirdPartyAuthError
+        case .quotaExceeded(let seconds, _): MockFCMRejection.quotaExceeded(retryAfterSeconds: seconds)
+        case .unavailable: MockFCMRejection.unavailable
+        case .internalError: MockFCMRejection.internal
+        case .delay: MockFCMRejection.internal  // handled before: a delay answers what follows it
+        case .answer(let status, let body, _): ScriptedAnswer(status: (100...599).contains(status) ? status : 500, body: body)
         }
     }
 }

@@ -2,7 +2,6 @@ import HeraldCore
 import HeraldFCM
 import HeraldMock
 import HeraldMockHTTP
-import Hummingbird
 import Logging
 import NIOSSL
 import _CryptoExtras
@@ -103,12 +102,10 @@ public final class MockFCMServer: Sendable {
     ) async throws -> MockFCMServer {
         let key = try configuration.privateKey ?? _RSA.Signing.PrivateKey(keySize: .bits2048)
         let routes = MockFCMRoutes(configuration: configuration, logger: logger)
-        let router = Router(context: MockHTTPContext.self)
-        routes.add(to: router)
         let host: MockHTTPSHost
         do {
             host = try await MockHTTPSHost.start(
-                router: router, host: configuration.host, port: configuration.port, offersHTTP2: true, maximumConnections: configuration.maximumConnections,
+                handler: routes, host: configuration.host, port: configuration.port, offersHTTP2: true, maximumConnections: configuration.maximumConnections,
                 issuer: configuration.certificateIssuer, authorityName: "Herald Mock FCM CA", logger: logger)
         } catch let error as MockHTTPSHostError {
             throw MockFCMServerError(description: "the mock FCM \(error.description)")

@@ -1,16 +1,17 @@
 import HeraldMock
 import Hummingbird
 import HummingbirdCore
-import HummingbirdHTTP2
 import HummingbirdTLS
 import Logging
 import NIOCore
 import NIOSSL
 import ServiceLifecycle
 
-/// A mock's HTTPS listener (the Web Push and FCM mocks'): Hummingbird over TLS with a
-/// certificate from a mock CA, HTTP/2 and HTTP/1.1 offered by ALPN (or HTTP/1.1 only), a bound
-/// on connections, and a shutdown that never waits long.
+/// A mock's HTTPS listener (the Web Push and FCM mocks'): TLS with a certificate from a mock CA,
+/// HTTP/2 and HTTP/1.1 offered by ALPN (or HTTP/1.1 only), a bound on connections, and a
+/// shutdown that never waits long. HTTP/2 is served by ``MockHTTP2Handler`` on HeraldHTTP2, fast
+/// enough for a benchmark's mock; HTTP/1.1 by Hummingbird. Both hand each request to the same
+/// ``MockHTTPHandler``.
 package struct MockHTTPSHost: Sendable {
     /// The port it listens on.
     package let port: Int
@@ -18,15 +19,18 @@ package struct MockHTTPSHost: Sendable {
     package let authority: MockCertificateAuthority
     /// That CA's certificate, for clients' trust roots.
     package let certificate: NIOSSLCertificate
+    /// What its HTTP/2 connections have seen.
+    package let http2Counters: MockHTTP2Counters
 
     private let group: ServiceGroup
     private let task: Task<Void, any Error>
 
-    /// Binds `host:port` (0: a free port), serves `router`, and returns once it listens;
+    /// Binds `host:port` (0: a free port), serves `handler`, and returns once it listens;
     /// `onListening` runs with the port before any request is served.
     package static func start(
-        router: Router<MockHTTPContext>, host: String, port: Int, offersHTTP2: Bool, maximumConnections: Int, issuer: MockCertificateAuthority?,
-        authorityName: String, logger: Logger, onListening: @escaping @Sendable (Int) -> Void = { _ in }
+        handler: any MockHTTPHandler, host: String, port: Int, offersHTTP2: Bool, maximumConnections: Int, issuer: MockCertificateAuthority?,
+        authorityName: String, http2Limits: MockHTTP2Limits = MockHTTP2Limits(), logger: Logger,
+        onListening: @escaping @Sendable (Int) -> Void = { _ in }
     ) async throws -> MockHTTPSHost {
         let authority = try issuer ?? MockCertificateAuthority(name: authorityName)
         let certificate = try authority.tlsCertificate
@@ -37,19 +41,24 @@ package struct MockHTTPSHost: Sendable {
         // A connection the mock closes gets a second to answer close_notify (NIOSSL's default
         // is 5 s, which a shutdown would wait out).
         tls.shutdownTimeout = .seconds(1)
+        let http2Counters = MockHTTP2Counters()
+        let http1 = HTTP1Channel.Configuration(idleTimeout: .seconds(300))
         let builder: HTTPServerBuilder
         if offersHTTP2 {
-            // ALPN offers h2 and http/1.1 (HTTP2UpgradeChannel sets them).
-            builder = try .http2Upgrade(
-                tlsConfiguration: tls,
-                configuration: HTTP2UpgradeChannel.Configuration(idleTimeout: .seconds(300), gracefulCloseTimeout: .seconds(1)))
+            tls.applicationProtocols = ["h2", "http/1.1"]
+            let sslContext = try NIOSSLContext(configuration: tls)
+            let counters = http2Counters
+            builder = HTTPServerBuilder { responder in
+                MockHTTPChannel(
+                    sslContext: sslContext, http1: HTTP1Channel(responder: responder, configuration: http1), handler: handler, limits: http2Limits, counters: counters)
+            }
         } else {
             tls.applicationProtocols = ["http/1.1"]
-            builder = try .tls(.http1(configuration: .init(idleTimeout: .seconds(300))), tlsConfiguration: tls)
+            builder = try .tls(.http1(configuration: http1), tlsConfiguration: tls)
         }
         let (bound, listening) = AsyncStream<Int>.makeStream()
         let application = Application(
-            router: router,
+            responder: MockHTTPResponder(handler: handler),
             server: builder,
             configuration: ApplicationConfiguration(
                 address: .hostname(host, port: port), availableConnectionsDelegate: MaximumAvailableConnections(max(1, maximumConnections))),
@@ -72,7 +81,7 @@ package struct MockHTTPSHost: Sendable {
             try await task.value
             throw MockHTTPSHostError(description: "stopped before it listened on \(host):\(port)")
         }
-        return MockHTTPSHost(port: listened, authority: authority, certificate: certificate, group: group, task: task)
+        return MockHTTPSHost(port: listened, authority: authority, certificate: certificate, http2Counters: http2Counters, group: group, task: task)
     }
 
     /// Stops listening and closes every connection: gracefully (HTTP/2 GOAWAY, idle HTTP/1.1

@@ -2,7 +2,6 @@ import Crypto
 import HeraldCore
 import HeraldMockHTTP
 import HeraldWebPush
-import Hummingbird
 import Logging
 import NIOCore
 import Synchronization
@@ -16,7 +15,7 @@ import Foundation
 /// The mock push service's routes: `POST /subscribe` (the browser handing out a subscription) and
 /// `POST /push/{id}` (the push resource, RFC 8030 §5). Decoding and answering only; the checks
 /// are ``MockWebPushHeaders`` and `VAPID.verify`, the tables ``MockWebPushState``.
-final class MockWebPushRoutes: Sendable {
+final class MockWebPushRoutes: MockHTTPHandler {
     /// The largest push body a push service must accept (RFC 8030 §7.2, RFC 8291 §4).
     static let maximumBodyCount = 4096
     /// The largest `POST /subscribe` body (`{"applicationServerKey": …}` is about 110 bytes).
@@ -42,9 +41,19 @@ final class MockWebPushRoutes: Sendable {
         set { originBox.withLock { $0 = newValue } }
     }
 
-    func add(to router: Router<MockHTTPContext>) {
-        router.post("subscribe") { request, _ in await self.subscribe(request) }
-        router.post("push/:id") { request, context in await self.push(request, context: context) }
+    // MARK: Routing
+
+    func maximumBodyCount(method: String, path: String) -> Int {
+        path == "/subscribe" ? Self.maximumSubscribeBodyCount : Self.maximumBodyCount
+    }
+
+    /// `POST /subscribe` and `POST /push/{id}`; anything else 404 with no body.
+    func respond(to request: MockHTTPRequest) -> MockHTTPReply {
+        let segments = request.segments
+        guard request.method == "POST" else { return .now(MockHTTPResponse(status: 404)) }
+        if segments == ["subscribe"] { return .now(subscribe(request)) }
+        if segments.count == 2, segments[0] == "push" { return push(request, id: String(segments[1])) }
+        return .now(MockHTTPResponse(status: 404))
     }
 
     // MARK: Subscriptions
@@ -69,10 +78,10 @@ final class MockWebPushRoutes: Sendable {
 
     /// `POST /subscribe`, optionally with `{"applicationServerKey": "<base64url>"}`: 201 with the
     /// subscription as a browser's `subscription.toJSON()` gives it.
-    private func subscribe(_ request: Request) async -> Response {
+    private func subscribe(_ request: MockHTTPRequest) -> MockHTTPResponse {
         let body: ByteBuffer
         do {
-            body = try await Self.readBody(request, limit: Self.maximumSubscribeBodyCount)
+            body = try Self.body(of: request)
         } catch {
             return Self.answer(error)
         }
@@ -97,10 +106,9 @@ final class MockWebPushRoutes: Sendable {
             logger.debug("POST /subscribe refused: the mock holds its maximum of subscriptions", metadata: ["maximum": "\(maximumSubscriptions)"])
             return Self.answer(MockWebPushRejection(status: 507, reason: "TooManySubscriptions"))
         }
-        var headers: HTTPFields = [.contentType: "application/json"]
         // RFC 8030 §4: the push resource, as a link.
-        headers[.init("Link")!] = "<\(subscription.endpoint.absoluteString)>; rel=\"urn:ietf:params:push\""
-        return Response(status: .created, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(bytes: Self.browserJSON(subscription))))
+        let link = "<\(subscription.endpoint.absoluteString)>; rel=\"urn:ietf:params:push\""
+        return MockHTTPResponse(status: 201, headers: [("content-type", "application/json"), ("link", link)], body: Self.browserJSON(subscription))
     }
 
     /// `{"endpoint":…,"expirationTime":null,"keys":{"p256dh":…,"auth":…}}`, in the browser's order.
@@ -125,26 +133,41 @@ final class MockWebPushRoutes: Sendable {
     // MARK: Push
 
     /// `POST /push/{id}`: checked in the order a push service checks (see ``MockWebPushServer``).
-    private func push(_ request: Request, context: MockHTTPContext) async -> Response {
+    private func push(_ request: MockHTTPRequest, id: String) -> MockHTTPReply {
         state.countRequest()
-        let id = context.parameters.get("id") ?? ""
         do {
-            let message = try await accept(request, id: id, httpVersion: context.httpVersion)
-            state.record(message)
-            return Response(status: .created, headers: [.location: "/message/" + message.messageID])
+            let (subscription, checked, body) = try check(request, id: id)
+            switch state.takeFault(for: id) {
+            case nil: break
+            case .gone?: throw MockWebPushRejection.gone
+            case .notFound?: throw MockWebPushRejection.notFound
+            case .tooLarge?: throw MockWebPushRejection.payloadTooLarge
+            case .tooManyRequests(let seconds, _)?: throw MockWebPushRejection.tooManyRequests(retryAfterSeconds: seconds)
+            case .serverError(let status, _)?: throw MockWebPushRejection.serverError(status: status)
+            case .reject(let status, let reason, _)?: throw MockWebPushRejection(status: status, reason: reason)
+            case .delay(let duration, _)?:
+                return .after(duration) { self.accept(body, id: id, subscription: subscription, checked: checked, httpVersion: request.httpVersion) }
+            }
+            return .now(accept(body, id: id, subscription: subscription, checked: checked, httpVersion: request.httpVersion))
+        } catch let error as MockWebPushRejection {
+            return .now(refuse(error, id: id))
         } catch {
-            state.countRejection(error.reason)
-            logger.debug(
-                "push refused", metadata: ["subscription": "\(PeerText(id, limit: 64))", "status": "\(error.status)", "reason": "\(PeerText(error.reason))"])
-            return Self.answer(error)
+            return .now(refuse(.badRequest, id: id))
         }
     }
 
-    private func accept(_ request: Request, id: String, httpVersion: Int) async throws(MockWebPushRejection) -> MockWebPushMessage {
+    /// What a push request passed steps 1 to 5 with.
+    private struct Checked {
+        var headers: MockWebPushHeaders
+        var vapid: VerifiedVAPID
+    }
+
+    /// Steps 1 to 5: the subscription, VAPID, the headers and the body.
+    private func check(_ request: MockHTTPRequest, id: String) throws(MockWebPushRejection) -> (MockWebPushState.Subscription, Checked, ByteBuffer) {
         guard let subscription = state.subscription(id) else { throw .notFound }
         if subscription.isGone { throw .gone }
 
-        guard let authorization = request.headers[.authorization] else {
+        guard let authorization = request.header("authorization") else {
             logger.debug("push refused: no Authorization header (RFC 8292 §3)")
             throw .badJwtToken
         }
@@ -161,21 +184,15 @@ final class MockWebPushRoutes: Sendable {
         }
 
         let headers = try MockWebPushHeaders(
-            ttl: request.headers[.init("TTL")!], urgency: request.headers[.init("Urgency")!], topic: request.headers[.init("Topic")!],
-            contentEncoding: request.headers[.contentEncoding])
-        let body = try await Self.readBody(request, limit: Self.maximumBodyCount)
+            ttl: request.header("ttl"), urgency: request.header("urgency"), topic: request.header("topic"),
+            contentEncoding: request.header("content-encoding"))
+        return (subscription, Checked(headers: headers, vapid: vapid), try Self.body(of: request))
+    }
 
-        switch state.takeFault(for: id) {
-        case nil: break
-        case .gone?: throw .gone
-        case .notFound?: throw .notFound
-        case .tooLarge?: throw .payloadTooLarge
-        case .tooManyRequests(let seconds, _)?: throw .tooManyRequests(retryAfterSeconds: seconds)
-        case .serverError(let status, _)?: throw .serverError(status: status)
-        case .reject(let status, let reason, _)?: throw MockWebPushRejection(status: status, reason: reason)
-        case .delay(let duration, _)?: try? await Task.sleep(for: duration)
-        }
-
+    /// Step 7 and the answer: the message decrypted and recorded (201), or refused.
+    private func accept(
+        _ body: ByteBuffer, id: String, subscription: MockWebPushState.Subscription, checked: Checked, httpVersion: Int
+    ) -> MockHTTPResponse {
         let bytes = Array(body.readableBytesView)
         var plaintext: [UInt8]?
         if decryptsMessages {
@@ -183,38 +200,47 @@ final class MockWebPushRoutes: Sendable {
                 plaintext = try WebPushEncryption.decrypt(bytes, privateKey: subscription.privateKey, authSecret: subscription.authSecret)
             } catch {
                 logger.debug("push refused: the message does not decrypt as the browser would", metadata: ["error": "\(error.message)"])
-                throw .decryptionFailed
+                return refuse(.decryptionFailed, id: id)
             }
         }
-        return MockWebPushMessage(
+        let message = MockWebPushMessage(
             subscriptionID: id, endpoint: subscription.endpoint, messageID: UUID().uuidString.lowercased(), plaintext: plaintext,
-            bodyCount: bytes.count, ttl: headers.ttl, urgency: headers.urgency, topic: headers.topic, vapidSubject: vapid.claims.subject,
-            vapidPublicKey: vapid.publicKey, httpVersion: httpVersion, receivedAt: Date())
+            bodyCount: bytes.count, ttl: checked.headers.ttl, urgency: checked.headers.urgency, topic: checked.headers.topic,
+            vapidSubject: checked.vapid.claims.subject, vapidPublicKey: checked.vapid.publicKey, httpVersion: httpVersion, receivedAt: Date())
+        state.record(message)
+        return MockHTTPResponse(status: 201, headers: [("location", "/message/" + message.messageID)])
+    }
+
+    /// A refusal's answer, counted by its reason.
+    private func refuse(_ rejection: MockWebPushRejection, id: String) -> MockHTTPResponse {
+        state.countRejection(rejection.reason)
+        logger.debug(
+            "push refused",
+            metadata: ["subscription": "\(PeerText(id, limit: 64))", "status": "\(rejection.status)", "reason": "\(PeerText(rejection.reason))"])
+        return Self.answer(rejection)
     }
 
     // MARK: Reading and answering
 
-    /// The body, refused with 413 past `limit` bytes (``MockHTTPSHost``'s bounded read).
-    static func readBody(_ request: Request, limit: Int) async throws(MockWebPushRejection) -> ByteBuffer {
-        do {
-            return try await request.collectBody(limit: limit)
-        } catch .tooLarge {
-            throw .payloadTooLarge
-        } catch {
-            throw .badRequest
+    /// The body, refused with 413 past the route's bound (``maximumBodyCount(method:path:)``).
+    static func body(of request: MockHTTPRequest) throws(MockWebPushRejection) -> ByteBuffer {
+        switch request.body {
+        case .bytes(let body): body
+        case .tooLarge: throw .payloadTooLarge
+        case .unreadable: throw .badRequest
         }
     }
 
     /// `status` with `{"reason": …}` (and `Retry-After`).
-    static func answer(_ rejection: MockWebPushRejection) -> Response {
+    static func answer(_ rejection: MockWebPushRejection) -> MockHTTPResponse {
         var writer = JSONWriter(capacity: 64)
         writer.beginObject()
         writer.key("reason")
         writer.string(rejection.reason)
         writer.endObject()
-        var headers: HTTPFields = [.contentType: "application/json"]
-        if let seconds = rejection.retryAfterSeconds { headers[.retryAfter] = String(seconds) }
-        return Response(status: HTTPResponse.Status(code: rejection.status), headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(bytes: writer.bytes)))
+        var headers = [(name: "content-type", value: "application/json")]
+        if let seconds = rejection.retryAfterSeconds { headers.append(("retry-after", String(seconds))) }
+        return MockHTTPResponse(status: rejection.status, headers: headers, body: writer.bytes)
     }
 
     private static func randomBytes(_ count: Int) -> [UInt8] {

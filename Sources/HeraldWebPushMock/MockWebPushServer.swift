@@ -2,7 +2,6 @@ import HeraldIdentity
 import HeraldMock
 import HeraldMockHTTP
 import HeraldWebPush
-import Hummingbird
 import Logging
 import NIOSSL
 
@@ -104,12 +103,10 @@ public final class MockWebPushServer: Sendable {
             throw MockWebPushServerError(description: "the mock Web Push service cannot make https://\(host):\(configuration.port) an endpoint origin")
         }
         let routes = MockWebPushRoutes(configuration: configuration, logger: logger)
-        let router = Router(context: MockHTTPContext.self)
-        routes.add(to: router)
         let listener: MockHTTPSHost
         do {
             listener = try await MockHTTPSHost.start(
-                router: router, host: host, port: configuration.port, offersHTTP2: configuration.offersHTTP2,
+                handler: routes, host: host, port: configuration.port, offersHTTP2: configuration.offersHTTP2,
                 maximumConnections: configuration.maximumConnections, issuer: configuration.certificateIssuer, authorityName: "Herald Mock Web Push CA",
                 logger: logger, onListening: { port in routes.origin = Self.origin(host: host, port: port) ?? "" })
         } catch let error as MockHTTPSHostError {

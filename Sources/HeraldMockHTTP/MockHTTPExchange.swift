@@ -1,0 +1,77 @@
+import NIOCore
+import NIOHPACK
+
+/// A request a mock read whole, over HTTP/2 or HTTP/1.1: what its routes answer.
+package struct MockHTTPRequest: Sendable {
+    /// `POST`, `GET`, …
+    package var method: String
+    /// The path without its query.
+    package var path: String
+    /// The header fields, names in lower case (HTTP/2 pseudo-headers included there).
+    package var headers: HPACKHeaders
+    /// The body, or why it is missing.
+    package var body: MockHTTPBody
+    /// 1 (HTTP/1.1) or 2.
+    package var httpVersion: Int
+
+    package init(method: String, path: Substring, headers: HPACKHeaders, body: MockHTTPBody, httpVersion: Int) {
+        self.method = method
+        self.path = String(path.prefix { $0 != "?" })
+        self.headers = headers
+        self.body = body
+        self.httpVersion = httpVersion
+    }
+
+    /// The first field named `name` (lower case).
+    package func header(_ name: String) -> String? {
+        headers.first(name: name)
+    }
+
+    /// The path's segments, empty ones left out: `/v1/projects/p` is `["v1", "projects", "p"]`.
+    package var segments: [Substring] {
+        path.split(separator: "/", maxSplits: MockHTTPRequest.maximumSegmentCount)
+    }
+
+    /// Segments split off a path at most: no route has more, and a longer path ends in one long segment.
+    static let maximumSegmentCount = 8
+}
+
+/// A request's body as a mock read it.
+package enum MockHTTPBody: Sendable {
+    /// All of it, within the route's bound.
+    case bytes(ByteBuffer)
+    /// Past the route's bound (by `Content-Length` or by what arrived); the rest was not read.
+    case tooLarge
+    /// The body could not be read (the peer went away or broke the framing).
+    case unreadable
+}
+
+/// A mock's answer: status, header fields (names in lower case) and body.
+package struct MockHTTPResponse: Sendable {
+    package var status: Int
+    package var headers: [(name: String, value: String)]
+    package var body: [UInt8]
+
+    package init(status: Int, headers: [(name: String, value: String)] = [], body: [UInt8] = []) {
+        self.status = status
+        self.headers = headers
+        self.body = body
+    }
+}
+
+/// What a mock's routes give for a request: an answer now, or one made after a scripted delay
+/// (the transport waits without holding a thread, then asks for it).
+package enum MockHTTPReply: Sendable {
+    case now(MockHTTPResponse)
+    case after(Duration, @Sendable () -> MockHTTPResponse)
+}
+
+/// A mock's routes, called the same way by both transports (``MockHTTPSHost``'s HTTP/2 path and
+/// Hummingbird's HTTP/1.1): a request read whole in, an answer out.
+package protocol MockHTTPHandler: Sendable {
+    /// The largest body read for `method` on `path`; past it the request's body is
+    /// ``MockHTTPBody/tooLarge``.
+    func maximumBodyCount(method: String, path: String) -> Int
+    /// The answer to `request`. Called on an event loop for HTTP/2: it must not block for long.
+    func respond(to request: MockHTTPRequest) -> MockHTTPReply
+}
