@@ -16,9 +16,9 @@ struct FCMBenchCommand: AsyncParsableCommand {
             Without --mock, starts the mock FCM in this process (TLS, HTTP/2 on 127.0.0.1). It checks \
             the access token, the project and the body's size of every message but, with \
             validatesMessages off, neither parses nor validates the message (the mock APNs reads no \
-            payload either). CPU then includes the mock's, and the mock FCM, served by Hummingbird (a \
-            stream channel and a task per message), costs more per message than the mock APNs's own \
-            HTTP/2 server: the FCM ÷ APNs ratio understates the clients'. \
+            payload either). CPU then includes the mock's; it serves h2 on Herald's own HTTP/2 layer, \
+            as the mock APNs does, and still costs more per message (TLS, an access-token check, a \
+            JSON answer). --sink sends to a sink instead (e.g. nginx: scripts/bench-clients-sink.sh). \
             With --mock (a `herald mock --fcm-port N` elsewhere, which validates every message) the \
             FCM CPU figures are Herald's alone. Herald sends --count messages over --tokens \
             registration tokens with FCMClient's grouped send, then as many notifications to the \
@@ -140,8 +140,7 @@ struct FCMBenchCommand: AsyncParsableCommand {
             Terminal.line("peak memory \(format(Double(usage.peakResidentBytes) / 1_048_576)) MiB")
             if target.inProcess {
                 Terminal.line("note        the in-process mock FCM checks each access token but neither parses nor validates messages (an")
-                Terminal.line("            external one does); it serves HTTP/2 with Hummingbird (a stream channel and a task per message),")
-                Terminal.line("            which costs more CPU per message than the mock APNs: --mock elsewhere gives the FCM client's alone")
+                Terminal.line("            external one does); its CPU is in the figures: --mock elsewhere gives the FCM client's alone")
             }
         case .json:
             var writer = JSONWriter()
