@@ -164,11 +164,13 @@ public final class FCMClient: Sendable {
         var later: [(index: Int, delay: Duration, attempts: Int, refreshed: Bool)] = []
         do throws(FCMSendError) {
             let token = try await self.tokens.accessToken()
-            let requests = bodies.map { (method: "POST", path: path, headers: Self.headers(body: $0.body, token: token), body: Optional($0.body)) }
+            let authorization = "Bearer " + token
+            let requests = bodies.map { (method: "POST", path: path, headers: Self.headers(body: $0.body, authorization: authorization), body: Optional($0.body)) }
             let answers = await pool.exchange(requests, logger: logger)
             var refused = false
             for ((index, _), answer) in zip(bodies, answers) {
-                switch FCMDecision.decide(attempt(from: answer), attempts: 1, refreshed: false, policy: configuration.retry, random: Double.random(in: 0..<1)) {
+                let outcome = attempt(from: answer)
+                switch FCMDecision.decide(outcome, attempts: 1, refreshed: false, policy: configuration.retry, random: outcome.jitter) {
                 case .accepted(let name): results[index] = .success(FCMReceipt(name: name, attempts: 1))
                 case .fail(let error): results[index] = .failure(error)
                 case .retry(let delay): later.append((index, delay, 1, false))
@@ -228,7 +230,7 @@ public final class FCMClient: Sendable {
             if isShutDown.load(ordering: .relaxed), case .unreachable = outcome {
                 throw FCMSendError(.shutdown, reason: "the client was shut down", attempts: attempts)
             }
-            switch FCMDecision.decide(outcome, attempts: attempts, refreshed: refreshed, policy: configuration.retry, random: Double.random(in: 0..<1)) {
+            switch FCMDecision.decide(outcome, attempts: attempts, refreshed: refreshed, policy: configuration.retry, random: outcome.jitter) {
             case .accepted(let name):
                 return FCMReceipt(name: name, attempts: attempts)
             case .fail(let error):
@@ -247,14 +249,14 @@ public final class FCMClient: Sendable {
     }
 
     /// The request's headers.
-    private static func headers(body: [UInt8], token: String) -> [(name: String, value: String)] {
-        [("authorization", "Bearer " + token), ("content-type", "application/json; charset=UTF-8"), ("content-length", String(body.count))]
+    private static func headers(body: [UInt8], authorization: String) -> [(name: String, value: String)] {
+        [("authorization", authorization), ("content-type", "application/json; charset=UTF-8"), ("content-length", String(body.count))]
     }
 
     /// One request and its answer.
     private func attempt(body: [UInt8], token: String) async -> FCMDecision.Attempt {
         do {
-            let answer = try await pool.exchange(method: "POST", path: path, headers: Self.headers(body: body, token: token), body: body, logger: logger)
+            let answer = try await pool.exchange(method: "POST", path: path, headers: Self.headers(body: body, authorization: "Bearer " + token), body: body, logger: logger)
             return attempt(from: .success(answer))
         } catch {
             return attempt(from: .failure(error))

@@ -17,6 +17,13 @@ enum FCMDecision: Sendable, Hashable {
         case answered(status: Int, retryAfter: String?, body: [UInt8])
         case timedOut
         case unreachable(String)
+
+        /// The jitter for deciding on it: drawn only when a retry may need it (a draw is a
+        /// `getrandom` system call on Linux, and nearly every answer is a 200).
+        var jitter: Double {
+            if case .answered(let status, _, _) = self, (200..<300).contains(status) { return 0.5 }
+            return Double.random(in: 0..<1)
+        }
     }
 
     /// The most of an answer body parsed; Google's error bodies are well under 2 KB.

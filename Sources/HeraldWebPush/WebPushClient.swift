@@ -182,7 +182,7 @@ public final class WebPushClient: Sendable {
                 later.append((index, .zero, 0))
                 continue
             }
-            switch WebPushDecision.decide(attempt, attempts: 1, policy: configuration.retry, random: Double.random(in: 0..<1)) {
+            switch WebPushDecision.decide(attempt, attempts: 1, policy: configuration.retry, random: attempt.jitter) {
             case .accepted(let location): results[index] = .success(WebPushReceipt(location: location, attempts: 1))
             case .fail(let error): results[index] = .failure(error)
             case .retry(let delay): later.append((index, delay, 1))
@@ -230,7 +230,7 @@ public final class WebPushClient: Sendable {
             if isShutDown.load(ordering: .relaxed), case .unreachable = attempt {
                 throw WebPushSendError(.shutdown, reason: "the client was shut down", attempts: attempts)
             }
-            switch WebPushDecision.decide(attempt, attempts: attempts, policy: configuration.retry, random: Double.random(in: 0..<1)) {
+            switch WebPushDecision.decide(attempt, attempts: attempts, policy: configuration.retry, random: attempt.jitter) {
             case .accepted(let location):
                 return WebPushReceipt(location: location, attempts: attempts)
             case .fail(let error):

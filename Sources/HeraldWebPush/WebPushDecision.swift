@@ -13,6 +13,13 @@ enum WebPushDecision: Sendable, Hashable {
         case answered(status: Int, retryAfter: String?, location: String?, body: [UInt8])
         case timedOut
         case unreachable(String)
+
+        /// The jitter for deciding on it: drawn only when a retry may need it (a draw is a
+        /// `getrandom` system call on Linux, and nearly every answer is a 201).
+        var jitter: Double {
+            if case .answered(let status, _, _, _) = self, (200..<300).contains(status) { return 0.5 }
+            return Double.random(in: 0..<1)
+        }
     }
 
     /// - Parameters:
