@@ -24,30 +24,9 @@ fi
 
 . scripts/bench-common.sh  # $HERALD, $WORK, PIDS and their cleanup, wait_for_port
 
-openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 -subj /CN=127.0.0.1 \
-    -addext "subjectAltName=IP:127.0.0.1" -keyout "$WORK/key.pem" -out "$WORK/cert.pem" 2>/dev/null
-cat >"$WORK/nginx.conf" <<CONF
-worker_processes 1;
-daemon off;
-pid $WORK/nginx.pid;
-error_log $WORK/nginx-error.log warn;
-events { worker_connections 1024; }
-http {
-    access_log off;
-    server {
-        listen 127.0.0.1:$NGINX_PORT ssl http2;
-        http2_max_concurrent_streams 1000;
-        keepalive_requests 100000000;
-        ssl_certificate $WORK/cert.pem;
-        ssl_certificate_key $WORK/key.pem;
-        location /3/device/ { return 200; }
-        location /v1/projects/ { default_type application/json; return 200 '{"name": "projects/herald-mock/messages/0:1"}'; }
-        location /push/ { return 201; }
-    }
-}
-CONF
-taskset -c 1 nginx -c "$WORK/nginx.conf" -p "$WORK" &
-PIDS+=($!)
+start_nginx_sink "$NGINX_PORT" "location /3/device/ { return 200; }
+        location /v1/projects/ { default_type application/json; return 200 '{\"name\": \"projects/herald-mock/messages/0:1\"}'; }
+        location /push/ { return 201; }" 1
 # The mocks, for what a sink cannot do: FCM's access token, and the Web Push CA file the bench reads.
 openssl ecparam -name prime256v1 -genkey -noout 2>/dev/null | openssl pkcs8 -topk8 -nocrypt -out "$WORK/AuthKey_BENCHKEY01.p8"
 "$HERALD" mock --port "$MOCK_PORT" --fcm-port "$FCM_PORT" --fcm-write-service-account "$WORK/sa.json" --webpush-port "$WEBPUSH_PORT" \

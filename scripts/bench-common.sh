@@ -24,6 +24,34 @@ wait_for_port() {  # PORT [TENTHS]
     return 1
 }
 
+# Starts nginx on 127.0.0.1:PORT as an HTTP/2 TLS sink (one worker, pinned to core CORE when
+# given), with a throwaway certificate in $WORK/cert.pem and the `location` lines LOCATIONS
+# (e.g. "location /3/device/ { return 200; }").
+start_nginx_sink() {  # PORT LOCATIONS [CORE]
+    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 -subj /CN=127.0.0.1 \
+        -addext "subjectAltName=IP:127.0.0.1" -keyout "$WORK/key.pem" -out "$WORK/cert.pem" 2>/dev/null
+    cat >"$WORK/nginx.conf" <<CONF
+worker_processes 1;
+daemon off;
+pid $WORK/nginx.pid;
+error_log $WORK/nginx-error.log warn;
+events { worker_connections 1024; }
+http {
+    access_log off;
+    server {
+        listen 127.0.0.1:$1 ssl http2;
+        http2_max_concurrent_streams 1000;
+        keepalive_requests 100000000;
+        ssl_certificate $WORK/cert.pem;
+        ssl_certificate_key $WORK/key.pem;
+        $2
+    }
+}
+CONF
+    if [ -n "${3:-}" ]; then taskset -c "$3" nginx -c "$WORK/nginx.conf" -p "$WORK" & else nginx -c "$WORK/nginx.conf" -p "$WORK" & fi
+    PIDS+=($!)
+}
+
 # Starts `herald mock` on MOCK_PORT (its CA in $WORK/ca.pem) with a fresh provider key in
 # $WORK/AuthKey_BENCHKEY01.p8, and makes an API key: $KEY, and $DIGEST for the configuration.
 start_mock_and_key() {  # MOCK_PORT

@@ -24,28 +24,7 @@ command -v openssl >/dev/null || { apt-get update -q; apt-get install -y -q open
 
 # The sink: nginx on 127.0.0.1, TLS with a throwaway certificate, HTTP/2, answering 200 to
 # POST /3/device/*. One worker: the client under test gets the other core, as h2load does.
-openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 -subj /CN=127.0.0.1 \
-    -addext "subjectAltName=IP:127.0.0.1" -keyout "$WORK/key.pem" -out "$WORK/cert.pem" 2>/dev/null
-cat >"$WORK/nginx.conf" <<EOF
-worker_processes 1;
-daemon off;
-pid $WORK/nginx.pid;
-error_log $WORK/nginx-error.log warn;
-events { worker_connections 1024; }
-http {
-    access_log off;
-    server {
-        listen 127.0.0.1:$NGINX_PORT ssl http2;
-        http2_max_concurrent_streams 1000;
-        keepalive_requests 100000000;
-        ssl_certificate $WORK/cert.pem;
-        ssl_certificate_key $WORK/key.pem;
-        location /3/device/ { return 200; }
-    }
-}
-EOF
-nginx -c "$WORK/nginx.conf" -p "$WORK" &
-PIDS+=($!)
+start_nginx_sink "$NGINX_PORT" "location /3/device/ { return 200; }"
 
 # Herald's mock. Without registered keys it takes any well-formed ES256 provider token, so a
 # token with a dummy signature serves h2load.
