@@ -46,16 +46,19 @@ final class MockFCMRoutes: MockHTTPHandler {
         path == "/token" ? Self.maximumTokenBodyCount : Self.maximumBodyCount
     }
 
-    /// `POST /token` and `POST /v1/projects/{project}/{method}`; anything else 404 with no body.
+    /// `POST /token` and `POST /v1/projects/{project}/{method}`; anything else 404.
     func respond(to request: MockHTTPRequest) -> MockHTTPReply {
         let segments = request.segments
-        guard request.method == "POST" else { return .now(MockHTTPResponse(status: 404)) }
+        guard request.method == "POST" else { return .now(.notFound(serving: Self.routes)) }
         if segments == ["token"] { return .now(token(request)) }
         if segments.count == 4, segments[0] == "v1", segments[1] == "projects" {
             return send(request, project: String(segments[2]), method: segments[3])
         }
-        return .now(MockHTTPResponse(status: 404))
+        return .now(.notFound(serving: Self.routes))
     }
+
+    /// What the mock serves, as its 404 says.
+    static let routes: StaticString = "POST /token and POST /v1/projects/{project}/messages:send"
 
     // MARK: The token endpoint
 

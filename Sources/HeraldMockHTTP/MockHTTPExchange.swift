@@ -57,6 +57,13 @@ package struct MockHTTPResponse: Sendable {
         self.headers = headers
         self.body = body
     }
+
+    /// 404 for what the mock does not serve, with a JSON body naming what it does (Google's error
+    /// shape). A body, as real servers give one: a client, or h2spec, reads it as DATA.
+    package static func notFound(serving routes: StaticString) -> MockHTTPResponse {
+        let body = #"{"error": {"code": 404, "message": "not found: this mock serves \#(routes)", "status": "NOT_FOUND"}}"#
+        return MockHTTPResponse(status: 404, headers: [("content-type", "application/json")], body: Array(body.utf8))
+    }
 }
 
 /// What a mock's routes give for a request: an answer now, or one made after a scripted delay

@@ -47,13 +47,16 @@ final class MockWebPushRoutes: MockHTTPHandler {
         path == "/subscribe" ? Self.maximumSubscribeBodyCount : Self.maximumBodyCount
     }
 
-    /// `POST /subscribe` and `POST /push/{id}`; anything else 404 with no body.
+    /// What the mock serves, as its 404 says.
+    static let routes: StaticString = "POST /subscribe and POST /push/{id}"
+
+    /// `POST /subscribe` and `POST /push/{id}`; anything else 404.
     func respond(to request: MockHTTPRequest) -> MockHTTPReply {
         let segments = request.segments
-        guard request.method == "POST" else { return .now(MockHTTPResponse(status: 404)) }
+        guard request.method == "POST" else { return .now(.notFound(serving: Self.routes)) }
         if segments == ["subscribe"] { return .now(subscribe(request)) }
         if segments.count == 2, segments[0] == "push" { return push(request, id: String(segments[1])) }
-        return .now(MockHTTPResponse(status: 404))
+        return .now(.notFound(serving: Self.routes))
     }
 
     // MARK: Subscriptions

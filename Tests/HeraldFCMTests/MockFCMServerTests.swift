@@ -103,6 +103,10 @@ struct MockFCMServerTests {
 
                 #expect(try await send(good, bearer: nil).json?["error"]?["status"] == "UNAUTHENTICATED")
                 #expect(try await send(good, bearer: "ya29.forged").status == 401)
+                // What it does not serve: 404 with Google's error shape, naming what it does.
+                let elsewhere = try await send(good, url: server.origin + "/v1/other")
+                #expect(elsewhere.status == 404 && elsewhere.json?["error"]?["status"] == "NOT_FOUND")
+                #expect(elsewhere.json?["error"]?["message"]?.stringValue?.contains("messages:send") == true)
                 let otherProject = try await send(good, url: server.origin + "/v1/projects/someone-else/messages:send")
                 #expect(otherProject.status == 403 && otherProject.json?["error"]?["status"] == "PERMISSION_DENIED")
 
