@@ -98,6 +98,11 @@ public struct DeviceToken: Sendable, Hashable, Comparable, CustomStringConvertib
         preconditionFailure("refuse(_:) is called only for a token with a character that is not a hex digit")
     }
 
+    /// Whether `text` is hex digits only (any case): an APNs token's alphabet, whatever its length.
+    public static func isHexDigits(_ text: some StringProtocol) -> Bool {
+        text.utf8.allSatisfy { lowerHex($0) != nil }
+    }
+
     private static func lowerHex(_ ascii: UInt8) -> UInt8? {
         switch ascii {
         case UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "a")...UInt8(ascii: "f"): return ascii

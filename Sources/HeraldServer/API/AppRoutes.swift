@@ -25,12 +25,11 @@ struct AppRoutes {
                 writer.member("id", app.id)
                 writer.member("topic", app.topic)
                 writer.member("environment", app.defaultEnvironment.rawValue)
-                // What the app reaches: APNs, browsers (Web Push), or both.
+                // What the app reaches: APNs, browsers (Web Push), Android devices (FCM).
                 writer.key("platforms")
                 writer.beginArray()
-                if app.apnsTopic != nil { writer.string(DevicePlatform.apns.rawValue) }
-                if app.webPush != nil { writer.string(DevicePlatform.webpush.rawValue) }
-                if app.fcm != nil { writer.string(DevicePlatform.fcm.rawValue) }
+                let platforms = app.platforms
+                for platform in DevicePlatform.allCases where platforms.contains(platform) { writer.string(platform.rawValue) }
                 writer.endArray()
                 writer.endObject()
             }

@@ -171,7 +171,7 @@ struct DeviceRoutes {
             }
             do {
                 return try DeviceRegistration(token: token, user: user, tags: tags, badge: badge, kind: kind, activityType: activityType, environment: environment)
-            } catch where FCMAddress.isValid(token) && !DeviceRoutes.isHex(token) {
+            } catch where FCMAddress.isValid(token) && !DeviceToken.isHexDigits(token) {
                 throw StoreError(.invalidInput, "\(error.message); an Android device's FCM registration token needs \"platform\": \"fcm\"")
             }
         }
@@ -208,11 +208,6 @@ struct DeviceRoutes {
         }
     }
 
-    /// Whether `text` is hex digits only: an APNs token, however long.
-    static func isHex(_ text: String) -> Bool {
-        text.utf8.allSatisfy { ($0 >= 0x30 && $0 <= 0x39) || ($0 | 0x20 >= 0x61 && $0 | 0x20 <= 0x66) }
-    }
-
     static func token(_ context: GatewayContext) throws -> String {
         let text = try context.parameters.require("token")
         // A browser's subscription or an Android device, by its ID.
@@ -221,7 +216,7 @@ struct DeviceRoutes {
             return try DeviceToken(text).hex
         } catch {
             // An Android device by its registration token (never all hex: that is an APNs token).
-            if FCMAddress.isValid(text), !Self.isHex(text) { return FCMAddress.id(forToken: text) }
+            if FCMAddress.isValid(text), !DeviceToken.isHexDigits(text) { return FCMAddress.id(forToken: text) }
             throw APIError.invalid("device token: \(error.detail ?? error.reason.rawValue)")
         }
     }

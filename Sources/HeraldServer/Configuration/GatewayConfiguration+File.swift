@@ -236,7 +236,7 @@ extension GatewayConfiguration.App {
         }
         var settings = GatewayConfiguration.FCMSettings(serviceAccount: account)
         if let endpoint = try fields.string("endpoint") {
-            guard endpoint.hasPrefix("https://"), endpoint.utf8.count <= 2048, PeerText.isSafe(endpoint), !endpoint.contains(" ") else {
+            guard JSONFields.isHTTPSURL(endpoint) else {
                 throw FieldError(fields.at("endpoint"), "must be an https:// URL (FCM's, or a mock's: herald mock --fcm-port)")
             }
             settings.endpoint = endpoint
@@ -266,7 +266,7 @@ extension GatewayConfiguration.App {
             throw FieldError(fields.at("subject"), error.message)
         }
         let defaultURL = try fields.requiredString("defaultURL")
-        guard defaultURL.hasPrefix("https://"), defaultURL.utf8.count <= 2048, PeerText.isSafe(defaultURL), !defaultURL.contains(" ") else {
+        guard JSONFields.isHTTPSURL(defaultURL) else {
             throw FieldError(fields.at("defaultURL"), "must be an https:// URL (where a browser's notification opens)")
         }
         var settings = GatewayConfiguration.WebPushSettings(key: key, subject: subject, defaultURL: defaultURL)

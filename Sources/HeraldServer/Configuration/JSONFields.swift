@@ -17,6 +17,15 @@ public struct FieldError: Error, Sendable, Hashable, CustomStringConvertible {
 /// The fields of one JSON object, read by name with the path to each for error messages, and
 /// checked: a field of the wrong type or an unknown field is an error, not ignored.
 struct JSONFields {
+    /// The longest URL a field may hold (an endpoint, where a click opens).
+    static let maximumURLLength = 2048
+
+    /// Whether `text` is an `https://` URL of at most ``maximumURLLength`` bytes, printable and
+    /// without spaces: what the gateway sends to, or hands a browser to open.
+    static func isHTTPSURL(_ text: String) -> Bool {
+        text.hasPrefix("https://") && text.utf8.count <= maximumURLLength && PeerText.isSafe(text) && !text.contains(" ")
+    }
+
     let path: String
     let members: [String: JSONValue]
 

@@ -21,8 +21,8 @@ enum BrowserMessages {
         init(_ fields: JSONFields) throws(FieldError) {
             try fields.only(["navigate", "payload"])
             if let navigate = try fields.string("navigate") {
-                guard navigate.hasPrefix("https://"), navigate.utf8.count <= 2048, PeerText.isSafe(navigate), !navigate.contains(" ") else {
-                    throw FieldError(fields.at("navigate"), "must be an https:// URL of at most 2048 bytes")
+                guard JSONFields.isHTTPSURL(navigate) else {
+                    throw FieldError(fields.at("navigate"), "must be an https:// URL of at most \(JSONFields.maximumURLLength) bytes")
                 }
                 self.navigate = navigate
             }
