@@ -22,6 +22,8 @@ public struct AcceptedNotification: Sendable, Hashable {
     /// The key ID (`kid`) of the provider token it was authenticated with, when the mock checks
     /// signatures; `nil` with a client certificate.
     public var keyID: String? = nil
+    /// When the mock answered it (a test measures a pace by it).
+    public var receivedAt = Date()
 }
 
 /// A request the mock rejected.

@@ -241,7 +241,11 @@ public final class HeraldStore: Service, Sendable {
         guard deadline.timeIntervalSince1970.isFinite, deadline.timeIntervalSince1970 <= Double(PushExpiration.maximumUnixSeconds) else {
             throw StoreError(.invalidInput, "expiration must be at most \(PushExpiration.maximumUnixSeconds) UNIX seconds (9999-12-31)")
         }
-        return try await backend.enqueue(request, id: NotificationID.make(now: now), deadline: deadline, now: now)
+        var (notification, created) = try await backend.enqueue(
+            request, id: NotificationID.make(now: now), deadline: deadline, maximumAge: configuration.maximumAge.seconds, now: now
+        )
+        notification.status = Self.status(of: notification, now: now)
+        return (notification, created)
     }
 
     public func notification(id: String) async throws -> StoredNotification? {
@@ -250,14 +254,28 @@ public final class HeraldStore: Service, Sendable {
         return try await settled(stored, now: Date())
     }
 
+    /// A notification's status at `now`: one stored as queued is scheduled until its start.
+    static func status(of notification: StoredNotification, now: Date) -> NotificationStatus {
+        guard notification.status == .queued, let sendAt = notification.request.schedule?.sendAt, sendAt.milliseconds > now.milliseconds else {
+            return notification.status
+        }
+        return .scheduled
+    }
+
     /// A page of an app's notifications, newest first, optionally in one status; `after` is the
-    /// previous page's `next`. `limit` is brought into 1...1000.
+    /// previous page's `next`. `limit` is brought into 1...1000. Scheduled notifications are
+    /// stored as queued: a page of either may hold fewer than `limit` (its `next` goes on).
     public func notifications(app: String, status: NotificationStatus? = nil, limit: Int = 100, after: String? = nil) async throws -> Page<StoredNotification> {
         let page = try await backend.notifications(app: app, status: status, limit: max(1, min(limit, 1000)), after: after?.lowercased())
         var items: [StoredNotification] = []
         items.reserveCapacity(page.items.count)
         let now = Date()
-        for notification in page.items { items.append(try await settled(notification, now: now)) }
+        for notification in page.items {
+            let settled = try await settled(notification, now: now)
+            // Both are stored as queued: told apart by their start.
+            if status == .queued && settled.status == .scheduled || status == .scheduled && settled.status != .scheduled { continue }
+            items.append(settled)
+        }
         return Page(items: items, next: page.next)
     }
 
@@ -265,9 +283,10 @@ public final class HeraldStore: Service, Sendable {
     /// as failed (a broadcast's unread ranges have no rows to count, so they are counted here).
     /// While a worker still holds a lease, those devices stay pending: they may yet be accepted.
     private func settled(_ notification: StoredNotification, now: Date) async throws -> StoredNotification {
-        guard notification.status == .cancelled, notification.counts.pending > 0,
-              try await backend.leasedWork(notificationID: notification.id, now: now) == 0 else { return notification }
         var settled = notification
+        settled.status = Self.status(of: notification, now: now)
+        guard notification.status == .cancelled, notification.counts.pending > 0,
+              try await backend.leasedWork(notificationID: notification.id, now: now) == 0 else { return settled }
         settled.counts.failed += notification.counts.pending
         return settled
     }
@@ -391,9 +410,10 @@ public final class HeraldStore: Service, Sendable {
     }
 
     /// Returns when there may be new work (LISTEN/NOTIFY on PostgreSQL, a signal within the
-    /// process on SQLite), or after `timeout`.
-    public func waitForWork(timeout: Duration) async {
-        await backend.waitForWork(timeout: timeout)
+    /// process on SQLite), when work queued for later falls due (a scheduled or paced
+    /// delivery, a broadcast's range), or after `timeout`.
+    public func waitForWork(timeout: Duration, now: Date = Date()) async {
+        await backend.waitForWork(timeout: timeout, now: now)
     }
 
     /// How much work is waiting: deliveries, broadcast ranges, notifications not finished.

@@ -27,6 +27,7 @@ enum ActivityBody {
         try answered {
             try fields.only([
                 "to", "activityType", "attributes", "contentState", "alert", "staleDate", "relevanceScore", "priority", "expiration", "idempotencyKey",
+                "sendAt", "sendAtLocalTime", "respectQuietHours", "ratePerSecond",
             ])
             guard let to = try fields.object("to") else { throw FieldError("to", "is required: {\"tokens\": […]}, {\"users\": […]}, {\"tags\": […]} or {\"all\": true}") }
             let audience = try NotificationBody.audience(to, limits: limits)
@@ -47,9 +48,12 @@ enum ActivityBody {
             try aps.optional(fields, number: "relevanceScore", as: "relevance-score")
             // iOS 18: the started activity reports an update token (apns-spec §3.1 `input-push-token`).
             aps.members.append(("input-push-token", .int(1)))
-            return try request(
+            var start = try request(
                 fields, aps: aps, app: app, topic: topic, audience: audience, defaultPriority: .immediate, activityType: activityType, endsUntil: nil
             )
+            // A start may be scheduled, timed and paced as a notification is.
+            start.schedule = try NotificationBody.schedule(fields, app: app, limits: limits, now: now)
+            return start
         }
     }
 

@@ -160,6 +160,8 @@ struct DeviceRoutes {
         var environment: TokenEnvironment?
         /// `fcm`: the token is an Android device's FCM registration token; `apns` or none: an APNs token.
         var platform: DevicePlatform?
+        /// An IANA time zone name (checked when parsed).
+        var timeZone: String?
 
         func registration(token: String) throws(StoreError) -> DeviceRegistration {
             if platform == .fcm {
@@ -167,10 +169,15 @@ struct DeviceRoutes {
                 for (name, given) in [("kind", kind != nil), ("activityType", activityType != nil), ("environment", environment != nil)] where given {
                     throw StoreError(.invalidInput, "\(name): an Android device (platform fcm) has none; it is APNs's")
                 }
-                return try DeviceRegistration(fcm: FCMAddress(registrationToken: token), user: user, tags: tags, badge: badge)
+                var registration = try DeviceRegistration(fcm: FCMAddress(registrationToken: token), user: user, tags: tags, badge: badge)
+                try registration.setTimeZone(timeZone)
+                return registration
             }
             do {
-                return try DeviceRegistration(token: token, user: user, tags: tags, badge: badge, kind: kind, activityType: activityType, environment: environment)
+                var registration = try DeviceRegistration(
+                    token: token, user: user, tags: tags, badge: badge, kind: kind, activityType: activityType, environment: environment)
+                try registration.setTimeZone(timeZone)
+                return registration
             } catch where FCMAddress.isValid(token) && !DeviceToken.isHexDigits(token) {
                 throw StoreError(.invalidInput, "\(error.message); an Android device's FCM registration token needs \"platform\": \"fcm\"")
             }
@@ -183,7 +190,7 @@ struct DeviceRoutes {
     /// `user`, `tags`, `badge`, `kind`, `activityType`, `environment` and `platform` of a device object.
     static func deviceFields(_ fields: JSONFields, allowsToken: Bool) throws(APIError) -> DeviceFields {
         do throws(FieldError) {
-            let names = ["user", "tags", "badge", "kind", "activityType", "environment", "platform"]
+            let names = ["user", "tags", "badge", "kind", "activityType", "environment", "platform", "timeZone"]
             try fields.only(Set(allowsToken ? ["token"] + names : names))
             var device = DeviceFields()
             device.user = fields.has("user") ? .some(try fields.string("user")) : nil
@@ -195,6 +202,7 @@ struct DeviceRoutes {
             }
             device.activityType = try fields.string("activityType")
             device.environment = try fields.environment("environment")
+            device.timeZone = try fields.timeZone("timeZone")
             switch try fields.string("platform") {
             case nil: break
             case "apns": device.platform = .apns
@@ -235,6 +243,7 @@ struct DeviceRoutes {
         writer.member("updatedAt", device.updatedAt)
         writer.member("kind", device.kind.rawValue)
         if let activityType = device.activityType { writer.member("activityType", activityType) }
+        if let timeZone = device.timeZone { writer.member("timeZone", timeZone) }
         writer.member("platform", device.platform.rawValue)
         if let webPush = device.webPush {
             // The push service, not the endpoint: at some services the endpoint is the capability.

@@ -23,7 +23,10 @@ struct NotificationBody {
 
     static func parse(_ fields: JSONFields, app: GatewayConfiguration.App, limits: APILimits) throws(APIError) -> NotificationRequest {
         do {
-            try fields.only(["to", "payload", "pushType", "priority", "expiration", "collapseID", "badge", "idempotencyKey", "webPush", "fcm"])
+            try fields.only([
+                "to", "payload", "pushType", "priority", "expiration", "collapseID", "badge", "idempotencyKey", "webPush", "fcm", "sendAt", "sendAtLocalTime",
+                "respectQuietHours", "ratePerSecond",
+            ])
             guard let to = try fields.object("to") else { throw FieldError("to", "is required: {\"tokens\": […]}, {\"users\": […]}, {\"tags\": […]} or {\"all\": true}") }
             let audience = try audience(to, limits: limits)
 
@@ -125,6 +128,7 @@ struct NotificationBody {
             )
             request.webPush = options?.stored
             request.fcm = refinement
+            request.schedule = try schedule(fields, app: app, limits: limits, now: Date())
             return request
         } catch let error as APIError {
             throw error
@@ -146,6 +150,46 @@ struct NotificationBody {
         } catch {
             throw APIError.invalid("\(error)")
         }
+    }
+
+    /// When the notification's devices may be sent (`sendAt`, `sendAtLocalTime`,
+    /// `respectQuietHours`, `ratePerSecond`, and the app's rate ceiling); `nil`: at once.
+    static func schedule(_ fields: JSONFields, app: GatewayConfiguration.App, limits: APILimits, now: Date) throws(FieldError) -> DeliverySchedule? {
+        var sendAt: Date?
+        if let text = try fields.string("sendAt") {
+            guard let date = rfc3339(text) else {
+                throw FieldError(fields.at("sendAt"), "must be an RFC 3339 time such as 2026-12-01T09:00:00Z, not \(String(reflecting: PeerText(text, limit: 40).description))")
+            }
+            let ahead = Double(limits.maximumScheduleAhead.components.seconds)
+            guard date.timeIntervalSince(now) <= ahead else {
+                throw FieldError(fields.at("sendAt"), "is more than \(Int(ahead / 86400)) days ahead (limits.maximumScheduleAheadSeconds: \(Int(ahead)))")
+            }
+            // A time past sends now.
+            if date > now { sendAt = date }
+        }
+        let localTime = try fields.timeOfDay("sendAtLocalTime")
+        let quiet = try fields.bool("respectQuietHours") == true
+        if quiet, app.quietHours == nil {
+            throw FieldError(fields.at("respectQuietHours"), "app '\(app.id)' has no quietHours in the gateway's configuration")
+        }
+        var rate = try fields.number("ratePerSecond")
+        if let value = rate, !(value > 0 && value <= 1_000_000) {
+            throw FieldError(fields.at("ratePerSecond"), "must be more than 0 and at most 1,000,000")
+        }
+        if let ceiling = app.maximumRatePerSecond { rate = min(rate ?? ceiling, ceiling) }
+        guard sendAt != nil || localTime != nil || quiet || rate != nil else { return nil }
+        var schedule = DeliverySchedule(
+            sendAt: sendAt, localTime: localTime, quietHours: quiet ? app.quietHours : nil, defaultTimeZone: app.defaultTimeZone, ratePerSecond: rate
+        )
+        schedule.sharesAppPace = app.maximumRatePerSecond != nil
+        return schedule
+    }
+
+    /// An RFC 3339 time (`2026-12-01T09:00:00Z`, `2026-12-01T10:00:00.5+01:00`).
+    static func rfc3339(_ text: String) -> Date? {
+        guard text.utf8.count <= 40 else { return nil }
+        if let date = try? Date.ISO8601FormatStyle(includingFractionalSeconds: true).parse(text) { return date }
+        return try? Date.ISO8601FormatStyle().parse(text)
     }
 
     static func audience(_ to: JSONFields, limits: APILimits) throws -> Audience {

@@ -77,7 +77,7 @@ struct NotificationRoutes {
         var status: NotificationStatus?
         if let text = query["status"] {
             guard let parsed = NotificationStatus(rawValue: String(text)) else {
-                throw APIError.invalid("status must be queued, sending, done or cancelled")
+                throw APIError.invalid("status must be queued, scheduled, sending, done or cancelled")
             }
             status = parsed
         }
@@ -214,7 +214,25 @@ struct NotificationRoutes {
             writer.endObject()
         }
         writer.endObject()
+        if let schedule = notification.request.schedule { writeSchedule(schedule, to: &writer) }
         writer.member("createdAt", notification.createdAt)
         writer.member("finishedAt", notification.finishedAt)
+    }
+
+    /// When the notification's devices are sent, as the request asked it (and the app's ceiling).
+    static func writeSchedule(_ schedule: DeliverySchedule, to writer: inout JSONWriter) {
+        writer.key("schedule")
+        writer.beginObject()
+        writer.member("sendAt", schedule.sendAt)
+        if let localTime = schedule.localTime { writer.member("sendAtLocalTime", localTime.description) }
+        if schedule.quietHours != nil {
+            writer.key("respectQuietHours")
+            writer.bool(true)
+        }
+        if let rate = schedule.ratePerSecond {
+            writer.key("ratePerSecond")
+            writer.double(rate)
+        }
+        writer.endObject()
     }
 }

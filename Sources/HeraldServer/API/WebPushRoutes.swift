@@ -36,7 +36,7 @@ struct WebPushRoutes {
     /// registration, checked: the error names the field. The bulk import reads its lines with
     /// `endpoint` this way too.
     static func registration(_ fields: JSONFields, settings: GatewayConfiguration.WebPushSettings) throws(FieldError) -> DeviceRegistration {
-        try fields.only(["endpoint", "expirationTime", "keys", "user", "tags"])
+        try fields.only(["endpoint", "expirationTime", "keys", "user", "tags", "timeZone"])
         let subscription: WebPushSubscription
         do {
             subscription = try WebPushSubscription(json: .object(fields.members), policy: .init(allowsLoopbackHTTP: settings.allowsLoopbackHTTP))
@@ -46,10 +46,13 @@ struct WebPushRoutes {
         }
         let user: String?? = fields.has("user") ? .some(try fields.string("user")) : nil
         let tags = try fields.strings("tags").map(Set.init)
+        let timeZone = try fields.timeZone("timeZone")
         do {
             let address = try WebPushAddress(
                 endpoint: subscription.endpoint.absoluteString, p256dh: Base64URL.encode(subscription.p256dh), auth: Base64URL.encode(subscription.authSecret))
-            return try DeviceRegistration(webPush: address, user: user, tags: tags)
+            var registration = try DeviceRegistration(webPush: address, user: user, tags: tags)
+            try registration.setTimeZone(timeZone)
+            return registration
         } catch {
             throw FieldError(fields.path, error.message)
         }

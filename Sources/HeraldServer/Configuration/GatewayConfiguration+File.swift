@@ -126,7 +126,10 @@ extension GatewayConfiguration {
 
 extension GatewayConfiguration.App {
     init(_ fields: JSONFields, directory: String, environment: [String: String]) throws(FieldError) {
-        try fields.only(["id", "topic", "environment", "environments", "authKey", "certificate", "credentialsByKind", "caFile", "connections", "webPush", "fcm"])
+        try fields.only([
+            "id", "topic", "environment", "environments", "authKey", "certificate", "credentialsByKind", "caFile", "connections", "webPush", "fcm",
+            "defaultTimeZone", "quietHours", "maximumRatePerSecond",
+        ])
         let id = try fields.requiredString("id")
         guard Self.isValidID(id) else { throw FieldError(fields.at("id"), "must be 1 to 64 of a-z 0-9 . _ - (it is part of the API's paths)") }
         // An app without APNs credentials (it reaches browsers and/or Android devices) needs no
@@ -220,6 +223,18 @@ extension GatewayConfiguration.App {
         }
         if let fcm = try fields.object("fcm") {
             self.fcm = try Self.fcm(fcm, directory: directory)
+        }
+        if let zone = try fields.timeZone("defaultTimeZone") { defaultTimeZone = zone }
+        if let quiet = try fields.object("quietHours") {
+            try quiet.only(["start", "end"])
+            guard let start = try quiet.timeOfDay("start") else { throw FieldError(quiet.at("start"), "is required (HH:MM)") }
+            guard let end = try quiet.timeOfDay("end") else { throw FieldError(quiet.at("end"), "is required (HH:MM)") }
+            guard start != end else { throw FieldError(quiet.at("end"), "must differ from start") }
+            quietHours = QuietHours(start: start, end: end)
+        }
+        if let rate = try fields.number("maximumRatePerSecond") {
+            guard rate > 0, rate <= 1_000_000 else { throw FieldError(fields.at("maximumRatePerSecond"), "must be more than 0 and at most 1,000,000") }
+            maximumRatePerSecond = rate
         }
     }
 
@@ -422,7 +437,7 @@ extension APILimits {
         try fields.only([
             "maximumBodySize", "maximumImportLineSize", "maximumAudienceSize", "maximumConnections", "maximumConnectionsPerAddress",
             "requestHeadTimeoutSeconds", "minimumBodyRate", "maximumImportSize", "requestsPerSecondPerKey", "requestBurstPerKey",
-            "maximumPendingPerApp",
+            "maximumPendingPerApp", "maximumScheduleAheadSeconds",
         ])
         func bounded(_ name: String, _ range: ClosedRange<Int>) throws(FieldError) -> Int? {
             guard let value = try fields.int(name) else { return nil }
@@ -440,6 +455,7 @@ extension APILimits {
         if let value = try bounded("requestsPerSecondPerKey", 1...1_000_000) { requestsPerSecondPerKey = value }
         if let value = try bounded("requestBurstPerKey", 1...10_000_000) { requestBurstPerKey = value }
         if let value = try bounded("maximumPendingPerApp", 1...1_000_000_000_000) { maximumPendingPerApp = value }
+        if let value = try bounded("maximumScheduleAheadSeconds", 60...(366 * 24 * 3600)) { maximumScheduleAhead = .seconds(value) }
     }
 }
 

@@ -41,6 +41,15 @@ public struct GatewayConfiguration: Sendable {
         public var webPush: WebPushSettings?
         /// How the app reaches Android devices (FCM); `nil`: it has none (`fcm` in the file).
         public var fcm: FCMSettings?
+        /// The time zone of devices registered without one: local-time sends and quiet hours go
+        /// by it. An IANA name; default `UTC`.
+        public var defaultTimeZone = "UTC"
+        /// Hours of each device's day when a notification with `respectQuietHours` is held.
+        public var quietHours: QuietHours?
+        /// A ceiling on all the app's sending, shared by every worker and every process: each
+        /// notification's devices are spread over a window reserved after the app's earlier
+        /// ones (``DeliverySchedule/sharesAppPace``). `nil`: none.
+        public var maximumRatePerSecond: Double?
 
         public init(id: String, topic: String, environment: APNSEnvironment, credentials: APNSCredentials) {
             self.id = id
@@ -291,6 +300,8 @@ public struct APILimits: Sendable, Hashable {
     public var requestsPerSecondPerKey = 1000
     /// Requests one API key may make at once above that rate. Default 2,000.
     public var requestBurstPerKey = 2000
+    /// How far ahead a notification's `sendAt` may be. Default 30 days.
+    public var maximumScheduleAhead: Duration = .seconds(30 * 24 * 3600)
 
     public init() {}
 }

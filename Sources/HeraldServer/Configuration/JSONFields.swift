@@ -68,6 +68,36 @@ struct JSONFields {
         }
     }
 
+    /// A number (`nil` when absent or `null`).
+    func number(_ name: String) throws(FieldError) -> Double? {
+        switch members[name] {
+        case .none, .some(.null): return nil
+        case .some(.int(let value)): return Double(value)
+        case .some(.double(let value)) where value.isFinite: return value
+        case .some: throw FieldError(at(name), "must be a number")
+        }
+    }
+
+    /// A time of day, `HH:MM` on a 24-hour clock (`nil` when absent or `null`).
+    func timeOfDay(_ name: String) throws(FieldError) -> TimeOfDay? {
+        guard let text = try string(name) else { return nil }
+        guard let time = TimeOfDay(text) else {
+            throw FieldError(at(name), "must be HH:MM on a 24-hour clock (00:00 to 23:59), not \(String(reflecting: PeerText(text, limit: 16).description))")
+        }
+        return time
+    }
+
+    /// An IANA time zone name (`nil` when absent or `null`).
+    func timeZone(_ name: String) throws(FieldError) -> String? {
+        guard let text = try string(name) else { return nil }
+        guard DeliverySchedule.isTimeZone(text) else {
+            throw FieldError(
+                at(name), "\(String(reflecting: PeerText(text, limit: 64).description)) is not a time zone of the IANA database (e.g. Europe/Paris, America/New_York, UTC)"
+            )
+        }
+        return text
+    }
+
     func bool(_ name: String) throws(FieldError) -> Bool? {
         switch members[name] {
         case .none, .some(.null): return nil

@@ -47,14 +47,19 @@ public struct Device: Sendable, Hashable {
     /// For an Android device: its FCM registration token (then ``token`` is the token's ID).
     public var fcm: FCMAddress?
 
+    /// Its IANA time zone (`Europe/Paris`): local-time sends and quiet hours go by it; `nil`:
+    /// its app's default.
+    public var timeZone: String?
+
     /// Which push service reaches it.
     public var platform: DevicePlatform { webPush != nil ? .webpush : fcm != nil ? .fcm : .apns }
 
     public init(
         app: String, token: String, user: String? = nil, tags: Set<String> = [], badge: Int = 0, status: DeviceStatus = .active,
         reason: String? = nil, invalidatedAt: Date? = nil, createdAt: Date, updatedAt: Date, kind: TokenKind = .alert, activityType: String? = nil,
-        environment: TokenEnvironment? = nil, webPush: WebPushAddress? = nil, fcm: FCMAddress? = nil
+        environment: TokenEnvironment? = nil, webPush: WebPushAddress? = nil, fcm: FCMAddress? = nil, timeZone: String? = nil
     ) {
+        self.timeZone = timeZone
         self.environment = environment
         self.webPush = webPush
         self.fcm = fcm
@@ -98,6 +103,20 @@ public struct DeviceRegistration: Sendable, Hashable {
     public private(set) var webPush: WebPushAddress?
     /// An Android device's registration token (``init(fcm:user:tags:badge:)``).
     public private(set) var fcm: FCMAddress?
+    /// Its IANA time zone (``setTimeZone(_:)``): `nil` keeps the stored one.
+    public private(set) var timeZone: String?
+
+    /// Sets the device's time zone, an IANA name (`America/New_York`, `UTC`).
+    ///
+    /// - Throws: ``StoreError`` with code `invalidInput` for a name the time zone database does not know.
+    public mutating func setTimeZone(_ name: String?) throws(StoreError) {
+        if let name, !DeliverySchedule.isTimeZone(name) {
+            throw StoreError(
+                .invalidInput, "timeZone: \(String(reflecting: PeerText(name, limit: 64).description)) is not a time zone of the IANA database (e.g. Europe/Paris, America/New_York, UTC)"
+            )
+        }
+        timeZone = name
+    }
 
     /// The most tags a device may have, and their longest length.
     public static let maximumTags = 32
@@ -182,7 +201,7 @@ public struct DeviceRegistration: Sendable, Hashable {
     }
 
     /// Whether it says nothing but its token: registering it keeps every stored field.
-    var isBare: Bool { user == nil && tags == nil && badge == nil && kind == nil && environment == nil && webPush == nil && fcm == nil }
+    var isBare: Bool { user == nil && tags == nil && badge == nil && kind == nil && environment == nil && webPush == nil && fcm == nil && timeZone == nil }
 
     /// A Live Activity attributes type name: 1 to 128 of letters, digits, `_` and `.`.
     public static func isValidActivityType(_ name: String) -> Bool {
@@ -208,6 +227,7 @@ public struct DeviceRegistration: Sendable, Hashable {
         if let environment = later.environment { self.environment = environment }
         if let webPush = later.webPush { self.webPush = webPush }
         if let fcm = later.fcm { self.fcm = fcm }
+        if let timeZone = later.timeZone { self.timeZone = timeZone }
         if let kind = later.kind {
             self.kind = kind
             self.activityType = later.activityType

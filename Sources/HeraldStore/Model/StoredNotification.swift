@@ -41,6 +41,9 @@ public enum BadgeMode: String, Sendable, Hashable {
 public enum NotificationStatus: String, Sendable, Hashable {
     /// Stored; nothing claimed yet.
     case queued
+    /// Stored, to be sent later (its `sendAt` is ahead): cancel works meanwhile. Stored as
+    /// queued; a list of queued notifications includes them.
+    case scheduled
     /// Being delivered.
     case sending
     /// Every device has its outcome.
@@ -74,6 +77,9 @@ public struct NotificationRequest: Sendable {
     /// What refines the FCM message derived from `payload`: a JSON merge patch (RFC 7386),
     /// stored as it is (the gateway's `fcm.message` field).
     public var fcm: [UInt8]?
+    /// When its devices may be sent (a later start, their local time, quiet hours, a pace);
+    /// `nil`: at once.
+    public var schedule: DeliverySchedule?
 
     public init(
         app: String, audience: Audience, payload: [UInt8], pushType: PushType = .alert, priority: PushPriority? = nil,

@@ -57,6 +57,8 @@ public struct QueuedNotification: Sendable {
     public var webPush: [UInt8]? = nil
     /// The notification's refinement of Android messages (``NotificationRequest/fcm``), if any.
     public var fcm: [UInt8]? = nil
+    /// When its devices may be sent, if not at once.
+    public var schedule: DeliverySchedule? = nil
     /// Whether the claim found it queued, not yet sending.
     var isQueued = false
 }

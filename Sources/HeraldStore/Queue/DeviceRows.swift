@@ -7,7 +7,7 @@ import HeraldCore
 /// costs in memory.
 struct DeviceRows: Sendable {
     /// `[token, user ('' clears it, null keeps it), tags, badge, hash, kind, activity type,
-    /// environment, Web Push subscription]`, as
+    /// environment, Web Push subscription, FCM registration token, time zone]`, as
     /// ``QueueStatements/upsertDevices(settingKind:)`` reads them: those that keep their stored
     /// kind, and those that give one.
     private(set) var full: JSONWriter
@@ -74,6 +74,7 @@ struct DeviceRows: Sendable {
         if let environment = registration.environment { rows.int(EnvironmentCode(environment).rawValue) } else { rows.null() }
         if let webPush = registration.webPush { rows.string(webPush.stored) } else { rows.null() }
         if let fcm = registration.fcm { rows.string(fcm.registrationToken) } else { rows.null() }
+        if let timeZone = registration.timeZone { rows.string(timeZone) } else { rows.null() }
         rows.endArray()
     }
 }

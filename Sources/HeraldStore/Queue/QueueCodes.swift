@@ -56,7 +56,7 @@ enum NotificationState: Int, StoredCode {
 
     init(_ status: NotificationStatus) {
         switch status {
-        case .queued: self = .queued
+        case .queued, .scheduled: self = .queued
         case .sending: self = .sending
         case .done: self = .done
         case .cancelled: self = .cancelled

@@ -43,12 +43,12 @@ extension QueueEngine {
                 claimed += try await connection.query(sql.claimDue, [.text(owner), lease, time, .int(limit - claimed.count)])
             }
             if !claimed.isEmpty {
-                let (sendable, bad) = try await sort(claimed, on: connection)
+                let (sendable, bad) = try await sort(claimed, now: now, on: connection)
                 unsendable += bad
                 batches += try await deliveryBatches(sendable, owner: owner, on: connection)
             }
             if includeRanges, batches.isEmpty, unsendable.isEmpty {
-                switch try await claimRange(owner: owner, limit: limit, lease: lease, time: time, on: connection) {
+                switch try await claimRange(owner: owner, limit: limit, lease: lease, now: now, on: connection) {
                 case .none: break
                 case .batch(let batch): batches.append(batch)
                 case .unsendable(let work): unsendable.append(work)
@@ -63,9 +63,9 @@ extension QueueEngine {
 
     /// Claimed delivery rows (`id, notification_id, token, attempts, badge`) by notification:
     /// those that can be sent, and those that cannot (``Unsendable``).
-    private func sort(_ claimed: [SQLRow], on connection: any SQLConnection) async throws -> ([(QueuedNotification, [SQLRow])], [UnsendableWork]) {
+    private func sort(_ claimed: [SQLRow], now: Date, on connection: any SQLConnection) async throws -> ([(QueuedNotification, [SQLRow])], [UnsendableWork]) {
         let byNotification = Dictionary(grouping: claimed.sorted { ($0.int(0) ?? 0) < ($1.int(0) ?? 0) }) { $0.text(1) ?? "" }
-        let notifications = try await work(Array(byNotification.keys), on: connection)
+        let notifications = try await work(Array(byNotification.keys), now: now, on: connection)
         var sendable: [(QueuedNotification, [SQLRow])] = []
         var unsendable: [UnsendableWork] = []
         for (notificationID, rows) in byNotification.sorted(by: { $0.key < $1.key }) {
@@ -137,7 +137,8 @@ extension QueueEngine {
 
     /// The next batch of the range due first, or of one split off a range another worker holds:
     /// its devices read from the registry in key order.
-    private func claimRange(owner: String, limit: Int, lease: SQLValue, time: SQLValue, on connection: any SQLConnection) async throws -> RangeClaim {
+    private func claimRange(owner: String, limit: Int, lease: SQLValue, now: Date, on connection: any SQLConnection) async throws -> RangeClaim {
+        let time: SQLValue = .int(now.milliseconds)
         var picked = try await connection.query(sql.pickSegment, [time]).first
         if picked == nil { picked = try await split(at: time, on: connection) }
         guard let segment = picked else { return .none }
@@ -147,7 +148,7 @@ extension QueueEngine {
         func leaseRange(readThrough read: Int64?) async throws {
             try await connection.query(sql.leaseSegment, [.text(owner), lease, time, .text(notificationID), .int(number), .int(read)])
         }
-        let found = try await work([notificationID], on: connection)[notificationID]
+        let found = try await work([notificationID], now: now, on: connection)[notificationID]
         var stored = found?.notification ?? .failure(.quarantined("notification \(notificationID) does not exist"))
         if case .success = stored, found?.audience == nil {
             stored = .failure(.quarantined("notification \(notificationID) has audience kind \(found?.audienceKind.map(String.init) ?? "none")"))
@@ -184,8 +185,11 @@ extension QueueEngine {
         let exhausted = tokens.count < limit
         // What lies above the batch may be split off by another worker meanwhile: none if it read to the end.
         try await leaseRange(readThrough: exhausted ? upper : last?.hash ?? cursor.hash)
-        let items = zip(tokens, environments).map { token, environment in
+        var items = zip(tokens, environments).map { token, environment in
             WorkItem(token: token, badge: notification.badge == .increment ? badges[token] ?? 1 : nil, attempt: 1, environment: environment)
+        }
+        if let schedule = notification.schedule, schedule.timesEachDevice, !items.isEmpty {
+            items = try await deferNotDue(items, of: notification, schedule: schedule, now: now, on: connection)
         }
         return .batch(
             WorkBatch(
@@ -193,6 +197,35 @@ extension QueueEngine {
                 source: .segment(number: number, after: last ?? cursor, exhausted: exhausted)
             )
         )
+    }
+
+    /// The items of a broadcast's batch due now; the others (their local time, quiet hours or
+    /// turn in a pace is ahead) stay in the queue as deliveries due at their time, keeping the
+    /// badge they were raised to. A batch may so be left with nothing to send: its range moves on.
+    private func deferNotDue(
+        _ items: [WorkItem], of notification: QueuedNotification, schedule: DeliverySchedule, now: Date, on connection: any SQLConnection
+    ) async throws -> [WorkItem] {
+        var zones: [String: String] = [:]
+        if schedule.needsTimeZones {
+            for row in try await connection.query(sql.timeZonesOf, [.text(notification.app), .devices(items.map(\.token))]) {
+                if let token = row.text(0), let zone = row.text(1) { zones[token] = zone }
+            }
+        }
+        var due: [WorkItem] = []
+        var later: [[SQLValue]] = []
+        for item in items {
+            let time = schedule.due(timeZone: zones[item.token], position: schedule.position(ofHash: KeySpace.hash(item.token)), now: now)
+            guard time > now else {
+                due.append(item)
+                continue
+            }
+            later.append([
+                .text(item.token), .int(min(time, notification.deadline).milliseconds), item.badge.map { .int($0) } ?? .null,
+                item.environment.map { .code(EnvironmentCode($0)) } ?? .null,
+            ])
+        }
+        for part in Self.chunks(later) { try await connection.query(sql.deferRangeDevices, [.text(notification.id), .rows(Array(part))]) }
+        return due
     }
 
     /// The lines of a joined list (addresses hold no newline: they are screened for control characters).
@@ -265,7 +298,10 @@ extension QueueEngine {
 
     /// What workers need of these notifications, by ID. Values this Herald never writes are
     /// refused rather than guessed at (``QueuedNotification/stored(id:status:app:payload:pushType:priority:expiration:collapseID:badgeMode:deadline:)``).
-    private func work(_ ids: [String], on connection: any SQLConnection) async throws -> [String: Work] {
+    ///
+    /// A scheduled notification whose deadline has passed is not sent (its devices fail as
+    /// expired): it waited past its expiration (issue: held, or scheduled, never sent late).
+    private func work(_ ids: [String], now: Date, on connection: any SQLConnection) async throws -> [String: Work] {
         var result: [String: Work] = [:]
         for row in try await connection.query(sql.notificationsForWork, [.texts(ids)]) {
             let id = row.text(0) ?? ""
@@ -273,10 +309,11 @@ extension QueueEngine {
                 id: id, status: row.int(1), app: row.text(2), payload: row.blob(3), pushType: row.text(4), priority: row.int(5),
                 expiration: row.int(6), collapseID: row.text(7), badgeMode: row.int(8), deadline: row.int(9)
             )
-            if case .success(var queued) = notification, row.text(13) != nil || row.text(14) != nil {
+            if case .success(var queued) = notification, row.text(13) != nil || row.text(14) != nil || row.text(15) != nil {
                 queued.webPush = row.text(13).map { Array($0.utf8) }
                 queued.fcm = row.text(14).map { Array($0.utf8) }
-                notification = .success(queued)
+                queued.schedule = DeliverySchedule(stored: row.text(15))
+                notification = queued.schedule != nil && queued.deadline <= now ? .failure(.expired) : .success(queued)
             }
             result[id] = Work(
                 notification: notification, audienceKind: row.int(10), audience: AudienceKind(code: row.int(10))?.audience(row.text(11) ?? ""),
@@ -295,8 +332,13 @@ extension QueueEngine {
                 let id = work.notificationID
                 let status = try await connection.query(sql.notificationStatus, [.text(id)]).first?.int(0)
                 if let problem = work.notification, let status, status < NotificationState.finished.rawValue {
-                    logger.warning("a notification cannot be sent; stopping it", metadata: ["notification": "\(id)", "reason": "\(problem.reason)"])
-                    try await stop(id, reason: problem.reason, now: now, on: connection)
+                    if problem == .expired {
+                        // Not a fault: it ends done, its unsent devices failed as expired.
+                        try await stop(id, reason: problem.reason, now: now, ending: false, on: connection)
+                    } else {
+                        logger.warning("a notification cannot be sent; stopping it", metadata: ["notification": "\(id)", "reason": "\(problem.reason)"])
+                        try await stop(id, reason: problem.reason, now: now, on: connection)
+                    }
                 }
                 if !work.deliveries.isEmpty {
                     let rows: [[SQLValue]] = work.deliveries.map { [.int($0.id), .text($0.reason)] }

@@ -120,7 +120,7 @@ extension QueueEngine {
             invalidatedAt: row.int(7).map(Date.init(milliseconds:)), createdAt: Date(milliseconds: row.int(8) ?? 0),
             updatedAt: Date(milliseconds: row.int(9) ?? 0), kind: KindCode(code: row.int(10))?.kind ?? .alert, activityType: row.text(11),
             environment: EnvironmentCode.environment(row.int(12)), webPush: WebPushAddress(stored: row.text(13)),
-            fcm: row.text(14).flatMap { try? FCMAddress(registrationToken: $0) }
+            fcm: row.text(14).flatMap { try? FCMAddress(registrationToken: $0) }, timeZone: row.text(15)
         )
     }
 

@@ -8,7 +8,13 @@ import Foundation
 
 /// Notifications: enqueue, read, cancel.
 extension QueueEngine {
-    func enqueue(_ request: NotificationRequest, id: String, deadline: Date, now: Date) async throws -> (notification: StoredNotification, created: Bool) {
+    /// - Parameters:
+    ///   - deadline: no attempt after it: the APNs expiration's, or `now` plus `maximumAge`.
+    ///   - maximumAge: without an APNs expiration, a scheduled notification's deadline counts
+    ///     from the last time one of its devices may be due.
+    func enqueue(
+        _ request: NotificationRequest, id: String, deadline: Date, maximumAge: TimeInterval, now: Date
+    ) async throws -> (notification: StoredNotification, created: Bool) {
         let kind = try Self.kind(of: request)
         // A Live Activity start's activity type, the last parameter where there is one.
         let activityType: [SQLValue] = request.activityType.map { [.text($0)] } ?? []
@@ -42,6 +48,26 @@ extension QueueEngine {
                 deliveries = tokens
             }
             if !request.audience.isRange { targeted = deliveries.count }
+            // When each device may be sent (``DeliverySchedule``): a paced window reserved after
+            // the app's earlier ones, a deadline counted from the last device's time, and each
+            // listed device's time; a broadcast's devices are timed as its ranges are read.
+            var schedule = request.schedule
+            var deadline = deadline
+            var due: [String: Int64] = [:]
+            if var planned = schedule {
+                let start = planned.start(now: now)
+                planned.sendAt = start
+                if let rate = planned.ratePerSecond, rate > 0 {
+                    planned.pacedCount = request.audience.isRange ? targeted : deliveries.filter { $0.state == .pending }.count
+                    planned.pacedFrom = planned.sharesAppPace
+                        ? try await reservePace(app: request.app, from: start, for: Double(planned.pacedCount) / rate, on: connection) : start
+                }
+                if request.expiration == nil { deadline = planned.latestDue(now: now, count: planned.pacedCount).addingTimeInterval(maximumAge) }
+                if !request.audience.isRange {
+                    due = try await dueTimes(deliveries.filter { $0.state == .pending }.map(\.token), schedule: planned, deadline: deadline, app: request.app, now: now, on: connection)
+                }
+                schedule = planned
+            }
             let audience = AudienceKind.encode(request.audience)
             let inserted = try await connection.query(sql.insertNotification, [
                 .text(id), .text(request.app), .code(audience.kind), .text(audience.values), .blob(request.payload),
@@ -50,10 +76,11 @@ extension QueueEngine {
                 .text(request.idempotencyKey), .int(targeted), .int(deadline.milliseconds), .int(time), .text(request.activityType),
                 request.webPush.map { .text(String(decoding: $0, as: UTF8.self)) } ?? .null,
                 request.fcm.map { .text(String(decoding: $0, as: UTF8.self)) } ?? .null,
+                schedule.map { .text($0.stored) } ?? .null,
             ])
             if inserted.isEmpty, let existing = try await existing(request, on: connection) { return (existing, false) }
             for part in Self.chunks(deliveries) {
-                let rows: [[SQLValue]] = part.map { [.text($0.token), .code($0.state), .text($0.reason), .int($0.environment)] }
+                let rows: [[SQLValue]] = part.map { [.text($0.token), .code($0.state), .text($0.reason), .int($0.environment), .int(due[$0.token])] }
                 try await connection.query(sql.insertDeliveries, [.text(id), .int(time), .rows(rows)])
             }
             // Devices the store already knows are gone are rejected with the reason on record.
@@ -64,7 +91,11 @@ extension QueueEngine {
             }
             if request.audience.isRange {
                 let ranges = KeySpace.ranges(count: KeySpace.rangeCount(devices: targeted))
-                let rows: [[SQLValue]] = ranges.enumerated().map { [.int($0.offset), .int($0.element.lower), .int($0.element.upper)] }
+                // A range is read from its first device's time: at the start, or its turn in a pace.
+                let rows: [[SQLValue]] = ranges.enumerated().map { range in
+                    let ready = schedule?.rangeReady(lower: range.element.lower, now: now)
+                    return [.int(range.offset), .int(range.element.lower), .int(range.element.upper), .int(min(ready ?? now, deadline).milliseconds)]
+                }
                 for part in Self.chunks(rows) { try await connection.query(sql.insertSegments, [.text(id), .int(time), .rows(Array(part))]) }
             }
             try await finishIfDone(id, now: now, on: connection)
@@ -75,6 +106,39 @@ extension QueueEngine {
         }
         if result.1 { database.work.signal() }
         return result
+    }
+
+    /// When each of `tokens` may be sent (milliseconds; none for those due now), no later than
+    /// `deadline`: a device due after it is found at the deadline, and fails as expired.
+    func dueTimes(
+        _ tokens: [String], schedule: DeliverySchedule, deadline: Date, app: String, now: Date, on connection: any SQLConnection
+    ) async throws -> [String: Int64] {
+        guard schedule.timesEachDevice || (schedule.sendAt ?? now) > now else { return [:] }
+        var zones: [String: String] = [:]
+        if schedule.needsTimeZones {
+            for part in Self.chunks(tokens) {
+                for row in try await connection.query(sql.timeZonesOf, [.text(app), .devices(part)]) {
+                    if let token = row.text(0), let zone = row.text(1) { zones[token] = zone }
+                }
+            }
+        }
+        var due: [String: Int64] = [:]
+        due.reserveCapacity(tokens.count)
+        for (index, token) in tokens.enumerated() {
+            let time = schedule.due(timeZone: zones[token], position: Double(index), now: now)
+            if time > now { due[token] = min(time, deadline).milliseconds }
+        }
+        return due
+    }
+
+    /// Reserves `seconds` of app `app`'s paced sending from `start` on (or from where its last
+    /// reservation ends, if later) and returns where the reservation starts. The app's row is
+    /// locked until the enqueue commits, so processes sharing PostgreSQL reserve one after another.
+    private func reservePace(app: String, from start: Date, for seconds: Double, on connection: any SQLConnection) async throws -> Date {
+        let free = try await connection.query(sql.appPace, [.text(app)]).first?.int(0).map(Date.init(milliseconds:))
+        let from = max(start, free ?? start)
+        try await connection.query(sql.setAppPace, [.text(app), .int(from.addingTimeInterval(seconds).milliseconds)])
+        return from
     }
 
     /// The notification already stored with the request's idempotency key, if any.
@@ -189,6 +253,7 @@ extension QueueEngine {
         )
         request.webPush = row.text(23).map { Array($0.utf8) }
         request.fcm = row.text(27).map { Array($0.utf8) }
+        request.schedule = DeliverySchedule(stored: row.text(28))
         return StoredNotification(
             id: id, request: request, status: NotificationState(code: row.int(11))?.status ?? .queued,
             counts: NotificationCounts(
@@ -230,11 +295,14 @@ extension QueueEngine {
     /// Cancels a notification still queued or sending: its unsent deliveries fail with `reason`
     /// and its unread ranges end. Its row is locked first, then its deliveries and ranges, as a
     /// completion locks them; a claim's rows are skipped (``QueueStatements/cancelDeliveries``).
-    /// Returns how many deliveries it failed.
+    /// Returns how many deliveries it failed. `ending` false: the notification is not marked
+    /// cancelled (its deadline passed: it finishes as done once nothing of it is in flight).
     @discardableResult
-    func stop(_ id: String, reason: String, now: Date, on connection: any SQLConnection) async throws -> Int {
+    func stop(_ id: String, reason: String, now: Date, ending: Bool = true, on connection: any SQLConnection) async throws -> Int {
         let time = now.milliseconds
-        guard try await !connection.query(sql.stopNotification, [.int(time), .text(id)]).isEmpty else { return 0 }
+        if ending {
+            guard try await !connection.query(sql.stopNotification, [.int(time), .text(id)]).isEmpty else { return 0 }
+        }
         let unsent = try await connection.query(sql.cancelDeliveries, [.int(time), .text(id), .text(reason)]).count
         try await connection.query(sql.addCounts, [.int(0), .int(0), .int(unsent), .text(id)])
         try await connection.query(sql.cancelSegments, [.text(id)])

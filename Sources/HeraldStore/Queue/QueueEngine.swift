@@ -41,9 +41,18 @@ final class QueueEngine: Sendable {
 
     func checkReady() async throws { try await database.checkReady() }
 
-    /// Returns when there may be work (another process or task queued some), or after `timeout`.
-    func waitForWork(timeout: Duration) async {
-        await database.work.wait(timeout: timeout)
+    /// Returns when there may be work (another process or task queued some), when the next
+    /// work queued for later falls due, or after `timeout`. One look at the two queues' earliest
+    /// times (each an index's first entry) instead of a timer per notification.
+    func waitForWork(timeout: Duration, now: Date) async {
+        var wait = timeout
+        if let row = try? await database.read({ [sql] connection in try await connection.query(sql.nextDue, [.int(now.milliseconds)]).first }) {
+            let next = [row.int(0), row.int(1)].compactMap { $0 }.min()
+            if let next, next > now.milliseconds, next - now.milliseconds < Int64(timeout.components.seconds) * 1000 {
+                wait = .milliseconds(next - now.milliseconds)
+            }
+        }
+        await database.work.wait(timeout: wait)
     }
 
     /// Marks a notification done when nothing of it is left to send.

@@ -13,6 +13,8 @@ struct Unsendable: Error, Hashable {
     var reason: String
 
     static let cancelled = Unsendable(reason: "Cancelled")
+    /// A scheduled or held notification whose deadline came first.
+    static let expired = Unsendable(reason: DeliveryReason.gateway(.expired).description)
     static func quarantined(_ what: String) -> Unsendable { Unsendable(reason: "Quarantined: \(what)") }
 }
 

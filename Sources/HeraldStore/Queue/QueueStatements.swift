@@ -9,23 +9,25 @@ struct QueueStatements: Sendable {
 
     // MARK: Devices
 
-    static let deviceColumns = "app, token, user_id, tags, badge, status, reason, invalidated_at, created_at, updated_at, kind, activity_type, environment, web_push, fcm_token"
+    static let deviceColumns = "app, token, user_id, tags, badge, status, reason, invalidated_at, created_at, updated_at, kind, activity_type, environment, web_push, fcm_token, time_zone"
 
     /// Device $2 (its key $3) of app $1. A device is found by its hash as well as its token: SQLite
     /// keeps devices in key order (``SQLDialect/deviceKey``); PostgreSQL finds it by token.
     var selectDevice: String { "SELECT \(Self.deviceColumns) FROM devices WHERE app = $1 AND hash = $3 AND token = $2" }
 
     /// Upserts devices of app $1 given as rows `[token, user, tags, badge, hash, kind, activity
-    /// type, environment, Web Push subscription, FCM registration token]` ($2) at $3: a null user,
-    /// tags, badge, environment, subscription or registration token keeps what is stored (a cleared user is "");
+    /// type, environment, Web Push subscription, FCM registration token, time zone]` ($2) at $3: a
+    /// null user, tags, badge, environment, subscription, registration token or time zone keeps
+    /// what is stored (a cleared user is "");
     /// registering makes the device active again. A hash is the token's, never updated. A new
     /// device without a kind is an alert token; `settingKind`: the rows' kinds (and activity
     /// types) replace those stored, otherwise stored kinds are kept.
     func upsertDevices(settingKind: Bool) -> String {
         """
-        INSERT INTO devices (app, token, user_id, tags, badge, hash, kind, activity_type, environment, web_push, fcm_token, status, created_at, updated_at)
+        INSERT INTO devices (app, token, user_id, tags, badge, hash, kind, activity_type, environment, web_push, fcm_token, time_zone, status, created_at, updated_at)
         SELECT $1, \(e(0, .text)), \(e(1, .text)), \(e(2, .text)), \(e(3, .integer)), \(e(4, .bigint)),
-            COALESCE(\(e(5, .smallint)), \(KindCode.alert)), \(e(6, .text)), \(e(7, .smallint)), \(e(8, .text)), \(e(9, .text)), \(DeviceCode.active), $3, $3
+            COALESCE(\(e(5, .smallint)), \(KindCode.alert)), \(e(6, .text)), \(e(7, .smallint)), \(e(8, .text)), \(e(9, .text)), \(e(10, .text)),
+            \(DeviceCode.active), $3, $3
         FROM \(d.rows(2)) AS j WHERE true
         ON CONFLICT \(d.deviceKey) DO UPDATE SET
             user_id = COALESCE(excluded.user_id, devices.user_id),
@@ -33,7 +35,8 @@ struct QueueStatements: Sendable {
             badge = COALESCE(excluded.badge, devices.badge),
             environment = COALESCE(excluded.environment, devices.environment),
             web_push = COALESCE(excluded.web_push, devices.web_push),
-            fcm_token = COALESCE(excluded.fcm_token, devices.fcm_token),\(settingKind ? "\n    kind = excluded.kind, activity_type = excluded.activity_type," : "")
+            fcm_token = COALESCE(excluded.fcm_token, devices.fcm_token),
+            time_zone = COALESCE(excluded.time_zone, devices.time_zone),\(settingKind ? "\n    kind = excluded.kind, activity_type = excluded.activity_type," : "")
             status = \(DeviceCode.active), reason = NULL, invalidated_at = NULL,
             updated_at = excluded.updated_at
         """
@@ -66,7 +69,7 @@ struct QueueStatements: Sendable {
     func listDevices(status: Bool, user: Bool, tag: Bool, kind: Bool, environment: Bool, platform: DevicePlatform? = nil) -> String {
         var sql = """
             SELECT d.app, d.token, d.user_id, d.tags, d.badge, d.status, d.reason, d.invalidated_at, d.created_at, d.updated_at,
-                d.kind, d.activity_type, d.environment, d.web_push, d.fcm_token FROM devices d
+                d.kind, d.activity_type, d.environment, d.web_push, d.fcm_token, d.time_zone FROM devices d
             """
         var next = d.devicesInKeyOrder ? 5 : 4
         var conditions = ""
@@ -135,7 +138,7 @@ struct QueueStatements: Sendable {
     static let notificationColumns = """
         id, app, audience_kind, audience, payload, push_type, priority, expiration, collapse_id, badge_mode, \
         idempotency_key, status, targeted, accepted, rejected, failed, deadline, created_at, finished_at, activity_type,
-        webpush_accepted, webpush_rejected, webpush_failed, web_push, fcm_accepted, fcm_rejected, fcm_failed, fcm
+        webpush_accepted, webpush_rejected, webpush_failed, web_push, fcm_accepted, fcm_rejected, fcm_failed, fcm, schedule
         """
     var selectNotification: String { "SELECT \(Self.notificationColumns) FROM notifications WHERE id = $1" }
     var selectByIdempotencyKey: String { "SELECT \(Self.notificationColumns) FROM notifications WHERE app = $1 AND idempotency_key = $2" }
@@ -153,8 +156,8 @@ struct QueueStatements: Sendable {
     var insertNotification: String {
         """
         INSERT INTO notifications (id, app, audience_kind, audience, payload, push_type, priority, expiration, collapse_id,
-            badge_mode, idempotency_key, status, targeted, deadline, created_at, activity_type, web_push, fcm)
-        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, \(NotificationState.queued), $12, $13, $14, $15, $16, $17)
+            badge_mode, idempotency_key, status, targeted, deadline, created_at, activity_type, web_push, fcm, schedule)
+        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, \(NotificationState.queued), $12, $13, $14, $15, $16, $17, $18)
         ON CONFLICT (app, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
         RETURNING id
         """
@@ -165,6 +168,34 @@ struct QueueStatements: Sendable {
     // push needs no such condition, and has none: PostgreSQL estimated `COALESCE(activity_type,
     // '') = ''` to keep almost no rows and read a broadcast's range by a scan and a sort, 120 ms a
     // batch instead of 27 ms by the index (a 300,000-device broadcast at 52k/s instead of 82k/s).
+
+    /// The earliest time after $1 a pending delivery or a broadcast's range falls due.
+    var nextDue: String {
+        """
+        SELECT (SELECT MIN(next_attempt_at) FROM deliveries WHERE state = \(DeliveryState.pending) AND next_attempt_at > $1),
+            (SELECT MIN(ready_at) FROM segments WHERE state = \(SegmentState.pending) AND ready_at > $1)
+        """
+    }
+    /// The time zones of app $1's devices among rows `[token, hash]` ($2) that have one.
+    var timeZonesOf: String {
+        "SELECT token, time_zone FROM devices WHERE app = $1 AND time_zone IS NOT NULL AND \(d.devices("devices", in: 2, hashAt: 1))"
+    }
+    /// Where app $1's paced sending is reserved up to, its row locked until the transaction ends.
+    var appPace: String { "SELECT next_free FROM app_pacing WHERE app = $1\(d.forUpdate)" }
+    /// App $1's paced sending is reserved up to $2.
+    var setAppPace: String {
+        "INSERT INTO app_pacing (app, next_free) VALUES ($1, $2) ON CONFLICT (app) DO UPDATE SET next_free = excluded.next_free"
+    }
+    /// A broadcast's devices not yet due (their local time, quiet hours, their turn in a pace),
+    /// kept as deliveries of notification $1 due then, rows `[token, due, badge, environment]` ($2),
+    /// not yet attempted.
+    var deferRangeDevices: String {
+        """
+        INSERT INTO deliveries (notification_id, token, state, attempts, next_attempt_at, badge, environment)
+        SELECT $1, \(e(0, .text)), \(DeliveryState.pending), 0, \(e(1, .bigint)), \(e(2, .integer)), \(e(3, .smallint)) FROM \(d.rows(2)) AS j
+        WHERE true ON CONFLICT (notification_id, token) DO NOTHING
+        """
+    }
 
     /// The Web Push subscriptions of app $1's devices among rows `[token, hash]` ($2).
     var webPushAddresses: String {
@@ -199,13 +230,14 @@ struct QueueStatements: Sendable {
         "SELECT COUNT(*) FROM devices WHERE app = $1 AND status = \(DeviceCode.active) AND kind = $2" + (activityType ? " AND activity_type = $3" : "")
     }
 
-    /// Deliveries of notification $1 at $2, rows `[token, state, reason, environment]` ($3).
+    /// Deliveries of notification $1 at $2, rows `[token, state, reason, environment, due]` ($3):
+    /// a null due is $2.
     var insertDeliveries: String {
         """
         INSERT INTO deliveries (notification_id, token, state, next_attempt_at, reason, finished_at, environment)
-        SELECT $1, o_token, o_state, $2, o_reason, CASE WHEN o_state = \(DeliveryState.pending) THEN NULL ELSE $2 END, o_environment
-        FROM (SELECT \(e(0, .text)) AS o_token, \(e(1, .smallint)) AS o_state, \(e(2, .text)) AS o_reason, \(e(3, .smallint)) AS o_environment
-            FROM \(d.rows(3)) AS j) AS o
+        SELECT $1, o_token, o_state, COALESCE(o_due, $2), o_reason, CASE WHEN o_state = \(DeliveryState.pending) THEN NULL ELSE $2 END, o_environment
+        FROM (SELECT \(e(0, .text)) AS o_token, \(e(1, .smallint)) AS o_state, \(e(2, .text)) AS o_reason, \(e(3, .smallint)) AS o_environment,
+            \(e(4, .bigint)) AS o_due FROM \(d.rows(3)) AS j) AS o
         WHERE true ON CONFLICT DO NOTHING
         """
     }
@@ -218,11 +250,11 @@ struct QueueStatements: Sendable {
         """
     }
     var addCounts: String { "UPDATE notifications SET accepted = accepted + $1, rejected = rejected + $2, failed = failed + $3 WHERE id = $4" }
-    /// A broadcast's key ranges, rows `[number, lower, upper]` ($3).
+    /// A broadcast's key ranges, rows `[number, lower, upper, ready]` ($3): none is read before its ready time.
     var insertSegments: String {
         """
-        INSERT INTO segments (notification_id, number, lower_hash, upper_hash, cursor_hash, cursor, state, created_at)
-        SELECT $1, \(e(0, .integer)), \(e(1, .bigint)), \(e(2, .bigint)), -1, '', \(SegmentState.pending), $2 FROM \(d.rows(3)) AS j WHERE true
+        INSERT INTO segments (notification_id, number, lower_hash, upper_hash, cursor_hash, cursor, state, created_at, ready_at)
+        SELECT $1, \(e(0, .integer)), \(e(1, .bigint)), \(e(2, .bigint)), -1, '', \(SegmentState.pending), $2, \(e(3, .bigint)) FROM \(d.rows(3)) AS j WHERE true
         """
     }
 
@@ -294,7 +326,7 @@ struct QueueStatements: Sendable {
     var notificationsForWork: String {
         """
         SELECT id, status, app, payload, push_type, priority, expiration, collapse_id, badge_mode, deadline, audience_kind, audience, activity_type,
-            web_push, fcm
+            web_push, fcm, schedule
         FROM notifications WHERE id IN (\(d.list(1, .text)))
         """
     }
@@ -346,7 +378,7 @@ struct QueueStatements: Sendable {
         """
         SELECT s.notification_id, s.number, s.lower_hash, s.upper_hash, s.cursor_hash, s.cursor, s.state, s.raised_hash, s.raised_through
         FROM segments s JOIN notifications n ON n.id = s.notification_id AND n.status < \(NotificationState.finished)
-        WHERE s.state = \(SegmentState.pending) OR (s.state = \(SegmentState.claimed) AND s.lease_expires_at <= $1)
+        WHERE (s.state = \(SegmentState.pending) AND s.ready_at <= $1) OR (s.state = \(SegmentState.claimed) AND s.lease_expires_at <= $1)
         ORDER BY s.state DESC, s.last_claimed_at, s.number, s.created_at LIMIT 1\(d.skipLocked(of: "s"))
         """
     }

@@ -238,6 +238,17 @@ enum SQLiteSchema {
             // A notification's refinement of Android messages (``NotificationRequest/fcm``), JSON.
             "ALTER TABLE notifications ADD COLUMN fcm TEXT",
         ],
+        // 12: scheduled, local-time and paced delivery (``DeliverySchedule``).
+        [
+            // A device's IANA time zone; NULL: its app's default.
+            "ALTER TABLE devices ADD COLUMN time_zone TEXT",
+            // A notification's schedule, JSON; NULL: sent at once.
+            "ALTER TABLE notifications ADD COLUMN schedule TEXT",
+            // A broadcast's range is not read before it (a later start, or its turn in a pace).
+            "ALTER TABLE segments ADD COLUMN ready_at INTEGER NOT NULL DEFAULT 0",
+            // Where each app with a rate ceiling has sent (or reserved) up to: its next free time.
+            "CREATE TABLE app_pacing (app TEXT PRIMARY KEY, next_free INTEGER NOT NULL)",
+        ],
     ]
 
     /// Before migration 6: gives every device without a hash (stored before migration 4, and
