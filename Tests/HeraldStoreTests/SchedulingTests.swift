@@ -175,6 +175,14 @@ struct SchedulingTests {
             let first = try await Self.sent(store, at: start.addingTimeInterval(3.9))
             #expect(first.count >= 150 && first.count < 200, "the first broadcast's window runs 4 s")
             #expect(try await Self.sent(store, at: start.addingTimeInterval(4.1)).count == 200 - first.count + 1, "then the second")
+
+            // A pace holds only its own devices: another app's notification goes at once.
+            let later = start.addingTimeInterval(100)
+            _ = try await store.enqueue(Self.request(.all, DeliverySchedule(ratePerSecond: 1)), now: later)
+            try await store.register(try registration(900), app: "other")
+            _ = try await store.enqueue(NotificationRequest(app: "other", audience: .tokens([token(900)]), payload: payload), now: later)
+            let sent = try await Self.sent(store, at: later)
+            #expect(sent.contains(token(900)) && sent.count <= 3, "\(sent.count)")
         }
     }
 

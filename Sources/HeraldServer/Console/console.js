@@ -841,7 +841,7 @@
     renderNotification(notification);
     // A cancelled notification still counts what was in flight as it finishes (and what was
     // unsent as failed, "Cancelled"): it is followed until nothing is pending.
-    const active = notification.status === 'queued' || notification.status === 'sending' ||
+    const active = notification.status === 'queued' || notification.status === 'scheduled' || notification.status === 'sending' ||
       (notification.status === 'cancelled' && Number(notification.pending) > 0);
     show($('notification-live'), active);
     // The device lists change only when the counts do; read them again only then.
@@ -874,7 +874,7 @@
     setText($('notification-count-rejected'), count(rejected));
     setText($('notification-count-failed'), count(notification.failed));
     setText($('notification-count-pending'), count(notification.pending));
-    show($('notification-cancel'), notification.status === 'queued' || notification.status === 'sending');
+    show($('notification-cancel'), ['queued', 'scheduled', 'sending'].includes(notification.status));
 
     const fields = $('notification-fields');
     clear(fields);

@@ -135,6 +135,8 @@ extension QueueEngine {
     /// reservation ends, if later) and returns where the reservation starts. The app's row is
     /// locked until the enqueue commits, so processes sharing PostgreSQL reserve one after another.
     private func reservePace(app: String, from start: Date, for seconds: Double, on connection: any SQLConnection) async throws -> Date {
+        // The row exists before it is locked: two first reservations at once must not both find none.
+        try await connection.query(sql.insertAppPace, [.text(app)])
         let free = try await connection.query(sql.appPace, [.text(app)]).first?.int(0).map(Date.init(milliseconds:))
         let from = max(start, free ?? start)
         try await connection.query(sql.setAppPace, [.text(app), .int(from.addingTimeInterval(seconds).milliseconds)])

@@ -180,6 +180,7 @@ struct QueueStatements: Sendable {
     var timeZonesOf: String {
         "SELECT token, time_zone FROM devices WHERE app = $1 AND time_zone IS NOT NULL AND \(d.devices("devices", in: 2, hashAt: 1))"
     }
+    var insertAppPace: String { "INSERT INTO app_pacing (app, next_free) VALUES ($1, 0) ON CONFLICT (app) DO NOTHING" }
     /// Where app $1's paced sending is reserved up to, its row locked until the transaction ends.
     var appPace: String { "SELECT next_free FROM app_pacing WHERE app = $1\(d.forUpdate)" }
     /// App $1's paced sending is reserved up to $2.
