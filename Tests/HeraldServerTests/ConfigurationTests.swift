@@ -164,6 +164,40 @@ struct ConfigurationTests {
         }
     }
 
+    @Test("scheduling: a default time zone, quiet hours, a rate ceiling and the schedule horizon; each mistake named by its field")
+    func scheduling() throws {
+        let (scratch, json) = try fixture()
+        func with(_ fields: String) -> String { app.replacingOccurrences(of: #""id": "shop","#, with: #""id": "shop", \#(fields),"#) }
+        let good = with(#""defaultTimeZone": "Europe/Paris", "quietHours": {"start": "22:00", "end": "08:00"}, "maximumRatePerSecond": 250"#)
+        let tuned = json(good).replacingOccurrences(of: #""listen": "127.0.0.1:9090","#, with: #""listen": "127.0.0.1:9090", "limits": {"maximumScheduleAheadSeconds": 86400},"#)
+        let loaded = try GatewayConfiguration.load(file: try scratch.write("scheduling.json", tuned))
+        #expect(loaded.apps[0].defaultTimeZone == "Europe/Paris")
+        #expect(loaded.apps[0].quietHours == QuietHours(start: TimeOfDay("22:00")!, end: TimeOfDay("08:00")!))
+        #expect(loaded.apps[0].maximumRatePerSecond == 250)
+        #expect(loaded.limits.maximumScheduleAhead == .seconds(86400))
+        let plain = try GatewayConfiguration.load(file: try scratch.write("plain.json", json(app)))
+        #expect(plain.apps[0].defaultTimeZone == "UTC" && plain.apps[0].quietHours == nil && plain.apps[0].maximumRatePerSecond == nil)
+        #expect(plain.limits.maximumScheduleAhead == .seconds(30 * 24 * 3600))
+
+        let cases: [(String, String, String)] = [
+            (json(with(#""defaultTimeZone": "Mars/Olympus""#)), "apps[0].defaultTimeZone", "IANA"),
+            (json(with(#""defaultTimeZone": "CET""#)), "apps[0].defaultTimeZone", "IANA"),
+            (json(with(#""quietHours": {"start": "24:00", "end": "08:00"}"#)), "apps[0].quietHours.start", "HH:MM"),
+            (json(with(#""quietHours": {"start": "22:00"}"#)), "apps[0].quietHours.end", "is required"),
+            (json(with(#""quietHours": {"start": "22:00", "end": "22:00"}"#)), "apps[0].quietHours.end", "must differ"),
+            (json(with(#""quietHours": {"start": "22:00", "end": "08:00", "days": 5}"#)), "apps[0].quietHours.days", "unknown field"),
+            (json(with(#""maximumRatePerSecond": -1"#)), "apps[0].maximumRatePerSecond", "more than 0"),
+            (json(with(#""maximumRatePerSecond": "fast""#)), "apps[0].maximumRatePerSecond", "number"),
+            (json(app).replacingOccurrences(of: #""listen": "127.0.0.1:9090","#, with: #""listen": "127.0.0.1:9090", "limits": {"maximumScheduleAheadSeconds": 5},"#), "limits.maximumScheduleAheadSeconds", "60 to"),
+        ]
+        for (index, (text, field, words)) in cases.enumerated() {
+            let file = try scratch.write("scheduling\(index).json", text)
+            let error = #expect(throws: ConfigurationError.self, "\(field)") { try GatewayConfiguration.load(file: file) }
+            #expect(error?.field == field, "\(error?.description ?? "")")
+            #expect(error?.message.contains(words) == true, "\(error?.description ?? ""): should say '\(words)'")
+        }
+    }
+
     @Test("credentials by kind: a kind's own credential serves it, the app's serves the rest")
     func credentialsByKind() throws {
         let (scratch, json) = try fixture()
