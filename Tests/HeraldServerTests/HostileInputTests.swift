@@ -36,11 +36,12 @@ struct HostileInputTests {
         try await RouterHarness.run(backend: backend) { api in
             let device = "/v1/apps/\(appID)/devices/\(token(1))"
             let notifications = "/v1/apps/\(appID)/notifications"
-            let deviceFields = ["user", "tags", "badge", "kind", "activityType", "environment"]
+            let deviceFields = ["user", "tags", "badge", "kind", "activityType", "environment", "timeZone"]
             let notificationTemplate: [(String, String)] = [
                 ("to", #"{"tokens": ["\#(token(1))"]}"#), ("payload", #"{"aps": {"alert": "x"}}"#), ("pushType", #""alert""#),
                 ("priority", "10"), ("expiration", "1900000000"), ("collapseID", #""c""#), ("badge", #""increment""#),
-                ("idempotencyKey", #""k""#),
+                ("idempotencyKey", #""k""#), ("sendAt", #""2026-01-01T00:00:00Z""#), ("sendAtLocalTime", #""09:00""#), ("respectQuietHours", "false"),
+                ("ratePerSecond", "100"),
             ]
             var tried = 0
             for value in Self.edgeValues {
