@@ -91,10 +91,11 @@ extension QueueEngine {
             }
             if request.audience.isRange {
                 let ranges = KeySpace.ranges(count: KeySpace.rangeCount(devices: targeted))
-                // A range is read from its first device's time: at the start, or its turn in a pace.
+                // A range is read from its first device's time: at the start, or its turn in a pace
+                // (0, at once, without a schedule).
                 let rows: [[SQLValue]] = ranges.enumerated().map { range in
-                    let ready = schedule?.rangeReady(lower: range.element.lower, now: now)
-                    return [.int(range.offset), .int(range.element.lower), .int(range.element.upper), .int(min(ready ?? now, deadline).milliseconds)]
+                    let ready = schedule.map { min($0.rangeReady(lower: range.element.lower, now: now), deadline).milliseconds } ?? 0
+                    return [.int(range.offset), .int(range.element.lower), .int(range.element.upper), .int(ready)]
                 }
                 for part in Self.chunks(rows) { try await connection.query(sql.insertSegments, [.text(id), .int(time), .rows(Array(part))]) }
             }
