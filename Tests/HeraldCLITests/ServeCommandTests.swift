@@ -137,6 +137,40 @@ struct ServeCommandTests {
         try await setup.mock.shutdown()
     }
 
+    @Test("SIGKILL during a paced broadcast and with a notification scheduled: started again, every device receives both, paced still", arguments: Backend.allCases)
+    func killedWhilePacedAndScheduled(backend: Backend) async throws {
+        if backend == .postgres, let reason = PostgresCluster.unavailableReason, !PostgresCluster.isRequired { try Test.cancel(Comment(rawValue: reason)) }
+        let scratch = try ScratchDirectory()
+        let setup = try await Setup(database: try backend.storeURL(scratch: scratch))
+        let devices = 1000
+        let (first, base) = try setup.serve()
+        let lines = (0..<devices).map { #"{"token": "\#(Self.token($0))"}"# }.joined(separator: "\n")
+        let (imported, _) = try await Self.call("POST", "\(base)/v1/apps/shop/devices", body: lines, contentType: "application/x-ndjson")
+        #expect(imported == 200)
+        // 1,000 devices at 250 a second: four seconds; and one to all, three seconds ahead.
+        let (paced, pacedAnswer) = try await Self.call("POST", "\(base)/v1/apps/shop/notifications", body: #"{"to": {"all": true}, "payload": {"aps": {"alert": "paced"}}, "ratePerSecond": 250}"#)
+        let sendAt = Date().addingTimeInterval(3).formatted(Date.ISO8601FormatStyle(includingFractionalSeconds: true))
+        let (later, laterAnswer) = try await Self.call("POST", "\(base)/v1/apps/shop/notifications", body: #"{"to": {"all": true}, "payload": {"aps": {"alert": "later"}}, "sendAt": "\#(sendAt)"}"#)
+        #expect(paced == 202 && later == 202 && laterAnswer?["status"]?.stringValue == "scheduled", "\(pacedAnswer?.jsonString ?? "") \(laterAnswer?.jsonString ?? "")")
+        try await setup.mock.accepted(atLeast: 100)
+        first.kill()
+        let sentBeforeKill = setup.received(alert: "paced").count
+        #expect(sentBeforeKill < devices, "killed mid-way (\(sentBeforeKill) sent)")
+
+        let (second, again) = try setup.serve()
+        for id in [pacedAnswer?["id"]?.stringValue, laterAnswer?["id"]?.stringValue].compactMap({ $0 }) {
+            let done = try await Self.waitUntilDone(again, id)
+            #expect(done?["accepted"]?.intValue == devices, "\(done?.jsonString ?? "")")
+        }
+        #expect(setup.received(alert: "paced").count == devices, "every device the paced one at least once")
+        #expect(setup.received(alert: "later").count == devices, "every device the scheduled one at least once")
+        // What the second process sent of the paced one still came at its pace, not at once.
+        let times = setup.mock.accepted.filter { (try? JSONValue(parsing: $0.payload))?["aps"]?["alert"]?.stringValue == "paced" }.map(\.receivedAt).sorted()
+        if let firstTime = times.first, let last = times.last { #expect(last.timeIntervalSince(firstTime) >= 3, "spread over \(last.timeIntervalSince(firstTime)) s") }
+        #expect(second.stop() == 0, "SIGTERM ends it cleanly")
+        try await setup.mock.shutdown()
+    }
+
     @Test("two processes on one PostgreSQL share one broadcast, each device sent once")
     func twoProcessesShareWork() async throws {
         if let reason = PostgresCluster.unavailableReason, !PostgresCluster.isRequired { try Test.cancel(Comment(rawValue: reason)) }
