@@ -143,6 +143,9 @@ struct OtherRequest: Sendable {
     /// caller speaks another protocol over this pool: Web Push). Lost streams and timeouts still
     /// fail as the client's errors.
     var passthrough = false
+    /// The head this request shares with others (FCM's): when set, its fields are written
+    /// instead of ``headers``; ``method`` and ``path`` are its own.
+    var sharedHead: SharedRequestHead?
 }
 
 /// A successful answer from the server, as it came: what a notification's ``APNSResponse`` and a
