@@ -50,7 +50,7 @@ final class MockFCMRoutes: MockHTTPHandler {
     func respond(to request: MockHTTPRequest) -> MockHTTPReply {
         let segments = request.segments
         guard request.method == "POST" else { return .now(.notFound(serving: Self.routes)) }
-        if segments == ["token"] { return .now(token(request)) }
+        if segments.count == 1, segments[0] == "token" { return .now(token(request)) }
         if segments.count == 4, segments[0] == "v1", segments[1] == "projects" {
             return send(request, project: String(segments[2]), method: segments[3])
         }
@@ -178,7 +178,7 @@ final class MockFCMRoutes: MockHTTPHandler {
     private func check(_ request: MockHTTPRequest, project: String, method: Substring) throws -> (token: String, message: JSONValue) {
         guard method == "messages:send" else { throw MockFCMRejection.notFound }
         guard let authorization = request.header("authorization"), authorization.hasPrefix("Bearer "),
-            state.isValid(accessToken: String(authorization.dropFirst(7)))
+            state.isValid(accessToken: String(Substring(authorization.utf8.dropFirst(7))))
         else {
             throw MockFCMRejection.unauthenticated
         }
@@ -211,8 +211,11 @@ final class MockFCMRoutes: MockHTTPHandler {
         writer.key("name")
         writer.string(recorded.name)
         writer.endObject()
-        return MockHTTPResponse(status: 200, headers: [("content-type", "application/json; charset=UTF-8")], body: writer.bytes)
+        return MockHTTPResponse(status: 200, headers: Self.jsonHeaders, body: writer.bytes)
     }
+
+    /// An answer's header fields: made once, not a list per answer.
+    static let jsonHeaders = [(name: "content-type", value: "application/json; charset=UTF-8")]
 
     /// A refusal's answer, counted by its reason.
     private func answer(_ error: any Error) -> MockHTTPResponse {
@@ -220,7 +223,7 @@ final class MockFCMRoutes: MockHTTPHandler {
         case let rejection as MockFCMRejection:
             state.countRejection(rejection.reason)
             logger.debug("message refused", metadata: ["status": "\(rejection.status)", "reason": "\(rejection.reason)"])
-            var headers = [(name: "content-type", value: "application/json; charset=UTF-8")]
+            var headers = Self.jsonHeaders
             if let seconds = rejection.retryAfterSeconds { headers.append(("retry-after", String(seconds))) }
             return MockHTTPResponse(status: rejection.status, headers: headers, body: rejection.body)
         case let answer as ScriptedAnswer:

@@ -151,8 +151,13 @@ final class MockHTTP2Handler: ChannelInboundHandler {
                 }
                 streams[streamID] = nil  // no copy of the body while it grows
                 bodyBytes += count
-                var data = data
-                stream.body.writeBuffer(&data)
+                if endStream, stream.body.readableBytes == 0 {
+                    // The whole body in one frame, answered now: read where it lies, not copied.
+                    stream.body = data
+                } else {
+                    var data = data
+                    stream.body.writeBuffer(&data)
+                }
                 streams[streamID] = stream
             }
             if endStream { complete(streamID, context: context) }
@@ -174,7 +179,7 @@ final class MockHTTP2Handler: ChannelInboundHandler {
         }
         // HeraldHTTP2 has checked the request's pseudo-headers (RFC 9113 §8.3.1).
         let method = headers.first(name: ":method") ?? ""
-        let path = (headers.first(name: ":path") ?? "/").prefix { $0 != "?" }
+        let path = Substring(headers.first(name: ":path") ?? "/").withoutQuery
         let limit = max(0, handler.maximumBodyCount(method: method, path: String(path)))
         streams[streamID] = PendingStream(method: method, path: path, headers: headers, limit: limit, openedAt: .now())
         if let declared = headers.first(name: "content-length").flatMap({ Int($0) }), declared > limit {

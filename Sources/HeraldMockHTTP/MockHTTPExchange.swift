@@ -16,7 +16,7 @@ package struct MockHTTPRequest: Sendable {
 
     package init(method: String, path: Substring, headers: HPACKHeaders, body: MockHTTPBody, httpVersion: Int) {
         self.method = method
-        self.path = String(path.prefix { $0 != "?" })
+        self.path = String(path.withoutQuery)
         self.headers = headers
         self.body = body
         self.httpVersion = httpVersion
@@ -28,12 +28,21 @@ package struct MockHTTPRequest: Sendable {
     }
 
     /// The path's segments, empty ones left out: `/v1/projects/p` is `["v1", "projects", "p"]`.
+    /// Split on the byte `/`: walking a path by `Character` (grapheme breaking for ASCII) was
+    /// a few per cent of the mock's CPU per request under load.
     package var segments: [Substring] {
-        path.split(separator: "/", maxSplits: MockHTTPRequest.maximumSegmentCount)
+        path.utf8.split(separator: UInt8(ascii: "/"), maxSplits: MockHTTPRequest.maximumSegmentCount).map { Substring($0) }
     }
 
     /// Segments split off a path at most: no route has more, and a longer path ends in one long segment.
     static let maximumSegmentCount = 8
+}
+
+extension Substring {
+    /// Up to the first `?`, found by byte rather than by `Character`.
+    var withoutQuery: Substring {
+        utf8.firstIndex(of: UInt8(ascii: "?")).map { self[..<$0] } ?? self
+    }
 }
 
 /// A request's body as a mock read it.
