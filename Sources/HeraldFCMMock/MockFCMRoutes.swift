@@ -160,6 +160,9 @@ final class MockFCMRoutes: MockHTTPHandler {
                 break
             case .delay(let duration, _)?:
                 return .after(duration) { self.accept(token: token, message: message, project: project, httpVersion: request.httpVersion) }
+            case .goAway?:
+                state.countRejection("GOAWAY")
+                return .goAway(otherwise: Self.goAwayOverHTTP1)
             case let fault?:
                 throw Self.error(for: fault)
             }
@@ -234,6 +237,14 @@ final class MockFCMRoutes: MockHTTPHandler {
         }
     }
 
+    /// A GOAWAY fault's answer over HTTP/1.1, which has no GOAWAY: `UNAVAILABLE`, not processed,
+    /// and the server means to close.
+    static let goAwayOverHTTP1: MockHTTPResponse = {
+        let rejection = MockFCMRejection.unavailable
+        return MockHTTPResponse(
+            status: rejection.status, headers: [("content-type", "application/json; charset=UTF-8"), ("connection", "close")], body: rejection.body)
+    }()
+
     /// What a scripted fault other than a delay answers.
     private static func error(for fault: MockFCMFault) -> any Error {
         switch fault {
@@ -244,7 +255,7 @@ final class MockFCMRoutes: MockHTTPHandler {
         case .quotaExceeded(let seconds, _): MockFCMRejection.quotaExceeded(retryAfterSeconds: seconds)
         case .unavailable: MockFCMRejection.unavailable
         case .internalError: MockFCMRejection.internal
-        case .delay: MockFCMRejection.internal  // handled before: a delay answers what follows it
+        case .delay, .goAway: MockFCMRejection.internal  // handled before: not an answer of their own
         case .answer(let status, let body, _): ScriptedAnswer(status: (100...599).contains(status) ? status : 500, body: body)
         }
     }

@@ -80,6 +80,10 @@ package struct MockHTTPResponse: Sendable {
 package enum MockHTTPReply: Sendable {
     case now(MockHTTPResponse)
     case after(Duration, @Sendable () -> MockHTTPResponse)
+    /// Not processed: over HTTP/2 the connection ends with GOAWAY (`NO_ERROR`, the last stream
+    /// ID the last one answered), so the peer sends this request again on another; HTTP/1.1
+    /// has no GOAWAY, and answers `otherwise` there.
+    case goAway(otherwise: MockHTTPResponse)
 }
 
 /// A mock's routes, called the same way by both transports (``MockHTTPSHost``'s HTTP/2 path and
