@@ -63,6 +63,10 @@ public final class FCMClient: Sendable {
     private let path: String
     private let logger: Logger
     private let isShutDown = Atomic<Bool>(false)
+    /// The request head for the access token in use: made once per token, shared by every
+    /// request that carries it (the pool indexes its path and content type, and copies its
+    /// encoded authorization).
+    private let currentHead = Mutex<(token: String, head: SharedRequestHead)?>(nil)
 
     /// A client. Throws when the endpoint or the token URI is not `https:` (or `http:` to a
     /// loopback address), or the project id is not one.
@@ -164,9 +168,7 @@ public final class FCMClient: Sendable {
         var later: [(index: Int, delay: Duration, attempts: Int, refreshed: Bool)] = []
         do throws(FCMSendError) {
             let token = try await self.tokens.accessToken()
-            let authorization = "Bearer " + token
-            let requests = bodies.map { (method: "POST", path: path, headers: Self.headers(body: $0.body, authorization: authorization), body: Optional($0.body)) }
-            let answers = await pool.exchange(requests, logger: logger)
+            let answers = await pool.exchange(head(for: token), bodies: bodies.map(\.body), logger: logger)
             var refused = false
             for ((index, _), answer) in zip(bodies, answers) {
                 let outcome = attempt(from: answer)
@@ -248,15 +250,19 @@ public final class FCMClient: Sendable {
         }
     }
 
-    /// The request's headers.
-    private static func headers(body: [UInt8], authorization: String) -> [(name: String, value: String)] {
-        [("authorization", authorization), ("content-type", "application/json; charset=UTF-8"), ("content-length", String(body.count))]
+    /// The head of every request carrying access token `token`: the one made for it, or a new
+    /// one when the token changed.
+    private func head(for token: String) -> SharedRequestHead {
+        if let current = currentHead.withLock({ $0 }), current.token == token { return current.head }
+        let made = SharedRequestHead(method: "POST", path: path, contentType: "application/json; charset=UTF-8", authorization: "Bearer " + token)
+        currentHead.withLock { $0 = (token, made) }
+        return made
     }
 
     /// One request and its answer.
     private func attempt(body: [UInt8], token: String) async -> FCMDecision.Attempt {
         do {
-            let answer = try await pool.exchange(method: "POST", path: path, headers: Self.headers(body: body, authorization: "Bearer " + token), body: body, logger: logger)
+            let answer = try await pool.exchange(head(for: token), body: body, logger: logger)
             return attempt(from: .success(answer))
         } catch {
             return attempt(from: .failure(error))
@@ -266,7 +272,9 @@ public final class FCMClient: Sendable {
     private func attempt(from answer: Result<(status: Int, location: String?, retryAfter: String?, body: [UInt8]), any Error>) -> FCMDecision.Attempt {
         switch answer {
         case .success(let answered):
-            return .answered(status: answered.status, retryAfter: answered.retryAfter, body: Array(answered.body.prefix(FCMDecision.maximumBodyCount)))
+            // A 200's body is a short name; only a body over the bound is copied to cut it.
+            let body = answered.body.count <= FCMDecision.maximumBodyCount ? answered.body : Array(answered.body.prefix(FCMDecision.maximumBodyCount))
+            return .answered(status: answered.status, retryAfter: answered.retryAfter, body: body)
         case .failure(let error as APNSClientError) where error.code == .timedOut:
             return .timedOut
         case .failure(let error as APNSClientError):

@@ -27,12 +27,26 @@ public enum MockFCMFault: Sendable, Hashable {
     /// Answers `status` with `body` as it is, for the next `times` requests: a hostile or broken
     /// server (a huge body, not JSON). A status outside 100...599 is answered as 500.
     case answer(status: Int, body: [UInt8], times: Int)
+    /// Lets `afterRequests` requests pass, then ends the next one's connection as a server
+    /// going down for maintenance does: GOAWAY with `NO_ERROR` whose last stream ID is the last
+    /// one answered (RFC 9113 §6.8), so that request and any later ones on that connection are
+    /// not processed; the client sends them again on another. What was started below it is
+    /// still answered, then the connection closes. Once. HTTP/1.1 has no GOAWAY: there the
+    /// request is answered 503 `UNAVAILABLE` with `connection: close`, not processed either.
+    case goAway(afterRequests: Int)
 
     /// How many requests it applies to; `nil`: every request.
     var times: Int? {
         switch self {
         case .unregistered, .invalidToken, .senderIDMismatch, .thirdPartyAuthError: nil
         case .quotaExceeded(_, let times), .unavailable(let times), .internalError(let times), .delay(_, let times), .answer(_, _, let times): times
+        case .goAway: 1
         }
+    }
+
+    /// Requests it lets pass before it applies.
+    var passes: Int {
+        if case .goAway(let afterRequests) = self { return max(0, afterRequests) }
+        return 0
     }
 }

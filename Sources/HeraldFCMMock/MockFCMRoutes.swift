@@ -50,7 +50,7 @@ final class MockFCMRoutes: MockHTTPHandler {
     func respond(to request: MockHTTPRequest) -> MockHTTPReply {
         let segments = request.segments
         guard request.method == "POST" else { return .now(.notFound(serving: Self.routes)) }
-        if segments == ["token"] { return .now(token(request)) }
+        if segments.count == 1, segments[0] == "token" { return .now(token(request)) }
         if segments.count == 4, segments[0] == "v1", segments[1] == "projects" {
             return send(request, project: String(segments[2]), method: segments[3])
         }
@@ -160,6 +160,9 @@ final class MockFCMRoutes: MockHTTPHandler {
                 break
             case .delay(let duration, _)?:
                 return .after(duration) { self.accept(token: token, message: message, project: project, httpVersion: request.httpVersion) }
+            case .goAway?:
+                state.countRejection("GOAWAY")
+                return .goAway(otherwise: Self.goAwayOverHTTP1)
             case let fault?:
                 throw Self.error(for: fault)
             }
@@ -178,7 +181,7 @@ final class MockFCMRoutes: MockHTTPHandler {
     private func check(_ request: MockHTTPRequest, project: String, method: Substring) throws -> (token: String, message: JSONValue) {
         guard method == "messages:send" else { throw MockFCMRejection.notFound }
         guard let authorization = request.header("authorization"), authorization.hasPrefix("Bearer "),
-            state.isValid(accessToken: String(authorization.dropFirst(7)))
+            state.isValid(accessToken: String(Substring(authorization.utf8.dropFirst(7))))
         else {
             throw MockFCMRejection.unauthenticated
         }
@@ -211,8 +214,11 @@ final class MockFCMRoutes: MockHTTPHandler {
         writer.key("name")
         writer.string(recorded.name)
         writer.endObject()
-        return MockHTTPResponse(status: 200, headers: [("content-type", "application/json; charset=UTF-8")], body: writer.bytes)
+        return MockHTTPResponse(status: 200, headers: Self.jsonHeaders, body: writer.bytes)
     }
+
+    /// An answer's header fields: made once, not a list per answer.
+    static let jsonHeaders = [(name: "content-type", value: "application/json; charset=UTF-8")]
 
     /// A refusal's answer, counted by its reason.
     private func answer(_ error: any Error) -> MockHTTPResponse {
@@ -220,7 +226,7 @@ final class MockFCMRoutes: MockHTTPHandler {
         case let rejection as MockFCMRejection:
             state.countRejection(rejection.reason)
             logger.debug("message refused", metadata: ["status": "\(rejection.status)", "reason": "\(rejection.reason)"])
-            var headers = [(name: "content-type", value: "application/json; charset=UTF-8")]
+            var headers = Self.jsonHeaders
             if let seconds = rejection.retryAfterSeconds { headers.append(("retry-after", String(seconds))) }
             return MockHTTPResponse(status: rejection.status, headers: headers, body: rejection.body)
         case let answer as ScriptedAnswer:
@@ -230,6 +236,14 @@ final class MockFCMRoutes: MockHTTPHandler {
             return MockHTTPResponse(status: 500)
         }
     }
+
+    /// A GOAWAY fault's answer over HTTP/1.1, which has no GOAWAY: `UNAVAILABLE`, not processed,
+    /// and the server means to close.
+    static let goAwayOverHTTP1: MockHTTPResponse = {
+        let rejection = MockFCMRejection.unavailable
+        return MockHTTPResponse(
+            status: rejection.status, headers: [("content-type", "application/json; charset=UTF-8"), ("connection", "close")], body: rejection.body)
+    }()
 
     /// What a scripted fault other than a delay answers.
     private static func error(for fault: MockFCMFault) -> any Error {
@@ -241,7 +255,7 @@ final class MockFCMRoutes: MockHTTPHandler {
         case .quotaExceeded(let seconds, _): MockFCMRejection.quotaExceeded(retryAfterSeconds: seconds)
         case .unavailable: MockFCMRejection.unavailable
         case .internalError: MockFCMRejection.internal
-        case .delay: MockFCMRejection.internal  // handled before: a delay answers what follows it
+        case .delay, .goAway: MockFCMRejection.internal  // handled before: not an answer of their own
         case .answer(let status, let body, _): ScriptedAnswer(status: (100...599).contains(status) ? status : 500, body: body)
         }
     }

@@ -8,6 +8,8 @@ final class MockFCMState: Sendable {
     struct Scripted: Sendable {
         var fault: MockFCMFault
         var remaining: Int?
+        /// Requests still to let pass before it applies.
+        var passes = 0
     }
 
     /// Access tokens held at once; past it, expired ones are forgotten, then all of them (their
@@ -78,7 +80,7 @@ final class MockFCMState: Sendable {
     /// requests is ignored.
     func script(_ fault: MockFCMFault, for token: String?) {
         if let times = fault.times, times <= 0 { return }
-        let scripted = Scripted(fault: fault, remaining: fault.times)
+        let scripted = Scripted(fault: fault, remaining: fault.times, passes: fault.passes)
         storage.withLock { storage in
             if let token { storage.tokenFaults[token, default: []].append(scripted) } else { storage.globalFaults.append(scripted) }
         }
@@ -135,9 +137,14 @@ final class MockFCMState: Sendable {
 }
 
 extension [MockFCMState.Scripted] {
-    /// The first fault, spending one of its requests (and removing it once spent).
+    /// The first fault, spending one of its requests (and removing it once spent); `nil` while
+    /// it lets requests pass.
     fileprivate mutating func takeFirst() -> MockFCMFault? {
         guard let first else { return nil }
+        if first.passes > 0 {
+            self[0].passes -= 1
+            return nil
+        }
         if let remaining = first.remaining {
             if remaining <= 1 { removeFirst() } else { self[0].remaining = remaining - 1 }
         }

@@ -17,6 +17,7 @@ package struct HPACKBlockEncoder {
         package static let status200 = 8
         package static let status = 8
         package static let authorization = 23
+        package static let contentLength = 28
         package static let contentType = 31
         package static let statusIndex: [Int: Int] = [200: 8, 204: 9, 206: 10, 304: 11, 400: 12, 404: 13, 500: 14]
     }
@@ -91,6 +92,13 @@ package struct HPACKBlockEncoder {
     /// without indexing (`:path`, `authorization`, apns-spec §1.3).
     package func literal(staticNameIndex: Int, value: String, into buffer: inout ByteBuffer) {
         Self.writeInteger(staticNameIndex, prefixBits: 4, pattern: 0x00, into: &buffer)
+        Self.writeString(value, into: &buffer)
+    }
+
+    /// A credential, with a name from the static table: literal never indexed, so that no
+    /// intermediary indexes it either (RFC 7541 §6.2.3, §7.1.3).
+    package func literalNeverIndexed(staticNameIndex: Int, value: String, into buffer: inout ByteBuffer) {
+        Self.writeInteger(staticNameIndex, prefixBits: 4, pattern: 0x10, into: &buffer)
         Self.writeString(value, into: &buffer)
     }
 

@@ -32,6 +32,9 @@ final class MockHTTP2Handler: ChannelInboundHandler {
     /// Body bytes held over `streams` (within ``MockHTTP2Limits/maximumBufferedBodyBytes``).
     private var bodyBytes = 0
     private var goingAway = false
+    /// The highest stream handed to the routes and answered (or to be, after a delay): a
+    /// scripted GOAWAY names it as the last one processed.
+    private var lastProcessedStreamID: HTTP2StreamNumber = 0
     private var closing = false
     private var output = ByteBuffer()
     private var events: [HTTP2Connection.Event] = []
@@ -151,8 +154,13 @@ final class MockHTTP2Handler: ChannelInboundHandler {
                 }
                 streams[streamID] = nil  // no copy of the body while it grows
                 bodyBytes += count
-                var data = data
-                stream.body.writeBuffer(&data)
+                if endStream, stream.body.readableBytes == 0 {
+                    // The whole body in one frame, answered now: read where it lies, not copied.
+                    stream.body = data
+                } else {
+                    var data = data
+                    stream.body.writeBuffer(&data)
+                }
                 streams[streamID] = stream
             }
             if endStream { complete(streamID, context: context) }
@@ -174,7 +182,7 @@ final class MockHTTP2Handler: ChannelInboundHandler {
         }
         // HeraldHTTP2 has checked the request's pseudo-headers (RFC 9113 §8.3.1).
         let method = headers.first(name: ":method") ?? ""
-        let path = (headers.first(name: ":path") ?? "/").prefix { $0 != "?" }
+        let path = Substring(headers.first(name: ":path") ?? "/").withoutQuery
         let limit = max(0, handler.maximumBodyCount(method: method, path: String(path)))
         streams[streamID] = PendingStream(method: method, path: path, headers: headers, limit: limit, openedAt: .now())
         if let declared = headers.first(name: "content-length").flatMap({ Int($0) }), declared > limit {
@@ -198,11 +206,20 @@ final class MockHTTP2Handler: ChannelInboundHandler {
         guard var stream = streams[streamID], !stream.complete else { return }
         let request = MockHTTPRequest(
             method: stream.method, path: stream.path, headers: stream.headers, body: body ?? .bytes(stream.body), httpVersion: 2)
-        switch handler.respond(to: request) {
+        let reply = handler.respond(to: request)
+        if case .goAway = reply {
+            drop(streamID)
+            goAway(unprocessed: streamID, context: context)
+            return
+        }
+        lastProcessedStreamID = max(lastProcessedStreamID, streamID)
+        switch reply {
         case .now(let response):
             drop(streamID)
             write(response, on: streamID)
             closeIfGoneAway(context)
+        case .goAway:
+            break  // handled above
         case .after(let delay, let response):
             stream.complete = true
             streams[streamID] = stream
@@ -248,6 +265,25 @@ final class MockHTTP2Handler: ChannelInboundHandler {
     }
 
     // MARK: Closing
+
+    /// A scripted GOAWAY (`NO_ERROR`) met by the request on `streamID`: the last stream processed
+    /// is the last one handed to the routes, so this one and every later one are not processed
+    /// (RFC 9113 §6.8) and the peer may send them again elsewhere. Streams below it that are
+    /// still arriving or waiting for a delay are answered; then the connection closes.
+    private func goAway(unprocessed streamID: HTTP2StreamNumber, context: ChannelHandlerContext) {
+        guard !goingAway, !closing else {
+            refuse(streamID)
+            return
+        }
+        goingAway = true
+        let last = lastProcessedStreamID
+        http2.writeGoAway(lastStreamID: last, code: .noError, debugData: Array("maintenance".utf8), into: &output)
+        // A later stream was answered first (its body came sooner): this one cannot be put above
+        // the last, so it is refused instead, which says the same (§8.7).
+        if streamID < last { refuse(streamID) }
+        for id in streams.keys where id > last { drop(id) }
+        closeIfGoneAway(context)
+    }
 
     private func closeIfGoneAway(_ context: ChannelHandlerContext) {
         guard goingAway, !closing, streams.isEmpty, http2.pendingBodyBytes == 0 else { return }

@@ -30,6 +30,8 @@ struct MockHTTPResponder: HTTPResponder {
         case .after(let delay, let response):
             try? await Task.sleep(for: delay)
             answer = response()
+        case .goAway(let otherwise):
+            answer = otherwise
         }
         var fields = HTTPFields()
         for (name, value) in answer.headers {

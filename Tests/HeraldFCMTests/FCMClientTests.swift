@@ -224,6 +224,52 @@ struct FCMClientTests {
         }
     }
 
+    @Test("GOAWAY under load, twice: what it left unprocessed is sent again on a new connection; every message is delivered once and every caller has its outcome")
+    func goAway() async throws {
+        try await withMockFCMServer { server in
+            // The second counts from the first: GOAWAY on the first connection and on the next.
+            server.scriptAll(.goAway(afterRequests: 25))
+            server.scriptAll(.goAway(afterRequests: 50))
+            var configuration = Self.configuration(server)
+            configuration.maximumConnections = 1
+            try await withFCMClient(configuration: configuration) { client in
+                // A group and single sends at once, as the gateway's batches and its API's sends.
+                async let grouped = client.send(Self.message(), toEach: (0..<120).map(Self.token))
+                let singles = await withTaskGroup(of: Result<FCMReceipt, FCMSendError>.self) { group in
+                    for n in 120..<160 {
+                        group.addTask {
+                            do throws(FCMSendError) {
+                                return .success(try await client.send(Self.message(n)))
+                            } catch {
+                                return .failure(error)
+                            }
+                        }
+                    }
+                    var results: [Result<FCMReceipt, FCMSendError>] = []
+                    for await result in group { results.append(result) }
+                    return results
+                }
+                let results = await grouped + singles
+                #expect(results.count == 160)
+                let receipts = results.compactMap { try? $0.get() }
+                let failures = results.compactMap { result -> String? in
+                    if case .failure(let error) = result { return "\(error)" }
+                    return nil
+                }
+                #expect(failures.isEmpty, "\(failures.prefix(3))")
+                // Sent again because the server never processed them: not a second attempt.
+                #expect(receipts.allSatisfy { $0.attempts == 1 })
+                #expect(Set(receipts.compactMap(\.name)).count == 160, "each message named once")
+            }
+            // Each message processed exactly once: the two that met GOAWAY were not, nor was
+            // anything after them on their connections.
+            #expect(server.rejectionsByReason == ["GOAWAY": 2])
+            #expect(server.receivedCount == 160 && server.requestCount == 162)
+            let tokens = server.received.map(\.token)
+            #expect(tokens.count == 160 && Set(tokens) == Set((0..<160).map(Self.token)))
+        }
+    }
+
     @Test("a client whose token endpoint refuses the assertion fails with the endpoint's reason, and does not send")
     func tokenRefused() async throws {
         try await withMockFCMServer { server in

@@ -158,21 +158,51 @@ public final class APNSClient: Sendable {
     package func exchange(
         _ requests: [(method: String, path: String, headers: [(name: String, value: String)], body: [UInt8]?)], logger base: Logger? = nil
     ) async -> [Result<(status: Int, location: String?, retryAfter: String?, body: [UInt8]), any Error>] {
-        guard !requests.isEmpty else { return [] }
+        await exchange(count: requests.count, logger: base) { index in
+            let request = requests[index]
+            return OtherRequest(method: request.method, path: request.path, headers: request.headers, body: request.body, expiration: nil)
+        }
+    }
+
+    /// Sends one request for each of `bodies`, all with `head`, as ``exchange(_:logger:)`` sends
+    /// its requests: the way for many requests that differ only in their bodies (FCM's
+    /// `messages:send`), with no header list made for each.
+    package func exchange(
+        _ head: SharedRequestHead, bodies: [[UInt8]], logger base: Logger? = nil
+    ) async -> [Result<(status: Int, location: String?, retryAfter: String?, body: [UInt8]), any Error>] {
+        await exchange(count: bodies.count, logger: base) { index in
+            OtherRequest(method: head.method, path: head.path, headers: [], body: bodies[index], expiration: nil, sharedHead: head)
+        }
+    }
+
+    /// One request with `head` and `body`; see ``exchange(_:bodies:logger:)``.
+    package func exchange(
+        _ head: SharedRequestHead, body: [UInt8], logger: Logger? = nil
+    ) async throws -> (status: Int, location: String?, retryAfter: String?, body: [UInt8]) {
+        var request = OtherRequest(method: head.method, path: head.path, headers: [], body: body, expiration: nil, sharedHead: head)
+        request.passthrough = true
+        let answer = try await perform(request, logger: logger)
+        return (answer.status, answer.location, answer.retryAfter, answer.body)
+    }
+
+    /// Requests `0..<count` (made by `request`, passed through) sent together.
+    private func exchange(
+        count: Int, logger base: Logger?, request: (Int) -> OtherRequest
+    ) async -> [Result<(status: Int, location: String?, retryAfter: String?, body: [UInt8]), any Error>] {
+        guard count > 0 else { return [] }
         let logger = base ?? self.logger
-        let batch = ExchangeBatch(count: requests.count, limiter: limiter)
+        let batch = ExchangeBatch(count: count, limiter: limiter)
         var next = 0
-        while next < requests.count {
+        while next < count {
             let granted: Int
             do {
-                granted = try await limiter.acquire(maximum: requests.count - next)
+                granted = try await limiter.acquire(maximum: count - next)
             } catch {
-                for index in next..<requests.count { batch.deliver(.failure(error), at: index, holdsPermit: false) }
+                for index in next..<count { batch.deliver(.failure(error), at: index, holdsPermit: false) }
                 break
             }
             let jobs = (next..<(next + granted)).map { index in
-                let request = requests[index]
-                var other = OtherRequest(method: request.method, path: request.path, headers: request.headers, body: request.body, expiration: nil)
+                var other = request(index)
                 other.passthrough = true
                 return RequestJob(other: other, batch: batch, index: index, logger: logger)
             }

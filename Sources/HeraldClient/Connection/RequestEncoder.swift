@@ -27,21 +27,51 @@ enum RequestEncoder {
         if let apnsID = fields.apnsID { encoder.literal(name: "apns-id", value: apnsID.uuidString.lowercased(), into: &block) }
     }
 
-    /// The header fields of a channel-management or broadcast request (apns-spec §1.9).
+    /// The header fields of a channel-management or broadcast request (apns-spec §1.9), or of
+    /// another protocol's request through the pool.
     static func writeFields(
         for request: OtherRequest, authority: String, authorization: ByteBuffer?, encoder: inout HPACKBlockEncoder, into block: inout ByteBuffer
     ) {
-        switch request.method {
-        case "POST": encoder.indexed(HPACKBlockEncoder.Static.methodPOST, into: &block)
-        case "GET": encoder.indexed(HPACKBlockEncoder.Static.methodGET, into: &block)
-        default: encoder.literal(staticNameIndex: HPACKBlockEncoder.Static.methodGET, value: request.method, into: &block)
+        if let head = request.sharedHead {
+            writeFields(for: head, bodyCount: request.body?.count, authority: authority, authorization: authorization, encoder: &encoder, into: &block)
+            return
         }
+        writeMethod(request.method, encoder: &encoder, into: &block)
         encoder.indexed(HPACKBlockEncoder.Static.schemeHTTPS, into: &block)
         encoder.literal(staticNameIndex: HPACKBlockEncoder.Static.path, value: request.path, into: &block)
         encoder.indexing(name: ":authority", value: authority, staticNameIndex: HPACKBlockEncoder.Static.authority, into: &block)
         if var authorization { block.writeBuffer(&authorization) }
         for field in request.headers {
             encoder.literal(name: field.name, value: field.value, into: &block)
+        }
+    }
+
+    /// A request whose head many share (``SharedRequestHead``): its path and content type are
+    /// the same for every one, so indexed (a byte each once the peer's table has them); its
+    /// authorization was encoded once; only `content-length` is written for this request.
+    private static func writeFields(
+        for head: SharedRequestHead, bodyCount: Int?, authority: String, authorization: ByteBuffer?,
+        encoder: inout HPACKBlockEncoder, into block: inout ByteBuffer
+    ) {
+        writeMethod(head.method, encoder: &encoder, into: &block)
+        encoder.indexed(HPACKBlockEncoder.Static.schemeHTTPS, into: &block)
+        encoder.indexing(name: ":path", value: head.path, staticNameIndex: HPACKBlockEncoder.Static.path, into: &block)
+        encoder.indexing(name: ":authority", value: authority, staticNameIndex: HPACKBlockEncoder.Static.authority, into: &block)
+        if let authorization { block.writeImmutableBuffer(authorization) }
+        if let field = head.authorizationField { block.writeImmutableBuffer(field) }
+        if let contentType = head.contentType {
+            encoder.indexing(name: "content-type", value: contentType, staticNameIndex: HPACKBlockEncoder.Static.contentType, into: &block)
+        }
+        if let bodyCount {
+            encoder.literal(staticNameIndex: HPACKBlockEncoder.Static.contentLength, value: String(bodyCount), into: &block)
+        }
+    }
+
+    private static func writeMethod(_ method: String, encoder: inout HPACKBlockEncoder, into block: inout ByteBuffer) {
+        switch method {
+        case "POST": encoder.indexed(HPACKBlockEncoder.Static.methodPOST, into: &block)
+        case "GET": encoder.indexed(HPACKBlockEncoder.Static.methodGET, into: &block)
+        default: encoder.literal(staticNameIndex: HPACKBlockEncoder.Static.methodGET, value: method, into: &block)
         }
     }
 

@@ -121,6 +121,16 @@ final class ConnectionPool: Sendable {
     func finished(_ completions: [(job: RequestJob, result: RetryDecision.FinalResult)]) {
         var index = 0
         while index < completions.count {
+            if case .other(_, .batch(let batch, _)) = completions[index].job.request {
+                // A batch's answers together: one lock and one release of permits.
+                var answers: [(index: Int, answer: ExchangeBatch.Answer)] = []
+                while index < completions.count, case .other(_, .batch(let same, let number)) = completions[index].job.request, same === batch {
+                    answers.append((number, RequestJob.answer(completions[index].result)))
+                    index += 1
+                }
+                batch.deliver(contentsOf: answers)
+                continue
+            }
             guard let sink = completions[index].job.sink else {
                 completions[index].job.complete(completions[index].result)
                 index += 1

@@ -104,11 +104,16 @@ final class RequestJob: @unchecked Sendable {
             case .failed(let error): continuation.resume(throwing: error)
             }
         case .other(_, .batch(let batch, let index)):
-            switch result {
-            case .succeeded(let answer): batch.deliver(.success(answer), at: index)
-            case .rejected(let error): batch.deliver(.failure(error), at: index)
-            case .failed(let error): batch.deliver(.failure(error), at: index)
-            }
+            batch.deliver(Self.answer(result), at: index)
+        }
+    }
+
+    /// A batch's answer for `result`.
+    static func answer(_ result: RetryDecision.FinalResult) -> ExchangeBatch.Answer {
+        switch result {
+        case .succeeded(let answer): .success(answer)
+        case .rejected(let error): .failure(error)
+        case .failed(let error): .failure(error)
         }
     }
 
@@ -143,6 +148,9 @@ struct OtherRequest: Sendable {
     /// caller speaks another protocol over this pool: Web Push). Lost streams and timeouts still
     /// fail as the client's errors.
     var passthrough = false
+    /// The head this request shares with others (FCM's): when set, its fields are written
+    /// instead of ``headers``; ``method`` and ``path`` are its own.
+    var sharedHead: SharedRequestHead?
 }
 
 /// A successful answer from the server, as it came: what a notification's ``APNSResponse`` and a
@@ -185,6 +193,23 @@ final class ExchangeBatch: Sendable {
             guard state.answers.indices.contains(index), state.answers[index] == nil else { return nil }
             state.answers[index] = answer
             state.remaining -= 1
+            guard state.remaining == 0, let waiter = state.waiter else { return nil }
+            state.waiter = nil
+            return (waiter, state.answers.map { $0! })
+        }
+        if let (waiter, answers) = done { waiter.resume(returning: answers) }
+    }
+
+    /// Answers of requests that were sent (each took a permit): one lock and one release of
+    /// permits for all of them, as a connection's read burst ends them together.
+    func deliver(contentsOf answers: [(index: Int, answer: Answer)]) {
+        guard !answers.isEmpty else { return }
+        limiter.release(answers.count)
+        let done = state.withLock { state -> (CheckedContinuation<[Answer], Never>, [Answer])? in
+            for (index, answer) in answers where state.answers.indices.contains(index) && state.answers[index] == nil {
+                state.answers[index] = answer
+                state.remaining -= 1
+            }
             guard state.remaining == 0, let waiter = state.waiter else { return nil }
             state.waiter = nil
             return (waiter, state.answers.map { $0! })
