@@ -61,6 +61,8 @@ extension QueueEngine {
             if !known.isEmpty {
                 try await connection.query(sql.addReasons, [.text(id), .rows(known.sorted { $0.key < $1.key }.map { [.text($0.key), .int($0.value)] })])
                 try await connection.query(sql.addCounts, [.int(0), .int(known.values.reduce(0, +)), .int(0), .text(id)])
+                let rejected = deliveries.filter { $0.state == .rejected }.map { FailedDevice(token: $0.token, state: .rejected, reason: $0.reason) }
+                try await recordFailures(app: request.app, notification: id, rejected, now: now, on: connection)
             }
             if request.audience.isRange {
                 let ranges = KeySpace.ranges(count: KeySpace.rangeCount(devices: targeted))
