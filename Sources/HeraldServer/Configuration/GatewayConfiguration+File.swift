@@ -62,7 +62,7 @@ extension GatewayConfiguration {
             throw FieldError("", "not valid JSON: \(error)")
         }
         let root = try JSONFields(document, path: "")
-        try root.only(["listen", "database", "apps", "apiKeys", "queue", "workers", "limits", "housekeeping", "tls"])
+        try root.only(["listen", "database", "apps", "apiKeys", "queue", "workers", "limits", "housekeeping", "tls", "webhookSender"])
         let databaseText = try root.requiredString("database")
         let database: StoreURL
         do {
@@ -96,6 +96,7 @@ extension GatewayConfiguration {
         if let workers = try root.object("workers") { self.workers = try WorkerSettings(workers) }
         if let limits = try root.object("limits") { self.limits = try APILimits(limits) }
         if let housekeeping = try root.object("housekeeping") { self.housekeeping = try HousekeepingSettings(housekeeping) }
+        if let sender = try root.object("webhookSender") { self.webhookSender = try WebhookSenderSettings(sender) }
         if let tls = try root.object("tls") {
             try tls.only(["certificateFile", "keyFile"])
             let files = APITLSIdentity.Files(
@@ -126,7 +127,7 @@ extension GatewayConfiguration {
 
 extension GatewayConfiguration.App {
     init(_ fields: JSONFields, directory: String, environment: [String: String]) throws(FieldError) {
-        try fields.only(["id", "topic", "environment", "environments", "authKey", "certificate", "credentialsByKind", "caFile", "connections", "webPush", "fcm"])
+        try fields.only(["id", "topic", "environment", "environments", "authKey", "certificate", "credentialsByKind", "caFile", "connections", "webPush", "fcm", "webhooks"])
         let id = try fields.requiredString("id")
         guard Self.isValidID(id) else { throw FieldError(fields.at("id"), "must be 1 to 64 of a-z 0-9 . _ - (it is part of the API's paths)") }
         // An app without APNs credentials (it reaches browsers and/or Android devices) needs no
@@ -221,6 +222,7 @@ extension GatewayConfiguration.App {
         if let fcm = try fields.object("fcm") {
             self.fcm = try Self.fcm(fcm, directory: directory)
         }
+        webhooks = try Self.webhooks(fields, environment: environment)
     }
 
     /// `fcm`: `{"serviceAccountFile", "endpoint"?, "caFile"?, "connections"?}`.

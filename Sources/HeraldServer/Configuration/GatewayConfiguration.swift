@@ -41,6 +41,8 @@ public struct GatewayConfiguration: Sendable {
         public var webPush: WebPushSettings?
         /// How the app reaches Android devices (FCM); `nil`: it has none (`fcm` in the file).
         public var fcm: FCMSettings?
+        /// Where the app's events are POSTed (`webhooks` in the file); none by default.
+        public var webhooks: [Webhook] = []
 
         public init(id: String, topic: String, environment: APNSEnvironment, credentials: APNSCredentials) {
             self.id = id
@@ -172,6 +174,8 @@ public struct GatewayConfiguration: Sendable {
     /// When set, the API listener speaks HTTPS with this certificate (reloaded by
     /// ``HeraldGateway/reloadTLS()``). Default: plain HTTP, for a reverse proxy or loopback.
     public var tls: APITLSIdentity?
+    /// How webhook events are sent (`webhookSender` in the file).
+    public var webhookSender = WebhookSenderSettings()
 
     public init(database: StoreURL, apps: [App], apiKeys: [APIKey]) {
         self.database = database
