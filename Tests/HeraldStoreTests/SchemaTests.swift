@@ -41,8 +41,8 @@ struct SchemaTests {
             }
             try await group.waitForAll()
         }
-        // One row per migration: each applied once.
-        #expect(try PostgresCluster.shared().psql("SELECT COUNT(*) FROM herald_schema", database: url).trimmingCharacters(in: .whitespacesAndNewlines) == "9")
+        // One row per migration: each applied once (as many rows as the highest version).
+        #expect(try PostgresCluster.shared().psql("SELECT COUNT(*) = MAX(version) AND COUNT(*) >= 10 FROM herald_schema", database: url).trimmingCharacters(in: .whitespacesAndNewlines) == "t")
     }
 
     @Test("workers claiming one broadcast at once: every device exactly once, no batch claimed twice while its lease lives", arguments: Backend.allCases)
