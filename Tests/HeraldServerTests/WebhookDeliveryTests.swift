@@ -121,6 +121,59 @@ struct WebhookDeliveryTests {
         #expect(!entries.contains { $0.contains(Self.secret) }, "the secret is never logged")
     }
 
+    @Test("hostile receivers: one that never answers is cut off at the timeout, its event dropped at the give-up time; one with an endless answer is read no further", arguments: Backend.allCases)
+    func hostileReceivers(backend: Backend) async throws {
+        let scratch = try ScratchDirectory()
+        let silent = try WebhookReceiver(scratch: scratch, secret: Self.secret, mode: .hang)
+        defer { silent.stop() }
+        let flooding = try WebhookReceiver(scratch: scratch, secret: Self.secret, mode: .flood)
+        defer { flooding.stop() }
+        try await GatewayHarness.run(
+            backend,
+            gateway: { configuration in
+                Self.configure(&configuration, receiver: silent, giveUpAfter: .seconds(2))
+                configuration.apps[0].webhooks[0].events = [.notificationCompleted]
+                var endless = GatewayConfiguration.Webhook(url: flooding.url, secret: WebhookSecret(Self.secret), events: [.notificationCompleted])
+                endless.giveUpAfter = .seconds(2)
+                configuration.apps[0].webhooks.append(endless)
+                configuration.webhookSender.timeout = .seconds(1)
+            }
+        ) { harness in
+            try await harness.register(0..<1)
+            try await harness.waitUntilDone(try await harness.send(["all": true]))
+            var text = ""
+            let settled = try await eventually(within: .seconds(60), every: .milliseconds(200)) {
+                text = try await Self.metrics(harness)
+                return text.contains(#"herald_webhook_events_dropped_total{app="shop",type="notification.completed"} 1"#)
+                    && text.contains(#"herald_webhook_events_sent_total{app="shop",type="notification.completed"} 1"#)
+            }
+            #expect(settled, "the silent receiver's event dropped, the flooding one's sent: \(text)")
+            #expect(!silent.records.isEmpty && !flooding.records.isEmpty)
+            #expect(try await harness.gateway.store.pendingWebhookEvents().isEmpty)
+        }
+    }
+
+    @Test("an app without webhooks writes nothing to the outbox; a webhook added by a reload gets the events from then on", arguments: Backend.allCases)
+    func addedByReload(backend: Backend) async throws {
+        let scratch = try ScratchDirectory()
+        let receiver = try WebhookReceiver(scratch: scratch, secret: Self.secret)
+        defer { receiver.stop() }
+        try await GatewayHarness.run(backend) { harness in
+            try await harness.register(0..<3)
+            let before = try await harness.send(["all": true], alert: "before")
+            try await harness.waitUntilDone(before)
+            #expect(try await harness.gateway.store.pendingWebhookEvents().isEmpty, "no webhook: no row")
+            var configuration = harness.gateway.configuration
+            Self.configure(&configuration, receiver: receiver)
+            try await harness.gateway.reload(configuration)
+            let after = try await harness.send(["all": true], alert: "after")
+            try await harness.waitUntilDone(after)
+            let arrived = await eventually(within: .seconds(30), every: .milliseconds(100)) { !Self.taken(receiver).isEmpty }
+            let notifications = Self.taken(receiver).values.compactMap { $0["data"]?["notification"]?.stringValue }
+            #expect(arrived && notifications == [after], "\(notifications)")
+        }
+    }
+
     @Test("the decision after an attempt: 2xx sent; otherwise retried with back-off until the give-up time, then dropped")
     func decisions() {
         let created = Date(timeIntervalSince1970: 1_000_000)

@@ -26,7 +26,8 @@ public final class WebhookReceiver: @unchecked Sendable {
 
     static let script = #"""
         import hashlib, hmac, http.server, json, os, sys, threading
-        log, failing, ok_file = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+        import time
+        log, failing, ok_file, mode = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
         secret = os.environ["WEBHOOK_RECEIVER_SECRET"].encode()
         lock, seen = threading.Lock(), [0]
 
@@ -42,7 +43,16 @@ public final class WebhookReceiver: @unchecked Sendable {
                     status = 200 if ok else 500
                     with open(log, "a") as f:
                         f.write(json.dumps({"status": status, "valid": valid, "t": fields.get("t"), "body": body.decode()}) + "\n")
+                if mode == "hang":  # never answers
+                    time.sleep(3600)
                 self.send_response(status)
+                if mode == "flood":  # an endless answer, until the client goes
+                    self.end_headers()
+                    try:
+                        while True:
+                            self.wfile.write(b"x" * 65536)
+                    except OSError:
+                        return
                 self.send_header("Content-Length", "0")
                 self.end_headers()
 
@@ -54,16 +64,25 @@ public final class WebhookReceiver: @unchecked Sendable {
         server.serve_forever()
         """#
 
+    /// How it answers, besides its status.
+    public enum Mode: String, Sendable {
+        case normal
+        /// It reads the request and never answers.
+        case hang
+        /// It answers with a body that never ends.
+        case flood
+    }
+
     /// Starts a receiver; it answers 500 to its first `failing` requests, and, when `untilAllowed`,
     /// to every request until ``allow()``.
-    public init(scratch: ScratchDirectory, secret: String, failing: Int = 0, untilAllowed: Bool = false) throws {
+    public init(scratch: ScratchDirectory, secret: String, failing: Int = 0, untilAllowed: Bool = false, mode: Mode = .normal) throws {
         let name = "receiver-\(UUID().uuidString)"
         let script = try scratch.write("\(name).py", Self.script)
         log = scratch.file("\(name).jsonl")
         okFile = scratch.file("\(name).ok")
         _ = FileManager.default.createFile(atPath: log, contents: Data())
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", script, log, String(failing), untilAllowed ? okFile : ""]
+        process.arguments = ["python3", script, log, String(failing), untilAllowed ? okFile : "", mode.rawValue]
         process.environment = ProcessInfo.processInfo.environment.merging(["WEBHOOK_RECEIVER_SECRET": secret]) { $1 }
         let output = Pipe()
         process.standardOutput = output
