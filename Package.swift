@@ -262,6 +262,8 @@ let package = Package(
                 "HeraldStore",
                 "HeraldWebPush",
                 "HeraldFCM",
+                // The webhook sender's HTTP/1.1 client (as Web Push's).
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "HummingbirdTLS", package: "hummingbird"),

@@ -19,6 +19,8 @@ final class GatewayMetrics: Sendable {
     private let batchDuration: Metrics.Timer
     private let enqueued: Metrics.Counter
     private let purged: Metrics.Counter
+    /// The webhook sender's.
+    let webhooks: WebhookMetrics
 
     struct RequestKey: Hashable {
         var route: String
@@ -46,6 +48,7 @@ final class GatewayMetrics: Sendable {
         batchDuration = Metrics.Timer(label: "herald_send_batch_duration_seconds", factory: factory)
         enqueued = Metrics.Counter(label: "herald_notifications_enqueued_total", factory: factory)
         purged = Metrics.Counter(label: "herald_purged_rows_total", factory: factory)
+        webhooks = WebhookMetrics(factory: factory)
     }
 
     /// When an app's credential expires (``CredentialExpiry``), as seconds since the epoch.

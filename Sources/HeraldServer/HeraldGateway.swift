@@ -76,6 +76,7 @@ public final class HeraldGateway: Service, Sendable {
         store = HeraldStore(configuration: configuration.storeConfiguration, logger: logger)
         for expiry in CredentialExpiry.of(configuration.apps) { metrics.recordCredentialExpiry(expiry) }
         live = LiveConfiguration(configuration: configuration, clients: try ClientGeneration.make(configuration, roles: roles, logger: logger))
+        store.setWebhookInterest(configuration.webhookInterest)
         api = GatewayAPI(live: live, store: store, metrics: metrics)
     }
 
@@ -92,6 +93,7 @@ public final class HeraldGateway: Service, Sendable {
     public func reload(_ new: GatewayConfiguration) async throws -> [String] {
         let clients = try ClientGeneration.make(new, roles: roles, logger: logger)
         let needsRestart = await live.replace(with: new, clients: clients)
+        store.setWebhookInterest(live.configuration.webhookInterest)
         for expiry in CredentialExpiry.of(new.apps) { metrics.recordCredentialExpiry(expiry) }
         logger.info(
             "configuration reloaded",
@@ -139,6 +141,13 @@ public final class HeraldGateway: Service, Sendable {
             logger: logger, live: live
         )
         services.append(AfterMigration(gate: migrated, service: housekeeping))
+        if roles.contains(.workers) {
+            let sender = WebhookSender(
+                store: store, live: live, metrics: metrics.webhooks, settings: configuration.webhookSender, lease: configuration.queue.lease,
+                statisticsInterval: configuration.housekeeping.statisticsInterval, logger: logger
+            )
+            services.append(AfterMigration(gate: migrated, service: sender))
+        }
         services.append(AfterMigration(gate: migrated, service: HTTPService(gateway: self)))
         return services
     }

@@ -264,6 +264,7 @@ extension GatewayConfiguration {
         if workers != new.workers { changed.append("workers") }
         if limits != new.limits { changed.append("limits") }
         if housekeeping != new.housekeeping { changed.append("housekeeping") }
+        if webhookSender != new.webhookSender { changed.append("webhookSender") }
         return changed
     }
 }

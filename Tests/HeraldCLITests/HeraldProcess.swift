@@ -69,9 +69,11 @@ final class BackgroundHerald: @unchecked Sendable {
     private var output = ""
     private var ended = false
 
-    init(_ arguments: [String]) throws {
+    /// - Parameter environment: added to the test process's environment.
+    init(_ arguments: [String], environment: [String: String] = [:]) throws {
         process.executableURL = HeraldProcess.executable
         process.arguments = arguments
+        if !environment.isEmpty { process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 } }
         let pipe = Pipe()
         process.standardOutput = pipe
         process.standardError = pipe

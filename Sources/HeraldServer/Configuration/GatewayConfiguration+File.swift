@@ -62,7 +62,7 @@ extension GatewayConfiguration {
             throw FieldError("", "not valid JSON: \(error)")
         }
         let root = try JSONFields(document, path: "")
-        try root.only(["listen", "database", "apps", "apiKeys", "queue", "workers", "limits", "housekeeping", "tls"])
+        try root.only(["listen", "database", "apps", "apiKeys", "queue", "workers", "limits", "housekeeping", "tls", "webhookSender"])
         let databaseText = try root.requiredString("database")
         let database: StoreURL
         do {
@@ -96,6 +96,7 @@ extension GatewayConfiguration {
         if let workers = try root.object("workers") { self.workers = try WorkerSettings(workers) }
         if let limits = try root.object("limits") { self.limits = try APILimits(limits) }
         if let housekeeping = try root.object("housekeeping") { self.housekeeping = try HousekeepingSettings(housekeeping) }
+        if let sender = try root.object("webhookSender") { self.webhookSender = try WebhookSenderSettings(sender) }
         if let tls = try root.object("tls") {
             try tls.only(["certificateFile", "keyFile"])
             let files = APITLSIdentity.Files(
@@ -128,7 +129,7 @@ extension GatewayConfiguration.App {
     init(_ fields: JSONFields, directory: String, environment: [String: String]) throws(FieldError) {
         try fields.only([
             "id", "topic", "environment", "environments", "authKey", "certificate", "credentialsByKind", "caFile", "connections", "webPush", "fcm",
-            "defaultTimeZone", "quietHours", "maximumRatePerSecond",
+            "defaultTimeZone", "quietHours", "maximumRatePerSecond", "webhooks",
         ])
         let id = try fields.requiredString("id")
         guard Self.isValidID(id) else { throw FieldError(fields.at("id"), "must be 1 to 64 of a-z 0-9 . _ - (it is part of the API's paths)") }
@@ -236,6 +237,7 @@ extension GatewayConfiguration.App {
             guard rate > 0, rate <= 1_000_000 else { throw FieldError(fields.at("maximumRatePerSecond"), "must be more than 0 and at most 1,000,000") }
             maximumRatePerSecond = rate
         }
+        webhooks = try Self.webhooks(fields, environment: environment)
     }
 
     /// `fcm`: `{"serviceAccountFile", "endpoint"?, "caFile"?, "connections"?}`.

@@ -50,6 +50,8 @@ public struct GatewayConfiguration: Sendable {
         /// notification's devices are spread over a window reserved after the app's earlier
         /// ones (``DeliverySchedule/sharesAppPace``). `nil`: none.
         public var maximumRatePerSecond: Double?
+        /// Where the app's events are POSTed (`webhooks` in the file); none by default.
+        public var webhooks: [Webhook] = []
 
         public init(id: String, topic: String, environment: APNSEnvironment, credentials: APNSCredentials) {
             self.id = id
@@ -181,6 +183,8 @@ public struct GatewayConfiguration: Sendable {
     /// When set, the API listener speaks HTTPS with this certificate (reloaded by
     /// ``HeraldGateway/reloadTLS()``). Default: plain HTTP, for a reverse proxy or loopback.
     public var tls: APITLSIdentity?
+    /// How webhook events are sent (`webhookSender` in the file).
+    public var webhookSender = WebhookSenderSettings()
 
     public init(database: StoreURL, apps: [App], apiKeys: [APIKey]) {
         self.database = database

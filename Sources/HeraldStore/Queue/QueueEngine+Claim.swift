@@ -342,8 +342,13 @@ extension QueueEngine {
                 }
                 if !work.deliveries.isEmpty {
                     let rows: [[SQLValue]] = work.deliveries.map { [.int($0.id), .text($0.reason)] }
-                    let failed = try await connection.query(sql.failClaimed, [.text(owner), .int(time), .rows(rows)]).count
-                    try await connection.query(sql.addCounts, [.int(0), .int(0), .int(failed), .text(id)])
+                    let failed = try await connection.query(sql.failClaimed, [.text(owner), .int(time), .rows(rows)])
+                    try await connection.query(sql.addCounts, [.int(0), .int(0), .int(failed.count), .text(id)])
+                    if !webhookInterest.isEmpty, let app = try await connection.query(sql.notificationApp, [.text(id)]).first?.text(0) {
+                        let reasons = Dictionary(work.deliveries.map { ($0.id, $0.reason) }, uniquingKeysWith: { first, _ in first })
+                        let devices = failed.compactMap { row in row.text(1).map { FailedDevice(token: $0, state: .failed, reason: row.int(0).flatMap { reasons[$0] }) } }
+                        try await recordFailures(app: app, notification: id, devices, now: now, on: connection)
+                    }
                 }
                 if let number = work.segment {
                     try await connection.query(sql.endClaimedSegment, [.text(id), .int(number), .text(owner)])

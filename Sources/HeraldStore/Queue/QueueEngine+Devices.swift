@@ -97,15 +97,19 @@ extension QueueEngine {
     func invalidate(app: String, _ reports: [Invalidation], on connection: any SQLConnection) async throws -> Int {
         let gone = reports.filter { Invalidation.status(for: $0.reason) == .unregistered }
         let bad = reports.filter { Invalidation.status(for: $0.reason) == .invalid }
-        var changed = 0
+        var retired: [SQLRow] = []
         for part in Self.chunks(gone) {
             let rows: [[SQLValue]] = part.map { [.text($0.token), .text($0.reason), .int(($0.timestamp ?? Date()).milliseconds), .int(KeySpace.hash($0.token))] }
-            changed += try await connection.query(sql.unregisterDevices, [.text(app), .rows(rows)]).count
+            retired += try await connection.query(sql.unregisterDevices, [.text(app), .rows(rows)])
         }
         for part in Self.chunks(bad) {
-            changed += try await connection.query(sql.invalidateDevices, [.text(app), .rows(part.map { [.text($0.token), .text($0.reason), .int(KeySpace.hash($0.token))] })]).count
+            retired += try await connection.query(sql.invalidateDevices, [.text(app), .rows(part.map { [.text($0.token), .text($0.reason), .int(KeySpace.hash($0.token))] })])
         }
-        return changed
+        if !retired.isEmpty, !webhookInterest.hooks(app: app, event: .deviceRetired).isEmpty {
+            let reports = Dictionary(reports.map { ($0.token, $0) }, uniquingKeysWith: { first, _ in first })
+            try await recordRetired(app: app, retired, reports: reports, now: Date(), on: connection)
+        }
+        return retired.count
     }
 
     /// The parameters that find device `token` of `app`: app, token and the token's key.

@@ -88,6 +88,8 @@ extension QueueEngine {
             if !known.isEmpty {
                 try await connection.query(sql.addReasons, [.text(id), .rows(known.sorted { $0.key < $1.key }.map { [.text($0.key), .int($0.value)] })])
                 try await connection.query(sql.addCounts, [.int(0), .int(known.values.reduce(0, +)), .int(0), .text(id)])
+                let rejected = deliveries.filter { $0.state == .rejected }.map { FailedDevice(token: $0.token, state: .rejected, reason: $0.reason) }
+                try await recordFailures(app: request.app, notification: id, rejected, now: now, on: connection)
             }
             if request.audience.isRange {
                 let ranges = KeySpace.ranges(count: KeySpace.rangeCount(devices: targeted))
@@ -306,9 +308,15 @@ extension QueueEngine {
         if ending {
             guard try await !connection.query(sql.stopNotification, [.int(time), .text(id)]).isEmpty else { return 0 }
         }
-        let unsent = try await connection.query(sql.cancelDeliveries, [.int(time), .text(id), .text(reason)]).count
+        let stopped = try await connection.query(sql.cancelDeliveries, [.int(time), .text(id), .text(reason)])
+        let unsent = stopped.count
         try await connection.query(sql.addCounts, [.int(0), .int(0), .int(unsent), .text(id)])
         try await connection.query(sql.cancelSegments, [.text(id)])
+        // A deadline that passed fails its devices (`delivery.failed`); a cancel reports none.
+        if !ending, !stopped.isEmpty, !webhookInterest.isEmpty, let app = try await connection.query(sql.notificationApp, [.text(id)]).first?.text(0) {
+            let devices = stopped.compactMap { row in row.text(1).map { FailedDevice(token: $0, state: .failed, reason: reason) } }
+            try await recordFailures(app: app, notification: id, devices, now: now, on: connection)
+        }
         return unsent
     }
 

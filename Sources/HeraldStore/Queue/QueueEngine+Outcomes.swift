@@ -36,6 +36,9 @@ extension QueueEngine {
             var failed = 0
             // Browsers' and Android devices' outcomes, counted apart: the rest are APNs devices'.
             var others = OtherPlatforms()
+            // Devices that ended rejected or failed, for `delivery.failed` (kept only when a webhook wants them).
+            let reportsFailures = !webhookInterest.hooks(app: batch.notification.app, event: .deliveryFailed).isEmpty
+            var failures: [FailedDevice] = []
             switch batch.source {
             case .deliveries(let ids):
                 // Only rows this worker still leases count: a lease taken over is counted by its new holder.
@@ -52,7 +55,10 @@ extension QueueEngine {
                         case .failed: failed += 1
                         default: break
                         }
-                        if let token = finished.text(2) { others.count(token, state) }
+                        if let token = finished.text(2) {
+                            others.count(token, state)
+                            if reportsFailures, let state { failures.append(FailedDevice(token: token, state: state, reason: finished.text(1))) }
+                        }
                     }
                 }
             case .segment(let number, let after, let exhausted):
@@ -77,7 +83,10 @@ extension QueueEngine {
                 accepted = plan.accepted
                 rejected = plan.rejected
                 failed = plan.failed
-                for row in plan.rows where row.state != .accepted { others.count(row.token, row.state) }
+                for row in plan.rows where row.state != .accepted {
+                    others.count(row.token, row.state)
+                    if reportsFailures { failures.append(FailedDevice(token: row.token, state: row.state, reason: row.reason)) }
+                }
                 // Accepted range devices keep no row: counted from the outcomes.
                 for outcome in outcomes { if case .accepted = outcome.result { others.count(outcome.token, .accepted) } }
             }
@@ -95,6 +104,7 @@ extension QueueEngine {
             if !rejected.isEmpty {
                 try await connection.query(sql.addReasons, [.text(id), .rows(rejected.sorted { $0.key < $1.key }.map { [.text($0.key), .int($0.value)] })])
             }
+            if !failures.isEmpty { try await recordFailures(app: batch.notification.app, notification: id, failures, now: now, on: connection) }
             _ = try await invalidate(app: batch.notification.app, plan.invalidations, on: connection)
             // An update token APNs says is gone is forgotten by its activity.
             if !plan.invalidations.isEmpty, case .deliveries = batch.source,

@@ -1,5 +1,6 @@
 import HeraldCore
 import Logging
+import Synchronization
 
 #if canImport(FoundationEssentials)
 import FoundationEssentials
@@ -15,6 +16,8 @@ final class QueueEngine: Sendable {
     let database: any SQLDatabase
     let sql: QueueStatements
     let logger: Logger
+    /// The apps and event types some webhook wants: events are written for these alone.
+    private let interest = Mutex(WebhookInterest())
 
     /// Rows per statement for lists and rows sent as one JSON parameter.
     static let rowsPerStatement = 5000
@@ -41,6 +44,11 @@ final class QueueEngine: Sendable {
 
     func checkReady() async throws { try await database.checkReady() }
 
+    var webhookInterest: WebhookInterest {
+        get { interest.withLock { $0 } }
+        set { interest.withLock { $0 = newValue } }
+    }
+
     /// Returns when there may be work (another process or task queued some), when the next
     /// work queued for later falls due, or after `timeout`. One look at the two queues' earliest
     /// times (each an index's first entry) instead of a timer per notification.
@@ -59,7 +67,8 @@ final class QueueEngine: Sendable {
     func finishIfDone(_ id: String, now: Date, on connection: any SQLConnection) async throws {
         let open = try await connection.query(sql.unfinishedWork, [.text(id)]).first?.int(0) ?? 1
         guard open == 0 else { return }
-        try await connection.query(sql.finishNotification, [.int(now.milliseconds), .text(id)])
+        let finished = try await connection.query(sql.finishNotification, [.int(now.milliseconds), .text(id)])
+        if let app = finished.first?.text(0) { try await recordCompleted(app: app, notification: id, now: now, on: connection) }
     }
 
     static func chunks<Element>(_ elements: [Element], of size: Int = rowsPerStatement) -> [ArraySlice<Element>] {

@@ -120,7 +120,7 @@ struct QueueStatements: Sendable {
         UPDATE devices SET status = \(DeviceCode.unregistered), reason = r.r_reason, invalidated_at = r.r_at FROM r
         WHERE devices.app = $1 AND devices.hash = r.r_hash AND devices.token = r.r_token
             AND devices.status = \(DeviceCode.active) AND devices.updated_at <= r.r_at
-        RETURNING token
+        RETURNING token, kind
         """
     }
     /// `BadDeviceToken` and the like (rows `[token, reason, hash]`, $2): at once.
@@ -129,7 +129,7 @@ struct QueueStatements: Sendable {
         WITH r AS MATERIALIZED (SELECT \(e(0, .text)) AS r_token, \(e(1, .text)) AS r_reason, \(e(2, .bigint)) AS r_hash FROM \(d.rows(2)) AS j)
         UPDATE devices SET status = \(DeviceCode.invalid), reason = r.r_reason FROM r
         WHERE devices.app = $1 AND devices.hash = r.r_hash AND devices.token = r.r_token AND devices.status = \(DeviceCode.active)
-        RETURNING token
+        RETURNING token, kind
         """
     }
 
@@ -275,7 +275,7 @@ struct QueueStatements: Sendable {
         """
         UPDATE deliveries SET state = \(DeliveryState.failed), reason = $3, finished_at = $1, lease_owner = NULL
         WHERE id IN (SELECT id FROM deliveries WHERE notification_id = $2 AND state = \(DeliveryState.pending)\(d.skipLocked(of: nil)))
-        RETURNING id
+        RETURNING id, token
         """
     }
     var cancelSegments: String {
@@ -303,6 +303,7 @@ struct QueueStatements: Sendable {
         UPDATE notifications SET status = \(NotificationState.done), finished_at = $1,
             targeted = CASE WHEN audience_kind >= \(AudienceKind.tags) THEN accepted + rejected + failed ELSE targeted END
         WHERE id = $2 AND status < \(NotificationState.finished)
+        RETURNING app
         """
     }
     var notificationStatus: String { "SELECT status FROM notifications WHERE id = $1\(d.forUpdate)" }
@@ -456,7 +457,7 @@ struct QueueStatements: Sendable {
         UPDATE deliveries SET state = \(DeliveryState.failed), reason = o.o_reason, finished_at = $2, lease_owner = NULL, lease_expires_at = NULL
         FROM (SELECT \(e(0, .bigint)) AS o_id, \(e(1, .text)) AS o_reason FROM \(d.rows(3)) AS j) AS o
         WHERE deliveries.id = o.o_id AND deliveries.lease_owner = $1 AND deliveries.state = \(DeliveryState.claimed)
-        RETURNING id
+        RETURNING id, token
         """
     }
     var endClaimedSegment: String {

@@ -79,8 +79,10 @@ struct GatewayHarness {
     }
 
     /// Runs `body` with a gateway for `configuration`, the mock and key of ``prepare(_:mock:gateway:_:)``.
-    static func run(_ configuration: GatewayConfiguration, mock: MockAPNSServer, key: String, _ body: (GatewayHarness) async throws -> Void) async throws {
-        try await withGateway(configuration) { gateway, port in
+    static func run(
+        _ configuration: GatewayConfiguration, mock: MockAPNSServer, key: String, logger: Logger? = nil, _ body: (GatewayHarness) async throws -> Void
+    ) async throws {
+        try await withGateway(configuration, logger: logger) { gateway, port in
             try await withClient(port: port) { client in
                 try await body(GatewayHarness(mock: mock, gateway: gateway, client: client, key: key, port: port))
             }
@@ -173,7 +175,7 @@ func withClient(port: Int, _ body: (TestClient) async throws -> Void) async thro
 
 /// Runs a gateway for `configuration` for the length of `body` and stops it gracefully after.
 func withGateway(
-    _ configuration: GatewayConfiguration, roles: HeraldGateway.Roles = .all, _ body: (HeraldGateway, Int) async throws -> Void
+    _ configuration: GatewayConfiguration, roles: HeraldGateway.Roles = .all, logger given: Logger? = nil, _ body: (HeraldGateway, Int) async throws -> Void
 ) async throws {
     let (ports, continuation) = AsyncStream.makeStream(of: Int.self)
     // HERALD_TEST_LOG=debug shows the gateway's log on stderr.
@@ -182,6 +184,7 @@ func withGateway(
         logger = Logger(label: "gateway", factory: { StreamLogHandler.standardError(label: $0) })
         logger.logLevel = level
     }
+    if let given { logger = given }
     let gateway = try HeraldGateway(configuration: configuration, roles: roles, logger: logger) { address in continuation.yield(address.port) }
     let group = ServiceGroup(services: [gateway], gracefulShutdownSignals: [], logger: Logger(label: "tests", factory: { _ in SwiftLogNoOpLogHandler() }))
     let running = Task {

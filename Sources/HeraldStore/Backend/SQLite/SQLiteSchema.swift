@@ -249,6 +249,27 @@ enum SQLiteSchema {
             // Where each app with a rate ceiling has sent (or reserved) up to: its next free time.
             "CREATE TABLE app_pacing (app TEXT PRIMARY KEY, next_free INTEGER NOT NULL)",
         ],
+        // 13: the webhook outbox: one row per event and webhook that wants it (``WebhookInterest``),
+        // written in the transaction of the change it reports, deleted once sent or given up on.
+        // A row is due at next_attempt_at; a sender's claim moves it to the end of its lease.
+        [
+            """
+            CREATE TABLE webhook_events (
+                id TEXT NOT NULL,             -- evt_…, the same on every attempt
+                hook TEXT NOT NULL,           -- the webhook's key: its URL
+                app TEXT NOT NULL,
+                type INTEGER NOT NULL,
+                body TEXT NOT NULL,           -- the JSON sent, every attempt the same
+                created_at INTEGER NOT NULL,
+                attempts INTEGER NOT NULL DEFAULT 0,
+                next_attempt_at INTEGER NOT NULL,
+                lease_owner TEXT,
+                last_error TEXT,
+                PRIMARY KEY (id, hook)
+            ) WITHOUT ROWID
+            """,
+            "CREATE INDEX webhook_events_due ON webhook_events (next_attempt_at)",
+        ],
     ]
 
     /// Before migration 6: gives every device without a hash (stored before migration 4, and

@@ -1,0 +1,165 @@
+import HeraldCore
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
+/// The webhook outbox: events written in the transaction of the change they report (only for
+/// the apps and event types some webhook wants, ``WebhookInterest``), then claimed by senders
+/// under a lease, as deliveries are.
+extension QueueEngine {
+    /// A device of a notification that ended rejected or failed.
+    struct FailedDevice {
+        var token: String
+        var state: DeliveryState
+        var reason: String?
+    }
+
+    /// Writes `delivery.failed` for each of `devices` (those rejected or failed) of notification `id`.
+    func recordFailures(app: String, notification id: String, _ devices: [FailedDevice], now: Date, on connection: any SQLConnection) async throws {
+        let hooks = webhookInterest.hooks(app: app, event: .deliveryFailed)
+        guard !hooks.isEmpty else { return }
+        let events = devices.filter { $0.state == .rejected || $0.state == .failed }.map { device in
+            event(.deliveryFailed, app: app, now: now) { writer in
+                writer.key("notification")
+                writer.string(id)
+                writer.key("token")
+                writer.string(device.token)
+                writer.key("platform")
+                writer.string(DevicePlatform(deviceID: device.token).rawValue)
+                writer.key("outcome")
+                writer.string(device.state == .rejected ? "rejected" : "failed")
+                writer.key("reason")
+                if let reason = device.reason { writer.string(reason) } else { writer.null() }
+            }
+        }
+        try await write(events, type: .deliveryFailed, app: app, hooks: hooks, now: now, on: connection)
+    }
+
+    /// Writes `device.retired` for each device an invalidation retired (rows `[token, kind]`
+    /// its statement returned).
+    func recordRetired(app: String, _ retired: [SQLRow], reports: [String: Invalidation], now: Date, on connection: any SQLConnection) async throws {
+        let hooks = webhookInterest.hooks(app: app, event: .deviceRetired)
+        guard !hooks.isEmpty, !retired.isEmpty else { return }
+        let events = retired.compactMap { row -> (id: String, body: String)? in
+            guard let token = row.text(0), let report = reports[token] else { return nil }
+            let status = Invalidation.status(for: report.reason)
+            return event(.deviceRetired, app: app, now: now) { writer in
+                writer.key("token")
+                writer.string(token)
+                writer.key("platform")
+                writer.string(DevicePlatform(deviceID: token).rawValue)
+                writer.key("kind")
+                writer.string((KindCode(code: row.int(1)) ?? .alert).kind.rawValue)
+                writer.key("status")
+                writer.string(status == .unregistered ? "unregistered" : "invalid")
+                writer.key("reason")
+                writer.string(report.reason)
+                // When APNs saw the token go (its 410's timestamp), for `Unregistered` and the like.
+                if status == .unregistered, let timestamp = report.timestamp {
+                    writer.key("timestamp")
+                    writer.string(WebhookEventBody.time(timestamp))
+                }
+            }
+        }
+        try await write(events, type: .deviceRetired, app: app, hooks: hooks, now: now, on: connection)
+    }
+
+    /// Writes `notification.completed` for notification `id` of `app`, just finished.
+    func recordCompleted(app: String, notification id: String, now: Date, on connection: any SQLConnection) async throws {
+        let hooks = webhookInterest.hooks(app: app, event: .notificationCompleted)
+        guard !hooks.isEmpty, let counts = try await connection.query(sql.completedCounts, [.text(id)]).first else { return }
+        var reasons: [DeliveryState: [(String, Int)]] = [:]
+        for row in try await connection.query(sql.failureCounts, [.text(id)]) {
+            guard let state = DeliveryState(code: row.int(0)) else { continue }
+            reasons[state, default: []].append((row.text(1) ?? "", row.int(2, default: 0)))
+        }
+        let completed = event(.notificationCompleted, app: app, now: now) { writer in
+            writer.key("notification")
+            writer.string(id)
+            writer.key("status")
+            writer.string("done")
+            writer.key("targeted")
+            writer.int(counts.int(0, default: 0))
+            writer.key("counts")
+            writer.beginObject()
+            for (index, name) in ["accepted", "rejected", "failed"].enumerated() {
+                writer.key(name)
+                writer.int(counts.int(index + 1, default: 0))
+            }
+            writer.endObject()
+            writer.key("reasons")
+            writer.beginObject()
+            for (state, name) in [(DeliveryState.rejected, "rejected"), (.failed, "failed")] {
+                writer.key(name)
+                writer.beginObject()
+                for (reason, count) in (reasons[state] ?? []).sorted(by: { $0.0 < $1.0 }) {
+                    writer.key(reason)
+                    writer.int(count)
+                }
+                writer.endObject()
+            }
+            writer.endObject()
+        }
+        try await write([completed], type: .notificationCompleted, app: app, hooks: hooks, now: now, on: connection)
+    }
+
+    private func event(_ type: WebhookEventType, app: String, now: Date, data: (inout JSONWriter) -> Void) -> (id: String, body: String) {
+        let id = WebhookEventBody.makeID()
+        return (id, WebhookEventBody.write(id: id, type: type, app: app, now: now, data: data))
+    }
+
+    /// One row per event and webhook.
+    private func write(
+        _ events: [(id: String, body: String)], type: WebhookEventType, app: String, hooks: [String], now: Date, on connection: any SQLConnection
+    ) async throws {
+        let rows: [[SQLValue]] = events.flatMap { event in hooks.map { [.text(event.id), .text($0), .code(WebhookTypeCode(type)), .text(event.body)] } }
+        for part in Self.chunks(rows, of: 1000) { try await connection.query(sql.insertWebhookEvents, [.text(app), .int(now.milliseconds), .rows(Array(part))]) }
+    }
+
+    // MARK: Sending
+
+    func claimWebhookEvents(owner: String, limit: Int, leaseUntil: Date, now: Date) async throws -> [WebhookDelivery] {
+        try await database.write(.bookkeeping) { [self] connection in
+            try await connection.query(sql.claimWebhookEvents, [.text(owner), .int(leaseUntil.milliseconds), .int(now.milliseconds), .int(limit)]).compactMap { row in
+                guard let id = row.text(0), let hook = row.text(1), let app = row.text(2), let type = WebhookTypeCode(code: row.int(3)) else { return nil }
+                return WebhookDelivery(
+                    id: id, hook: hook, app: app, type: type.type, body: Array((row.text(4) ?? "").utf8), createdAt: Date(milliseconds: row.int(5) ?? 0),
+                    attempt: row.int(6, default: 1)
+                )
+            }
+        }
+    }
+
+    /// Deletes an event sent or given up on; `false` when `owner` no longer held it.
+    func finishWebhookEvent(_ event: WebhookDelivery, owner: String) async throws -> Bool {
+        try await database.write(.bookkeeping) { [self] connection in
+            try await !connection.query(sql.deleteWebhookEvent, [.text(event.id), .text(event.hook), .text(owner)]).isEmpty
+        }
+    }
+
+    /// Sends an event again at `at`; `false` when `owner` no longer held it.
+    func retryWebhookEvent(_ event: WebhookDelivery, owner: String, at: Date, error: String) async throws -> Bool {
+        try await database.write(.bookkeeping) { [self] connection in
+            try await !connection.query(sql.retryWebhookEvent, [.text(event.id), .text(event.hook), .text(owner), .int(at.milliseconds), .text(error)]).isEmpty
+        }
+    }
+
+    func pendingWebhookEvents() async throws -> [WebhookPending] {
+        try await database.read { [self] connection in
+            try await connection.query(sql.pendingWebhookEvents).compactMap { row in
+                guard let app = row.text(0), let type = WebhookTypeCode(code: row.int(1)) else { return nil }
+                return WebhookPending(app: app, type: type.type, count: row.int(2, default: 0))
+            }
+        }
+    }
+}
+
+/// Events waiting in the outbox for one app and type.
+package struct WebhookPending: Sendable, Hashable {
+    package var app: String
+    package var type: WebhookEventType
+    package var count: Int
+}
