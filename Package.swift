@@ -195,6 +195,7 @@ let package = Package(
             name: "HeraldWebPushMock",
             dependencies: [
                 "HeraldCore",
+                "HeraldFlow",
                 "HeraldWebPush",
                 "HeraldMock",
                 "HeraldMockHTTP",
@@ -214,6 +215,7 @@ let package = Package(
             name: "HeraldFCM",
             dependencies: [
                 "HeraldCore",
+                "HeraldFlow",
                 "HeraldClient",
                 "HeraldIdentity",
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -230,6 +232,7 @@ let package = Package(
             name: "HeraldFCMMock",
             dependencies: [
                 "HeraldCore",
+                "HeraldFlow",
                 "HeraldFCM",
                 "HeraldMock",
                 "HeraldMockHTTP",

@@ -1,6 +1,7 @@
 import AsyncHTTPClient
 import HeraldClient
 import HeraldCore
+import HeraldFlow
 import HeraldIdentity
 import Logging
 import Metrics
@@ -311,13 +312,5 @@ public func withFCMClient<Result: Sendable>(
     _ body: (FCMClient) async throws -> Result
 ) async throws -> Result {
     let client = try FCMClient(configuration: configuration, logger: logger)
-    let result: Result
-    do {
-        result = try await body(client)
-    } catch {
-        try? await client.shutdown()
-        throw error
-    }
-    try await client.shutdown()
-    return result
+    return try await withShutdown(of: client, shutdown: { try await $0.shutdown() }, body)
 }

@@ -1,3 +1,4 @@
+import HeraldFlow
 import Logging
 
 /// Starts a mock FCM, runs `body` with it, and always shuts it down afterwards, whether `body`
@@ -15,13 +16,5 @@ public func withMockFCMServer<Result: Sendable>(
     _ body: (MockFCMServer) async throws -> Result
 ) async throws -> Result {
     let server = try await MockFCMServer.start(configuration: configuration, logger: logger)
-    let result: Result
-    do {
-        result = try await body(server)
-    } catch {
-        try? await server.shutdown()
-        throw error
-    }
-    try? await server.shutdown()
-    return result
+    return try await withShutdown(of: server, shutdown: { try? await $0.shutdown() }, body)
 }

@@ -1,16 +1,17 @@
 /// Runs `body` with `client`, then always shuts the client down, whether `body` returned or
-/// threw: the shape of `withAPNSClient` and `withLegacyClient`.
+/// threw: the shape of every `with…Client` and `with…Server`. When `body` threw, its error is
+/// the one thrown (the shutdown's is dropped); when it returned, a shutdown that throws throws.
 @inlinable
 package func withShutdown<Client, Result>(
-    of client: Client, shutdown: (Client) async -> Void, _ body: (Client) async throws -> Result
+    of client: Client, shutdown: (Client) async throws -> Void, _ body: (Client) async throws -> Result
 ) async throws -> Result {
     let result: Result
     do {
         result = try await body(client)
     } catch {
-        await shutdown(client)
+        try? await shutdown(client)
         throw error
     }
-    await shutdown(client)
+    try await shutdown(client)
     return result
 }

@@ -393,15 +393,7 @@ public func withWebPushClient<Result: Sendable>(
     _ body: (WebPushClient) async throws -> Result
 ) async throws -> Result {
     let client = WebPushClient(configuration: configuration, logger: logger)
-    let result: Result
-    do {
-        result = try await body(client)
-    } catch {
-        try? await client.shutdown()
-        throw error
-    }
-    try await client.shutdown()
-    return result
+    return try await withShutdown(of: client, shutdown: { try await $0.shutdown() }, body)
 }
 
 extension Duration {

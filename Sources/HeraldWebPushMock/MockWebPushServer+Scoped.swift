@@ -1,3 +1,4 @@
+import HeraldFlow
 import Logging
 
 /// Starts a mock Web Push service, runs `body` with it, and always shuts it down afterwards,
@@ -15,13 +16,5 @@ public func withMockWebPushServer<Result: Sendable>(
     _ body: (MockWebPushServer) async throws -> Result
 ) async throws -> Result {
     let server = try await MockWebPushServer.start(configuration: configuration, logger: logger)
-    let result: Result
-    do {
-        result = try await body(server)
-    } catch {
-        try? await server.shutdown()
-        throw error
-    }
-    try? await server.shutdown()
-    return result
+    return try await withShutdown(of: server, shutdown: { try? await $0.shutdown() }, body)
 }

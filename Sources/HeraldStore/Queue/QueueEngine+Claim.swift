@@ -205,12 +205,7 @@ extension QueueEngine {
     private func deferNotDue(
         _ items: [WorkItem], of notification: QueuedNotification, schedule: DeliverySchedule, now: Date, on connection: any SQLConnection
     ) async throws -> [WorkItem] {
-        var zones: [String: String] = [:]
-        if schedule.needsTimeZones {
-            for row in try await connection.query(sql.timeZonesOf, [.text(notification.app), .devices(items.map(\.token))]) {
-                if let token = row.text(0), let zone = row.text(1) { zones[token] = zone }
-            }
-        }
+        let zones = schedule.needsTimeZones ? try await timeZones(of: items.map(\.token), app: notification.app, on: connection) : [:]
         var due: [WorkItem] = []
         var later: [[SQLValue]] = []
         for item in items {

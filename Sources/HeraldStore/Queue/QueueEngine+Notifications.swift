@@ -117,14 +117,7 @@ extension QueueEngine {
         _ tokens: [String], schedule: DeliverySchedule, deadline: Date, app: String, now: Date, on connection: any SQLConnection
     ) async throws -> [String: Int64] {
         guard schedule.timesEachDevice || (schedule.sendAt ?? now) > now else { return [:] }
-        var zones: [String: String] = [:]
-        if schedule.needsTimeZones {
-            for part in Self.chunks(tokens) {
-                for row in try await connection.query(sql.timeZonesOf, [.text(app), .devices(part)]) {
-                    if let token = row.text(0), let zone = row.text(1) { zones[token] = zone }
-                }
-            }
-        }
+        let zones = schedule.needsTimeZones ? try await timeZones(of: tokens, app: app, on: connection) : [:]
         var due: [String: Int64] = [:]
         due.reserveCapacity(tokens.count)
         for (index, token) in tokens.enumerated() {
@@ -132,6 +125,17 @@ extension QueueEngine {
             if time > now { due[token] = min(time, deadline).milliseconds }
         }
         return due
+    }
+
+    /// The time zones of those of `tokens` (devices of `app`) that registered one.
+    func timeZones(of tokens: [String], app: String, on connection: any SQLConnection) async throws -> [String: String] {
+        var zones: [String: String] = [:]
+        for part in Self.chunks(tokens) {
+            for row in try await connection.query(sql.timeZonesOf, [.text(app), .devices(part)]) {
+                if let token = row.text(0), let zone = row.text(1) { zones[token] = zone }
+            }
+        }
+        return zones
     }
 
     /// Reserves `seconds` of app `app`'s paced sending from `start` on (or from where its last
