@@ -544,6 +544,28 @@ class Run:
         rows.last.locator("td").nth(1).click()
         expect(by("notification-view")).to_be_visible()
 
+        self.step("a notification scheduled an hour ahead: listed under Scheduled with its badge; its detail offers Cancel, which cancels it")
+        send_at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + 3600))
+        status, answer, _ = call(self.base, KEY_A, "POST", "/v1/apps/shop/notifications",
+                                 json.dumps({"to": {"users": ["bob"]}, "payload": {"aps": {"alert": "later"}}, "sendAt": send_at}))
+        check(status == 202 and answer["status"] == "scheduled", f"send: {status} {answer}")
+        scheduled = answer["id"]
+        by("nav-overview").click()
+        by("notifications-status").select_option("scheduled")
+        expect(rows).to_have_count(1)
+        expect(rows.first.locator(".badge")).to_have_text("scheduled")
+        expect(rows.first.locator(".badge")).to_have_class(re.compile(r"badge-scheduled"))
+        self.shot(page, "notifications-scheduled.png", full_page=False)
+        rows.first.locator("td").nth(1).click()
+        expect(by("notification-status")).to_have_text("scheduled")
+        expect(by("notification-schedule")).to_have_text(re.compile(r"^from \d{4}-\d\d-\d\d \d\d:\d\d:\d\d$"))
+        expect(by("notification-cancel")).to_be_visible()
+        self.shot(page, "notification-scheduled.png")
+        by("notification-cancel").click()
+        by("notification-cancel").click()
+        expect(by("notification-status")).to_have_text("cancelled")
+        check(page.url.rsplit("/", 1)[1] == scheduled, f"opened {page.url}, not {scheduled}")
+
         self.step("devices: by token opens its detail (every field)")
         by("nav-devices").click()
         by("device-search-by").select_option("token")

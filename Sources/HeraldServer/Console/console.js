@@ -882,6 +882,14 @@
     const byKind = notification.targetedByKind && typeof notification.targetedByKind === 'object'
       ? Object.entries(notification.targetedByKind).map(([kind, value]) => `${kind}: ${count(value)}`).join(', ')
       : '';
+    const schedule = notification.schedule && typeof notification.schedule === 'object' ? notification.schedule : null;
+    // Parts of a line, some of them elements (a time): joined by "; " as nodes, never as HTML.
+    const timing = (schedule ? [
+      schedule.sendAt ? ['from ', time(schedule.sendAt)] : null,
+      schedule.sendAtLocalTime ? [`at ${schedule.sendAtLocalTime} in each device's time zone`] : null,
+      schedule.respectQuietHours ? ['outside quiet hours'] : null,
+      schedule.ratePerSecond ? [`at most ${count(schedule.ratePerSecond)} a second`] : null,
+    ] : []).filter(Boolean).flatMap((part, index) => (index === 0 ? part : ['; ', ...part]));
     const rows = [
       ['App', notification.app],
       ['Push type', notification.pushType],
@@ -892,6 +900,7 @@
         : null],
       ['Targeted by kind', byKind || '–'],
       ['By platform', platformOutcomes(notification.platforms)],
+      ['Sent', timing.length ? el('span', { 'data-testid': 'notification-schedule' }, ...timing) : null],
       ['Created', time(notification.createdAt)],
       ['Finished', time(notification.finishedAt)],
     ];
