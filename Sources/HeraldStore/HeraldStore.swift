@@ -162,6 +162,7 @@ public final class HeraldStore: Service, Sendable {
             throw error
         }
         try await finish()
+        await backend.settle(afterRegistering: total)
         return total
     }
 

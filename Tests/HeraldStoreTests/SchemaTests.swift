@@ -86,4 +86,31 @@ struct SchemaTests {
         #expect(sent.count == devices, "no device twice")
         #expect(Set(sent).count == devices, "every device")
     }
+
+    @Test("on PostgreSQL a bulk registration leaves a broadcast's ranges readable from the index alone, without a table page per device")
+    func rangesFromTheIndex() async throws {
+        let scratch = try ScratchDirectory()
+        let url = try Backend.postgres.storeURL(scratch: scratch)
+        try await withHeraldStore(configuration: try HeraldStore.Configuration(url: url)) { store in
+            let stream = AsyncStream<DeviceRegistration> { continuation in
+                for number in 0..<12_000 { continuation.yield(try! registration(number)) }
+                continuation.finish()
+            }
+            let registered = try await store.register(contentsOf: stream, app: app, batchSize: 5000)
+            #expect(registered == 12_000)
+        }
+        let cluster = try PostgresCluster.shared()
+        // Every page of the table marked all-visible by the registration's VACUUM.
+        let visible = try cluster.psql("SELECT relpages || ' ' || relallvisible FROM pg_class WHERE relname = 'devices'", database: url)
+        let pages = visible.trimmingCharacters(in: .whitespacesAndNewlines).split(separator: " ").compactMap { Int($0) }
+        #expect(pages.count == 2 && pages[0] > 0 && pages[0] == pages[1], "relpages, relallvisible: \(visible)")
+        // The range a broadcast reads (QueueStatements.rangeOfAll), as the planner runs it.
+        let plan = try cluster.psql(
+            """
+            EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) SELECT hash, token, environment FROM devices
+            WHERE app = '\(app)' AND status = 0 AND kind = 0 AND (hash, token) > (-9223372036854775807, '') AND hash < 9223372036854775807
+            ORDER BY hash, token LIMIT 5000
+            """, database: url)
+        #expect(plan.contains("Index Only Scan using devices_hash") && plan.contains("Heap Fetches: 0") && plan.contains("rows=5000"), "\(plan)")
+    }
 }

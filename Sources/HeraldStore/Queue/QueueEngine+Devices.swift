@@ -25,6 +25,13 @@ extension QueueEngine {
         try await database.write(.statements) { [self] connection in try await upsert(rows, app: app, now: now, on: connection) }
     }
 
+    /// After a bulk registration of `count` devices (``SQLDatabase/settleDevices()``); a few
+    /// devices are left to autovacuum.
+    func settle(afterRegistering count: Int) async {
+        if count >= Self.settleAfter { await database.settleDevices() }
+    }
+    static let settleAfter = 10_000
+
     /// The rows of `registrations` as this engine's database writes them.
     func rows(_ registrations: [DeviceRegistration]) -> DeviceRows {
         DeviceRows(registrations, devicesInKeyOrder: database.dialect.devicesInKeyOrder)

@@ -44,4 +44,9 @@ protocol SQLDatabase: Sendable {
     func read<Result: Sendable>(_ body: @escaping @Sendable (any SQLConnection) async throws -> Result) async throws -> Result
     /// Tells other processes' workers, once the transaction commits, that there is work.
     func announceWork(on connection: any SQLConnection) async throws
+    /// Readies the devices table for broadcasts after a bulk registration: PostgreSQL marks its
+    /// new pages all-visible (`VACUUM`), so a broadcast reads its ranges from the index alone
+    /// rather than a table page per device until autovacuum comes round. Nothing on SQLite,
+    /// whose devices are kept in key order. Errors are logged, not thrown: it only speeds reading.
+    func settleDevices() async
 }

@@ -110,6 +110,31 @@ final class PostgresDatabase: SQLDatabase {
         try await connection.query("SELECT pg_notify('\(PostgresSchema.workChannel)', '')")
     }
 
+    /// `VACUUM` outside any transaction (it cannot run in one). `SKIP_LOCKED`: an import that
+    /// finds another process's vacuum of the table under way leaves the table to it.
+    ///
+    /// VACUUM marks a page all-visible only once its rows' commits are on disk. Where commits do
+    /// not wait for that (the server's `synchronous_commit = off`), the WAL writer flushes them
+    /// within a few `wal_writer_delay`s: this waits for it, at most ``settleWait``.
+    func settleDevices() async {
+        do {
+            _ = try await withConnection { [self] connection in
+                let target = try await run("SELECT pg_current_wal_insert_lsn()::TEXT", on: connection).first?.text(0) ?? "0/0"
+                let clock = ContinuousClock()
+                let deadline = clock.now + Self.settleWait
+                while clock.now < deadline {
+                    let flushed = try await run("SELECT (pg_current_wal_flush_lsn() >= $1::TEXT::PG_LSN)::INTEGER", [.text(target)], on: connection).first?.int(0)
+                    if flushed == 1 { break }
+                    try await Task.sleep(for: .milliseconds(50))
+                }
+                return try await run("VACUUM (SKIP_LOCKED) devices", on: connection)
+            }
+        } catch {
+            logger.notice("cannot vacuum the devices table after a bulk registration; autovacuum will", metadata: ["error": "\(error)"])
+        }
+    }
+    static let settleWait: Duration = .seconds(2)
+
     /// Runs `body` on a connection of the pool, with the database's errors as ``StoreError``.
     private func withConnection<Result: Sendable>(_ body: @escaping @Sendable (PostgresConnection) async throws -> Result) async throws -> Result {
         do {

@@ -123,6 +123,9 @@ final class SQLiteDatabase: SQLDatabase {
     /// Workers of other processes do not share an SQLite file's queue: nothing to announce.
     func announceWork(on connection: any SQLConnection) async throws {}
 
+    /// A broadcast reads the devices table itself, in key order: nothing to ready.
+    func settleDevices() async {}
+
     func migrate() async throws {
         try await write(.durable) { [path, logger] connection in
             try await connection.query(SQLiteSchema.createVersions)
