@@ -101,6 +101,63 @@ struct KeySpaceTests {
         }
     }
 
+    @Test("a batch's last key is its device with the largest hash, unless another shares that hash or the database found another largest")
+    func lastKey() throws {
+        let tokens = (0..<50).map { token($0 * 7919) }
+        let last = try #require(tokens.max { (KeySpace.hash($0), $0) < (KeySpace.hash($1), $1) })
+        #expect(QueueEngine.lastKey(of: tokens.shuffled(), maximumHash: KeySpace.hash(last)) == RangeCursor(hash: KeySpace.hash(last), token: last))
+        #expect(QueueEngine.lastKey(of: tokens, maximumHash: KeySpace.hash(last) - 1) == nil, "a stored hash that is not the address's")
+        #expect(QueueEngine.lastKey(of: [], maximumHash: nil) == nil)
+        let (first, second) = try #require(Self.sharedHash())
+        #expect(QueueEngine.lastKey(of: [second, first], maximumHash: KeySpace.hash(first)) == nil, "two devices share the largest hash")
+    }
+
+    @Test("a batch whose largest hash two devices share ends at the later of them in key order: the next batch starts after both, and every device is sent once", arguments: Backend.allCases)
+    func sharedHashAtABatchEnd(backend: Backend) async throws {
+        let (first, second) = try #require(Self.sharedHash())
+        let shared = KeySpace.hash(first)
+        // Devices below the shared hash and above it: the first batch holds those below and the pair.
+        var below: [String] = []
+        var above: [String] = []
+        for number in 0..<20_000 where below.count < 30 || above.count < 20 {
+            let candidate = token(number)
+            if KeySpace.hash(candidate) < shared, below.count < 30 { below.append(candidate) }
+            if KeySpace.hash(candidate) > shared, above.count < 20 { above.append(candidate) }
+        }
+        try #require(below.count == 30 && above.count == 20)
+        let all = below + [first, second] + above
+        try await withStore(backend) { store in
+            try await registerAll(store, all.count) { try DeviceRegistration(token: all[$0]) }
+            _ = try await store.enqueue(NotificationRequest(app: app, audience: .all, payload: payload))
+            var batches: [[String]] = []
+            for _ in 0..<10 {
+                let claimed = try await store.claim(owner: "worker-1", limit: below.count + 2)
+                if claimed.isEmpty { break }
+                for batch in claimed {
+                    batches.append(batch.items.map(\.token))
+                    try await acceptAll(store, batch)
+                }
+            }
+            #expect(batches.count == 2, "\(batches.map(\.count))")
+            #expect(Set(batches.first ?? []) == Set(below + [first, second]))
+            #expect(batches.joined().count == all.count && Set(batches.joined()) == Set(all), "every device once")
+        }
+    }
+
+    /// Two APNs tokens whose hashes are equal (32 bits: some pair among ~80,000 tokens shares one),
+    /// found by search, at most a bounded number of tokens.
+    static func sharedHash() -> (String, String)? {
+        var seen: [Int64: String] = [:]
+        for number in 0..<2_000_000 {
+            let hex = String(UInt64(number) &* 0x9E37_79B9_7F4A_7C15, radix: 16)
+            let candidate = String(repeating: "0", count: 64 - hex.count) + hex
+            let hash = KeySpace.hash(candidate)
+            if let other = seen[hash], other != candidate { return other < candidate ? (other, candidate) : (candidate, other) }
+            seen[hash] = candidate
+        }
+        return nil
+    }
+
     @Test("a range is split in the middle of what is left, only when more than its holder's batch is left")
     func splitPoint() {
         let size = KeySpace.size

@@ -166,15 +166,23 @@ extension QueueEngine {
         let kind: SQLValue = (try? Self.kind(of: notification.pushType)).map { .code($0) } ?? .int(-1)
         var binds: [SQLValue] = [.text(notification.app), .int(upper), .int(from.hash), .text(from.token), .int(limit), kind]
         let activityType = found?.activityType
-        var statement = sql.rangeOfAll(activityType: activityType != nil)
-        if case .tags(let tags) = found?.audience {
-            statement = sql.rangeOfTags(activityType: activityType != nil)
-            binds.append(.texts(tags))
+        var tags: [String]?
+        if case .tags(let list) = found?.audience { tags = list }
+        func statement(ordered: Bool) -> String {
+            tags == nil ? sql.rangeOfAll(activityType: activityType != nil, ordered: ordered) : sql.rangeOfTags(activityType: activityType != nil, ordered: ordered)
         }
+        if let tags { binds.append(.texts(tags)) }
         if let activityType { binds.append(.text(activityType)) }
-        let range = try await connection.query(statement, binds).first
-        let (tokens, environments) = Self.lines(range?.text(0))
-        let last = tokens.last.map { RangeCursor(hash: range?.int(1) ?? cursor.hash, token: $0) }
+        var range = try await connection.query(statement(ordered: false), binds).first
+        var (tokens, environments) = Self.lines(range?.text(0))
+        var last = Self.lastKey(of: tokens, maximumHash: range?.int(1))
+        if last == nil, !tokens.isEmpty {
+            // Two of the batch's devices share its largest hash (or a stored hash is not the
+            // address's): read it again in key order, which settles the last key.
+            range = try await connection.query(statement(ordered: true), binds).first
+            (tokens, environments) = Self.lines(range?.text(0))
+            last = tokens.last.map { RangeCursor(hash: range?.int(1) ?? cursor.hash, token: $0) }
+        }
         var badges: [String: Int] = [:]
         if notification.badge == .increment, !tokens.isEmpty {
             // Devices up to the range's raised cursor were raised by a claim whose lease ran out.
@@ -223,7 +231,29 @@ extension QueueEngine {
         return due
     }
 
-    /// The lines of a joined list (addresses hold no newline: they are screened for control characters).
+    /// A batch's last key, `(hash, token)`, when its lines came in no promised order: the device
+    /// with the largest hash, when it alone has that hash and it is the hash the database found
+    /// largest (each row's stored hash is its address's ``KeySpace/hash(_:)``). `nil` when that
+    /// is not so, or for no devices: the caller reads the batch in key order instead. Token
+    /// order then decides, and a database may order text otherwise than Swift does.
+    static func lastKey(of tokens: [String], maximumHash: Int64?) -> RangeCursor? {
+        var largest: Int64 = .min
+        var holder: String?
+        var shared = false
+        for token in tokens {
+            let hash = KeySpace.hash(token)
+            if hash > largest {
+                largest = hash
+                holder = token
+                shared = false
+            } else if hash == largest {
+                shared = true
+            }
+        }
+        guard let holder, !shared, largest == maximumHash else { return nil }
+        return RangeCursor(hash: largest, token: holder)
+    }
+
     /// Splits the leased range with the most keys left above what its holder read, when no range
     /// is free: the holder keeps the lower half of what is left, the upper half becomes a range of
     /// its own, returned as ``QueueStatements/pickSegment`` returns a range. So one broadcast keeps
@@ -243,7 +273,8 @@ extension QueueEngine {
         ])
     }
 
-    /// Each line is a token, and a space and its environment code when it has one
+    /// The lines of a joined list (addresses hold no newline: they are screened for control
+    /// characters). Each line is a token, and a space and its environment code when it has one
     /// (``QueueStatements/rangeLine``).
     ///
     /// Split on UTF-8 bytes: a `Character` split walks grapheme clusters, which for a batch of a

@@ -418,21 +418,24 @@ struct QueueStatements: Sendable {
 
     /// The next active devices of kind $6 (and activity type $7) of a range of app $1 (keys below $2, after ($3, $4), at most $5;
     /// the cursor at or above the range's start: ``RangeCursor/reading(from:)``), as one row:
-    /// their tokens joined by newlines in key order (a batch costs one row to hand over, not
-    /// thousands), each followed by a space and its environment code when it has one
-    /// (``RangeLine``), the last key, and how many.
-    func rangeOfAll(activityType: Bool) -> String {
+    /// their tokens joined by newlines (a batch costs one row to hand over, not thousands), each
+    /// followed by a space and its environment code when it has one (``RangeLine``), the largest
+    /// hash, and how many. `ordered`: the lines in key order. Without it the database joins them
+    /// as they come, in no promised order, and need not sort them again (SQLite put each batch's
+    /// 5,000 lines in a B-tree of its own for that): the claim finds the last key itself
+    /// (``QueueEngine/lastKey(of:maximumHash:)``).
+    func rangeOfAll(activityType: Bool, ordered: Bool) -> String {
         """
-        SELECT \(d.joinLines(Self.rangeLine, orderBy: "hash, token")), MAX(hash), COUNT(*) FROM (
+        SELECT \(d.joinLines(Self.rangeLine, orderBy: ordered ? "hash, token" : nil)), MAX(hash), COUNT(*) FROM (
             SELECT hash, token, environment FROM devices
             WHERE app = $1 AND status = \(DeviceCode.active) AND kind = $6\(activityType ? " AND activity_type = $7" : "") AND (hash, token) > ($3, $4) AND hash < $2
             ORDER BY hash, token LIMIT $5) AS r
         """
     }
-    /// As ``rangeOfAll(activityType:)``, for the devices with any of the tags $7 (the activity type $8).
-    func rangeOfTags(activityType: Bool) -> String {
+    /// As ``rangeOfAll(activityType:ordered:)``, for the devices with any of the tags $7 (the activity type $8).
+    func rangeOfTags(activityType: Bool, ordered: Bool) -> String {
         """
-        SELECT \(d.joinLines(Self.rangeLine, orderBy: "hash, token")), MAX(hash), COUNT(*) FROM (
+        SELECT \(d.joinLines(Self.rangeLine, orderBy: ordered ? "t.hash, t.token" : nil)), MAX(hash), COUNT(*) FROM (
             SELECT DISTINCT t.hash AS hash, t.token AS token, d.environment AS environment FROM device_tags t JOIN devices d ON d.app = t.app AND d.hash = t.hash AND d.token = t.token
             WHERE t.app = $1 AND t.tag IN (\(d.list(7, .text))) AND (t.hash, t.token) > ($3, $4) AND t.hash < $2
                 AND d.status = \(DeviceCode.active) AND d.kind = $6\(activityType ? " AND d.activity_type = $8" : "")

@@ -141,8 +141,8 @@ protocol SQLDialect: Sendable {
     /// The larger and the smaller of two values.
     func greatest(_ a: String, _ b: String) -> String
     func least(_ a: String, _ b: String) -> String
-    /// `expression` of every row joined by newlines, in `order`.
-    func joinLines(_ expression: String, orderBy order: String) -> String
+    /// `expression` of every row joined by newlines, in `order`; in no promised order without one.
+    func joinLines(_ expression: String, orderBy order: String?) -> String
     /// Whether devices are kept in key order, `(app, hash, token)`, rather than by token: then a
     /// device is found by its hash and token, and lists of devices page in key order. SQLite:
     /// yes (a bulk import then writes one B-tree in random order, not two); PostgreSQL: no.

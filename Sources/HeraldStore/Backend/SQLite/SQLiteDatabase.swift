@@ -199,7 +199,9 @@ struct SQLiteDialect: SQLDialect {
     var forUpdate: String { "" }
     func greatest(_ a: String, _ b: String) -> String { "MAX(\(a), \(b))" }
     func least(_ a: String, _ b: String) -> String { "MIN(\(a), \(b))" }
-    func joinLines(_ expression: String, orderBy order: String) -> String { "group_concat(\(expression), char(10) ORDER BY \(order))" }
+    func joinLines(_ expression: String, orderBy order: String?) -> String {
+        "group_concat(\(expression), char(10)\(order.map { " ORDER BY \($0)" } ?? ""))"
+    }
     /// Devices are kept by `(app, hash, token)` (``SQLiteSchema``, migration 6).
     var devicesInKeyOrder: Bool { true }
     var deviceKey: String { "(app, hash, token)" }
