@@ -127,20 +127,23 @@ struct KeySpaceTests {
         try #require(below.count == 30 && above.count == 20)
         let all = below + [first, second] + above
         try await withStore(backend) { store in
-            try await registerAll(store, all.count) { try DeviceRegistration(token: all[$0]) }
-            _ = try await store.enqueue(NotificationRequest(app: app, audience: .all, payload: payload))
-            var batches: [[String]] = []
-            for _ in 0..<10 {
-                let claimed = try await store.claim(owner: "worker-1", limit: below.count + 2)
-                if claimed.isEmpty { break }
-                for batch in claimed {
-                    batches.append(batch.items.map(\.token))
-                    try await acceptAll(store, batch)
+            try await registerAll(store, all.count) { try DeviceRegistration(token: all[$0], tags: ["all"]) }
+            // Both reads: a broadcast to all, and one to a tag (its own statement).
+            for audience in [Audience.all, .tags(["all"])] {
+                _ = try await store.enqueue(NotificationRequest(app: app, audience: audience, payload: payload))
+                var batches: [[String]] = []
+                for _ in 0..<10 {
+                    let claimed = try await store.claim(owner: "worker-1", limit: below.count + 2)
+                    if claimed.isEmpty { break }
+                    for batch in claimed {
+                        batches.append(batch.items.map(\.token))
+                        try await acceptAll(store, batch)
+                    }
                 }
+                #expect(batches.count == 2, "\(audience): \(batches.map(\.count))")
+                #expect(Set(batches.first ?? []) == Set(below + [first, second]), "\(audience)")
+                #expect(batches.joined().count == all.count && Set(batches.joined()) == Set(all), "\(audience): every device once")
             }
-            #expect(batches.count == 2, "\(batches.map(\.count))")
-            #expect(Set(batches.first ?? []) == Set(below + [first, second]))
-            #expect(batches.joined().count == all.count && Set(batches.joined()) == Set(all), "every device once")
         }
     }
 

@@ -435,7 +435,7 @@ struct QueueStatements: Sendable {
     /// As ``rangeOfAll(activityType:ordered:)``, for the devices with any of the tags $7 (the activity type $8).
     func rangeOfTags(activityType: Bool, ordered: Bool) -> String {
         """
-        SELECT \(d.joinLines(Self.rangeLine, orderBy: ordered ? "t.hash, t.token" : nil)), MAX(hash), COUNT(*) FROM (
+        SELECT \(d.joinLines(Self.rangeLine, orderBy: ordered ? "hash, token" : nil)), MAX(hash), COUNT(*) FROM (
             SELECT DISTINCT t.hash AS hash, t.token AS token, d.environment AS environment FROM device_tags t JOIN devices d ON d.app = t.app AND d.hash = t.hash AND d.token = t.token
             WHERE t.app = $1 AND t.tag IN (\(d.list(7, .text))) AND (t.hash, t.token) > ($3, $4) AND t.hash < $2
                 AND d.status = \(DeviceCode.active) AND d.kind = $6\(activityType ? " AND d.activity_type = $8" : "")
