@@ -25,6 +25,27 @@ struct WebhookOutboxTests {
 
     static func json(_ event: WebhookDelivery) throws -> JSONValue { try JSONValue(parsing: event.body) }
 
+    @Test("a completion on a test's clock dates its device.retired events, and an Unregistered without Apple's timestamp, by that clock", arguments: Backend.allCases)
+    func retiredAtTheCompletionsTime(backend: Backend) async throws {
+        try await withStore(backend) { store in
+            store.setWebhookInterest(Self.interest)
+            let registered = Date(timeIntervalSince1970: 1_800_000_000)  // in 2027: not this machine's clock
+            let completed = registered.addingTimeInterval(60)
+            try await store.register(try registration(1), app: app, now: registered)
+            _ = try await store.enqueue(NotificationRequest(app: app, audience: .tokens([token(1)]), payload: payload), now: registered)
+            for batch in try await claimAll(store, now: completed) {
+                let outcomes = batch.items.map { DeliveryOutcome(token: $0.token, result: .rejected(reason: "Unregistered", timestamp: nil)) }
+                try await store.complete(batch, outcomes: outcomes, now: completed)
+            }
+            let device = try #require(try await store.device(app: app, token: token(1)))
+            #expect(device.status == .unregistered && device.invalidatedAt == completed, "\(device)")
+            let retired = try await Self.claimed(store, now: completed.addingTimeInterval(1)).filter { $0.type == .deviceRetired }
+            #expect(retired.count == 1)
+            let createdAt = try retired.first.map(Self.json)?["createdAt"]?.stringValue.map { try Date($0, strategy: Date.ISO8601FormatStyle(includingFractionalSeconds: true)) }
+            #expect(createdAt == completed, "\(String(describing: createdAt))")
+        }
+    }
+
     @Test("a completion writes delivery.failed, device.retired and notification.completed with it, for each webhook that wants them", arguments: Backend.allCases)
     func writtenWithTheCompletion(backend: Backend) async throws {
         try await withStore(backend) { store in

@@ -96,17 +96,17 @@ extension QueueEngine {
     }
 
     func invalidate(app: String, reports: [Invalidation], now: Date) async throws -> Int {
-        try await database.write(.durable) { [self] connection in try await invalidate(app: app, reports, on: connection) }
+        try await database.write(.durable) { [self] connection in try await invalidate(app: app, reports, now: now, on: connection) }
     }
 
     /// Marks devices unregistered or invalid by what APNs reported (Apple's timestamp rule for
-    /// `Unregistered`). Returns how many changed.
-    func invalidate(app: String, _ reports: [Invalidation], on connection: any SQLConnection) async throws -> Int {
+    /// `Unregistered`; a report without Apple's timestamp counts from `now`). Returns how many changed.
+    func invalidate(app: String, _ reports: [Invalidation], now: Date, on connection: any SQLConnection) async throws -> Int {
         let gone = reports.filter { Invalidation.status(for: $0.reason) == .unregistered }
         let bad = reports.filter { Invalidation.status(for: $0.reason) == .invalid }
         var retired: [SQLRow] = []
         for part in Self.chunks(gone) {
-            let rows: [[SQLValue]] = part.map { [.text($0.token), .text($0.reason), .int(($0.timestamp ?? Date()).milliseconds), .int(KeySpace.hash($0.token))] }
+            let rows: [[SQLValue]] = part.map { [.text($0.token), .text($0.reason), .int(($0.timestamp ?? now).milliseconds), .int(KeySpace.hash($0.token))] }
             retired += try await connection.query(sql.unregisterDevices, [.text(app), .rows(rows)])
         }
         for part in Self.chunks(bad) {
@@ -114,7 +114,7 @@ extension QueueEngine {
         }
         if !retired.isEmpty, !webhookInterest.hooks(app: app, event: .deviceRetired).isEmpty {
             let reports = Dictionary(reports.map { ($0.token, $0) }, uniquingKeysWith: { first, _ in first })
-            try await recordRetired(app: app, retired, reports: reports, now: Date(), on: connection)
+            try await recordRetired(app: app, retired, reports: reports, now: now, on: connection)
         }
         return retired.count
     }

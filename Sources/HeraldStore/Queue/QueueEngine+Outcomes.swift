@@ -105,7 +105,7 @@ extension QueueEngine {
                 try await connection.query(sql.addReasons, [.text(id), .rows(rejected.sorted { $0.key < $1.key }.map { [.text($0.key), .int($0.value)] })])
             }
             if !failures.isEmpty { try await recordFailures(app: batch.notification.app, notification: id, failures, now: now, on: connection) }
-            _ = try await invalidate(app: batch.notification.app, plan.invalidations, on: connection)
+            _ = try await invalidate(app: batch.notification.app, plan.invalidations, now: now, on: connection)
             // An update token APNs says is gone is forgotten by its activity.
             if !plan.invalidations.isEmpty, case .deliveries = batch.source,
                 let audience = try await connection.query(sql.audienceOf, [.text(id)]).first,
