@@ -176,6 +176,13 @@ final class ExchangeBatch: Sendable {
         var answers: [Answer?]
         var remaining: Int
         var waiter: CheckedContinuation<[Answer], Never>?
+
+        /// The answer at `index`, unless one came already (or there is no such request).
+        mutating func record(_ answer: Answer, at index: Int) {
+            guard answers.indices.contains(index), answers[index] == nil else { return }
+            answers[index] = answer
+            remaining -= 1
+        }
     }
 
     private let state: Mutex<State>
@@ -189,15 +196,7 @@ final class ExchangeBatch: Sendable {
     /// The answer of the request at `index`; `holdsPermit`: it was sent (it took a permit).
     func deliver(_ answer: Answer, at index: Int, holdsPermit: Bool = true) {
         if holdsPermit { limiter.release() }
-        let done = state.withLock { state -> (CheckedContinuation<[Answer], Never>, [Answer])? in
-            guard state.answers.indices.contains(index), state.answers[index] == nil else { return nil }
-            state.answers[index] = answer
-            state.remaining -= 1
-            guard state.remaining == 0, let waiter = state.waiter else { return nil }
-            state.waiter = nil
-            return (waiter, state.answers.map { $0! })
-        }
-        if let (waiter, answers) = done { waiter.resume(returning: answers) }
+        record { $0.record(answer, at: index) }
     }
 
     /// Answers of requests that were sent (each took a permit): one lock and one release of
@@ -205,11 +204,15 @@ final class ExchangeBatch: Sendable {
     func deliver(contentsOf answers: [(index: Int, answer: Answer)]) {
         guard !answers.isEmpty else { return }
         limiter.release(answers.count)
+        record { state in
+            for (index, answer) in answers { state.record(answer, at: index) }
+        }
+    }
+
+    /// Records answers under the lock (`body`), then resumes the waiter if that was the last.
+    private func record(_ body: (inout State) -> Void) {
         let done = state.withLock { state -> (CheckedContinuation<[Answer], Never>, [Answer])? in
-            for (index, answer) in answers where state.answers.indices.contains(index) && state.answers[index] == nil {
-                state.answers[index] = answer
-                state.remaining -= 1
-            }
+            body(&state)
             guard state.remaining == 0, let waiter = state.waiter else { return nil }
             state.waiter = nil
             return (waiter, state.answers.map { $0! })
