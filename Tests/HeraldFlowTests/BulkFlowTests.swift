@@ -10,14 +10,22 @@ private final class FakeClient: Sendable {
 
     var count: Int { pending.withLock { $0.count } }
 
-    /// Answers the oldest `count` jobs.
+    /// Answers the oldest `count` jobs, all of one sink's at once (as one read of a connection
+    /// would): a consumer waiting in `take()` gets them together, never a first part of them
+    /// depending on how the threads are scheduled.
     func answer(_ count: Int) {
         let answered = pending.withLock { pending in
             let taken = Array(pending.prefix(count))
             pending.removeFirst(taken.count)
             return taken
         }
-        for (index, sink) in answered { sink.deliver("sent \(index)") }
+        var start = answered.startIndex
+        while start < answered.endIndex {
+            let sink = answered[start].sink
+            let end = answered[start...].firstIndex { $0.sink !== sink } ?? answered.endIndex
+            sink.deliver(contentsOf: answered[start..<end].map { "sent \($0.index)" })
+            start = end
+        }
     }
 }
 

@@ -84,8 +84,11 @@ struct WebhookDeliveryTests {
 
             var text = ""
             let counted = try await eventually(within: .seconds(30), every: .milliseconds(200)) {
+                // The receiver has answered all five; the gateway records each answer after it.
                 text = try await Self.metrics(harness)
                 return text.contains(#"herald_webhook_events_pending{app="shop",type="notification.completed"} 0"#)
+                    && text.contains(#"herald_webhook_events_sent_total{app="shop",type="device.retired"} 2"#)
+                    && text.contains(#"herald_webhook_events_sent_total{app="shop",type="delivery.failed"} 2"#)
             }
             #expect(counted, "\(text)")
             #expect(text.contains(#"herald_webhook_events_sent_total{app="shop",type="device.retired"} 2"#), "\(text)")

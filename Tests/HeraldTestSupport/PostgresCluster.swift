@@ -61,17 +61,26 @@ public final class PostgresCluster: @unchecked Sendable {
         try launch()
     }
 
+    /// Where servers write their log, `pg-PORT.log` each (`HERALD_PG_LOG_DIR`, for hunting a
+    /// flaky test); unset, the log is discarded.
+    private static let logDirectory = ProcessInfo.processInfo.environment["HERALD_PG_LOG_DIR"]
+    /// What a server logs when ``logDirectory`` is set: lock waits past `deadlock_timeout` (1 s)
+    /// and statements slower than 3 s, with time, process and database.
+    private static let diagnostics = ["-c", "log_lock_waits=on", "-c", "log_min_duration_statement=3000", "-c", "log_line_prefix=%m [%p] %d "]
+
     /// Starts the server on the cluster's port and files; returns once it accepts connections.
     private func launch() throws {
         let server = Process()
         let arguments = [
             binaries + "/postgres", "-D", directory + "/data", "-p", String(port), "-k", directory, "-c", "listen_addresses=127.0.0.1",
             "-c", "max_connections=200",
-        ] + (durable ? [] : ["-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off"])
+        ] + (Self.logDirectory == nil ? [] : Self.diagnostics) + (durable ? [] : ["-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off"])
         // setpriv: the server dies with this process (PR_SET_PDEATHSIG), and runs as postgres when we are root.
         server.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
         server.arguments = (getuid() == 0 ? ["--reuid=postgres", "--regid=postgres", "--init-groups"] : []) + ["--pdeathsig", "KILL", "--"] + arguments
-        let log = FileHandle(forWritingAtPath: "/dev/null")
+        let logPath = Self.logDirectory.map { $0 + "/pg-\(port).log" } ?? "/dev/null"
+        if logPath != "/dev/null" { _ = FileManager.default.createFile(atPath: logPath, contents: nil) }
+        let log = FileHandle(forWritingAtPath: logPath)
         server.standardOutput = log
         server.standardError = log
         try server.run()
