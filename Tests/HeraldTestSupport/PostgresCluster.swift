@@ -79,8 +79,10 @@ public final class PostgresCluster: @unchecked Sendable {
         server.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
         server.arguments = (getuid() == 0 ? ["--reuid=postgres", "--regid=postgres", "--init-groups"] : []) + ["--pdeathsig", "KILL", "--"] + arguments
         let logPath = Self.logDirectory.map { $0 + "/pg-\(port).log" } ?? "/dev/null"
-        if logPath != "/dev/null" { _ = FileManager.default.createFile(atPath: logPath, contents: nil) }
+        // Appended to: a cluster started again after ``halt()`` keeps its earlier log.
+        if !FileManager.default.fileExists(atPath: logPath) { _ = FileManager.default.createFile(atPath: logPath, contents: nil) }
         let log = FileHandle(forWritingAtPath: logPath)
+        _ = try? log?.seekToEnd()
         server.standardOutput = log
         server.standardError = log
         try server.run()
