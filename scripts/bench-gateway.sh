@@ -137,6 +137,28 @@ per_notification() {  # PID TICKS-BEFORE: its CPU since then, in µs per notific
     python3 -c "print('%.1f' % (($(ticks "$1") - $2) * 1e6 / $(getconf CLK_TCK) / $COUNT))"
 }
 declare -A CPU_US
+# THREADS=1: each broadcast also prints the gateway's CPU by thread name (the event loops of the
+# APNs connections, Swift's cooperative pool, the SQLite thread pool…), in µs per notification.
+thread_ticks() {  # PID: "NAME TICKS" per thread
+    for task in /proc/$1/task/*; do
+        printf '%s %s\n' "$(tr ' ' _ <"$task/comm")" "$(awk '{ print $14 + $15 }' "$task/stat")"
+    done 2>/dev/null
+}
+threads_report() {  # BEFORE AFTER (thread_ticks outputs)
+    python3 - "$1" "$2" "$COUNT" "$(getconf CLK_TCK)" <<'PY'
+import collections, re, sys
+def load(text):
+    totals = collections.Counter()
+    for line in text.splitlines():
+        name, ticks = line.rsplit(" ", 1)
+        totals[re.sub(r"[-_#]?[0-9]+$", "", name)] += int(ticks)
+    return totals
+before, after = load(sys.argv[1]), load(sys.argv[2])
+count, hz = int(sys.argv[3]), int(sys.argv[4])
+for name, ticks in sorted(((n, after[n] - before.get(n, 0)) for n in after), key=lambda x: -x[1]):
+    if ticks: print("    %-28s %.2f µs per notification" % (name, ticks * 1e6 / hz / count))
+PY
+}
 
 run_gateway() {  # LABEL DATABASE [second process: yes]; APP=skewed for the skewed registry
     local label=$1 database=$2 second=${3:-}
@@ -147,6 +169,11 @@ run_gateway() {  # LABEL DATABASE [second process: yes]; APP=skewed for the skew
     read -r seconds import_rate < <(drive "$API_PORT" "$KEY" import "$COUNT" "$WORK/import-${APP:-bench}-$COUNT.ndjson")
     echo "$label: import of $COUNT devices (NDJSON, one request): $seconds s, $import_rate/s, peak RSS so far $(hwm "$first") MiB"
     local rate
+    # The direct send right before the broadcast and right after it, and the case's ratios to the
+    # mean of the two: on this machine the same `herald bench` moved from 118,000/s to 187,000/s
+    # over one run (its CPU per notification from 7.8 to 5.7 µs), so only neighbours compare.
+    direct "before $label"
+    local direct_rate=$DIRECT_RATE direct_us=$DIRECT_US
     # PERF=PREFIX: a profile of the gateway's first seconds of broadcasting (linux-perf), one
     # file per case: PREFIX-1.data, PREFIX-2.data… in the order the cases run (their labels say which).
     if [ -n "${PERF:-}" ]; then
@@ -154,17 +181,15 @@ run_gateway() {  # LABEL DATABASE [second process: yes]; APP=skewed for the skew
         echo "$label: profile $PERF-$PERF_RUN.data"
         perf record -g -o "$PERF-$PERF_RUN.data" -p "$first" -- sleep 4 >/dev/null 2>&1 &
     fi
-    # The direct send right before the broadcast and right after it, and the case's ratios to the
-    # mean of the two: on this machine the same `herald bench` moved from 118,000/s to 187,000/s
-    # over one run (its CPU per notification from 7.8 to 5.7 µs), so only neighbours compare.
-    direct "before $label"
-    local direct_rate=$DIRECT_RATE direct_us=$DIRECT_US
     local before_ticks before_mock
     before_ticks=$(ticks "$first")
     before_mock=$(ticks "$MOCK_PID")
     local machine
     machine=$(busy)
+    local threads_before=""
+    if [ -n "${THREADS:-}" ]; then threads_before=$(thread_ticks "$first"); fi
     rate=$(drive "$API_PORT" "$KEY" broadcast)
+    if [ -n "${THREADS:-}" ]; then echo "$label: the gateway's CPU by thread:"; threads_report "$threads_before" "$(thread_ticks "$first")"; fi
     machine=$(busy_percent "$machine")
     local us mock_us
     us=$(per_notification "$first" "$before_ticks")
