@@ -29,7 +29,7 @@ public struct DeviceToken: Sendable, Hashable, Comparable, CustomStringConvertib
         }
         // Already lower-case hex of even length (every token from the registry): kept as it is,
         // its storage shared, not copied.
-        if text.utf8.count % 2 == 0, text.utf8.allSatisfy({ Self.lowerHex($0) == $0 }) {
+        if text.utf8.count % 2 == 0, Self.isLowerHex(text.utf8) {
             hex = text
             return
         }
@@ -48,6 +48,16 @@ public struct DeviceToken: Sendable, Hashable, Comparable, CustomStringConvertib
             )
         }
         hex = String(decoding: normalised, as: UTF8.self)
+    }
+
+    /// Whether `bytes` are all lower-case hex digits: one pass over the string's own storage
+    /// where it has one (a native string), as the gateway checks each of a batch's tokens.
+    static func isLowerHex(_ bytes: String.UTF8View) -> Bool {
+        func check(_ buffer: some Sequence<UInt8>) -> Bool {
+            for byte in buffer where !((byte >= 0x30 && byte <= 0x39) || (byte >= 0x61 && byte <= 0x66)) { return false }
+            return true
+        }
+        return bytes.withContiguousStorageIfAvailable { check($0) } ?? check(bytes)
     }
 
     /// A token made from its raw bytes.

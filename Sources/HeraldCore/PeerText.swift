@@ -30,7 +30,12 @@ package struct PeerText: Sendable, Hashable, CustomStringConvertible {
 
     /// Whether `text` would be changed by escaping (it holds something unsafe to print).
     package static func isSafe(_ text: some StringProtocol) -> Bool {
-        !text.unicodeScalars.contains(where: isUnsafe)
+        // Printable ASCII, as nearly every header value and reason is: one pass over the bytes.
+        let printable = text.utf8.withContiguousStorageIfAvailable { bytes in
+            for byte in bytes where byte < 0x20 || byte >= 0x7F { return false }
+            return true
+        }
+        return printable == true || !text.unicodeScalars.contains(where: isUnsafe)
     }
 
     private static func isUnsafe(_ scalar: Unicode.Scalar) -> Bool {

@@ -58,7 +58,8 @@ public struct PushHeaders: Sendable, Hashable {
             // A header value may not hold CR, LF or NUL (RFC 9113 §8.2.1): APNs answers such a
             // request by closing the connection every other notification shares. Other controls
             // are refused too; none has a place in an identifier.
-            if collapseID.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) {
+            // Bytes: below 0x80 each is its own scalar, and no byte of a longer one is a control.
+            if collapseID.utf8.contains(where: { $0 < 0x20 || $0 == 0x7F }) {
                 throw APNSError(local: .badCollapseId, "apns-collapse-id holds a control character (CR, LF, NUL, tab…); use printable text")
             }
             if size > Self.maximumCollapseIDSize {
