@@ -40,4 +40,10 @@ extension HeraldStore {
     package func pendingWebhookEvents() async throws -> [WebhookPending] {
         try await backend.pendingWebhookEvents()
     }
+
+    /// Events refused since the last call because their app's outbox was full
+    /// (``WebhookInterest/maximumPending``), per app and type (for the refused counter).
+    package func takeRefusedWebhookEvents() -> [WebhookRefused] {
+        backend.outbox.takeRefused()
+    }
 }

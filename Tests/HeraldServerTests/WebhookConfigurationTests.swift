@@ -37,7 +37,7 @@ struct WebhookConfigurationTests {
                 [ { "url": "https://hooks.example.com/herald", "secretEnv": "HOOK_SECRET" },
                   { "url": "http://10.0.0.5:8080/in", "secretEnv": "HOOK_SECRET", "events": ["device.retired"], "giveUpAfterSeconds": 600 } ]
                 """,
-            extra: #" "webhookSender": {"retryInitialSeconds": 2, "retryMaximumSeconds": 30, "timeoutSeconds": 5},"#
+            extra: #" "webhookSender": {"retryInitialSeconds": 2, "retryMaximumSeconds": 30, "timeoutSeconds": 5, "maximumPendingPerApp": 5000},"#
         )
         let configuration = try GatewayConfiguration.load(file: file, environment: Self.environment)
         let hooks = configuration.apps[0].webhooks
@@ -46,6 +46,7 @@ struct WebhookConfigurationTests {
         #expect(hooks[0].giveUpAfter == .seconds(86_400) && hooks[1].giveUpAfter == .seconds(600) && hooks[1].events == [.deviceRetired])
         #expect(configuration.webhookSender.initialRetryDelay == .seconds(2) && configuration.webhookSender.timeout == .seconds(5))
         let interest = configuration.webhookInterest
+        #expect(interest.maximumPending == 5000, "the outbox's bound reaches the store with the hooks")
         #expect(interest.hooks(app: "shop", event: .deviceRetired) == ["https://hooks.example.com/herald", "http://10.0.0.5:8080/in"])
         #expect(interest.hooks(app: "shop", event: .deliveryFailed) == ["https://hooks.example.com/herald"])
         #expect(interest.hooks(app: "other", event: .deliveryFailed).isEmpty)
@@ -79,11 +80,15 @@ struct WebhookConfigurationTests {
         #expect(error?.description.contains(Self.secret) == false)
     }
 
-    @Test("webhookSender: its fields are bounded")
-    func senderBounds() throws {
+    @Test("webhookSender: its fields are bounded", arguments: [
+        (#"{"timeoutSeconds": 0}"#, "webhookSender.timeoutSeconds", "must be 1 to 120"),
+        (#"{"maximumPendingPerApp": 0}"#, "webhookSender.maximumPendingPerApp", "must be 1 to 100000000"),
+        (#"{"maximumPendingPerApp": 100000001}"#, "webhookSender.maximumPendingPerApp", "must be 1 to 100000000"),
+    ])
+    func senderBounds(sender: String, field: String, message: String) throws {
         let scratch = try ScratchDirectory()
-        let file = try Self.file(scratch, webhooks: "[]", extra: #" "webhookSender": {"timeoutSeconds": 0},"#)
+        let file = try Self.file(scratch, webhooks: "[]", extra: #" "webhookSender": "# + sender + ",")
         let error = #expect(throws: ConfigurationError.self) { try GatewayConfiguration.load(file: file, environment: Self.environment) }
-        #expect(error?.field == "webhookSender.timeoutSeconds" && error?.message.contains("must be 1 to 120") == true, "\(error?.description ?? "")")
+        #expect(error?.field == field && error?.message.contains(message) == true, "\(error?.description ?? "")")
     }
 }

@@ -124,6 +124,42 @@ struct WebhookDeliveryTests {
         #expect(!entries.contains { $0.contains(Self.secret) }, "the secret is never logged")
     }
 
+    @Test("a full outbox: events past webhookSender.maximumPendingPerApp are refused, counted and logged once; the broadcast itself is not held", arguments: Backend.allCases)
+    func refusedWhenFull(backend: Backend) async throws {
+        let scratch = try ScratchDirectory()
+        let receiver = try WebhookReceiver(scratch: scratch, secret: Self.secret, failing: Int.max / 2)
+        defer { receiver.stop() }
+        let logs = InMemoryLogHandler()
+        var logger = Logger(label: "gateway", factory: { _ in logs })
+        logger.logLevel = .trace
+        try await GatewayHarness.prepare(backend, mock: { mock in
+            mock.script.unregister(token(2), since: Date().addingTimeInterval(3600))
+            mock.script.fail(token(3), with: .reject(.badDeviceToken))
+        }, gateway: {
+            Self.configure(&$0, receiver: receiver)
+            $0.webhookSender.maximumPendingPerApp = 2
+        }) { configuration, mock, key in
+            try await GatewayHarness.run(configuration, mock: mock, key: key, logger: logger) { harness in
+                try await harness.register(0..<4)
+                let done = try await harness.waitUntilDone(try await harness.send(["all": true]))
+                #expect(done["status"] == "done" && done["platforms"]?["apns"]?["accepted"]?.intValue == 2, "\(done.jsonString)")
+                // Written in the completion's order: the two delivery.failed fill the outbox; the
+                // two device.retired and the notification.completed find it full.
+                var text = ""
+                let counted = try await eventually(within: .seconds(30), every: .milliseconds(200)) {
+                    text = try await Self.metrics(harness)
+                    return text.contains(#"herald_webhook_events_refused_total{app="shop",type="device.retired"} 2"#)
+                        && text.contains(#"herald_webhook_events_refused_total{app="shop",type="notification.completed"} 1"#)
+                }
+                #expect(counted, "\(text)")
+                let pending = try await harness.gateway.store.pendingWebhookEvents()
+                #expect(pending.map(\.count).reduce(0, +) == 2 && pending.allSatisfy { $0.type == .deliveryFailed }, "\(pending)")
+            }
+        }
+        let full = logs.entries.filter { $0.message.description.contains("webhook outbox of this app is full") }
+        #expect(full.count == 1, "logged once a minute at most: \(full.map(\.metadata))")
+    }
+
     @Test("hostile receivers: one that never answers is cut off at the timeout, its event dropped at the give-up time; one with an endless answer is read no further", arguments: Backend.allCases)
     func hostileReceivers(backend: Backend) async throws {
         let scratch = try ScratchDirectory()

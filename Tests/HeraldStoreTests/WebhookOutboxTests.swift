@@ -101,6 +101,48 @@ struct WebhookOutboxTests {
         }
     }
 
+    @Test("an app's outbox holds maximumPending rows: events past it are refused and counted, another app's are not, and room that frees is found again", arguments: Backend.allCases)
+    func boundedOutbox(backend: Backend) async throws {
+        try await withStore(backend) { store in
+            var interest = WebhookInterest()
+            interest.add(app: app, hook: "https://a.example/hook", events: [.deliveryFailed])
+            interest.add(app: "other", hook: "https://o.example/hook", events: [.deliveryFailed])
+            interest.maximumPending = 50
+            store.setWebhookInterest(interest)
+            let t0 = Date()
+            /// Devices `numbers` of `app` each fail a notification of their own at `time`.
+            func fail(_ numbers: ClosedRange<Int>, app: String = app, at time: Date) async throws {
+                for number in numbers { try await store.register(try registration(number), app: app, now: time) }
+                _ = try await store.enqueue(NotificationRequest(app: app, audience: .tokens(numbers.map(token)), payload: payload), now: time)
+                for batch in try await claimAll(store, now: time) {
+                    try await store.complete(batch, outcomes: batch.items.map { DeliveryOutcome(token: $0.token, result: .failed(reason: "PayloadTooLarge")) }, now: time)
+                }
+            }
+            func pending(_ app: String = app) async throws -> Int {
+                try await store.pendingWebhookEvents().filter { $0.app == app }.map(\.count).reduce(0, +)
+            }
+
+            try await fail(1...80, at: t0)
+            #expect(try await pending() == 50)
+            #expect(store.takeRefusedWebhookEvents() == [WebhookRefused(app: app, type: .deliveryFailed, count: 30)])
+            #expect(store.takeRefusedWebhookEvents().isEmpty, "each refusal is reported once")
+            try await fail(1...3, app: "other", at: t0)
+            #expect(try await pending("other") == 3, "one app's full outbox leaves another's alone")
+
+            // 20 sent: room for 20, found when the outbox is next counted (not within 2 s of the last count).
+            let sent = try await store.claimWebhookEvents(owner: "sender", limit: 20, lease: Self.lease, now: t0)
+            for event in sent.filter({ $0.app == app }) { #expect(try await store.finishWebhookEvent(event, owner: "sender")) }
+            let left = try await pending()
+            #expect(left == 50 - sent.filter { $0.app == app }.count)
+            try await fail(81...90, at: t0.addingTimeInterval(1))
+            #expect(try await pending() == left, "counted 1 s ago: still full")
+            try await fail(91...150, at: t0.addingTimeInterval(3))
+            #expect(try await pending() == 50, "counted again: filled up to the bound, not past it")
+            let refused = store.takeRefusedWebhookEvents()
+            #expect(refused == [WebhookRefused(app: app, type: .deliveryFailed, count: 10 + 60 - (50 - left))], "\(refused)")
+        }
+    }
+
     @Test("a completion that loses its lease is rolled back with its events; its new holder's completion writes them", arguments: Backend.allCases)
     func rolledBackWithTheCompletion(backend: Backend) async throws {
         try await withStore(backend) { store in

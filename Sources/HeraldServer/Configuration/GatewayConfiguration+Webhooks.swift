@@ -30,6 +30,7 @@ extension GatewayConfiguration {
     /// What the outbox records: each app's webhooks and the events they want.
     public var webhookInterest: WebhookInterest {
         var interest = WebhookInterest()
+        interest.maximumPending = webhookSender.maximumPendingPerApp
         for app in apps {
             for hook in app.webhooks { interest.add(app: app.id, hook: hook.url, events: hook.events) }
         }
@@ -61,6 +62,10 @@ public struct WebhookSenderSettings: Sendable, Hashable {
     public var pollInterval: Duration = .seconds(1)
     /// Events one sender claims and sends at once. Default 32.
     public var batchSize = 32
+    /// The most events (one per event and webhook) one app's outbox holds; past it, new events
+    /// of the app are refused, counted and logged (``WebhookInterest/maximumPending``).
+    /// Default 1,000,000.
+    public var maximumPendingPerApp = WebhookInterest.defaultMaximumPending
     /// The most of a receiver's answer read (the rest is not waited for). 64 KiB.
     public static let maximumResponseBytes = 64 << 10
 
@@ -70,7 +75,7 @@ public struct WebhookSenderSettings: Sendable, Hashable {
 extension WebhookSenderSettings {
     init(_ fields: JSONFields) throws(FieldError) {
         self.init()
-        try fields.only(["retryInitialSeconds", "retryMaximumSeconds", "timeoutSeconds", "pollIntervalSeconds", "batchSize"])
+        try fields.only(["retryInitialSeconds", "retryMaximumSeconds", "timeoutSeconds", "pollIntervalSeconds", "batchSize", "maximumPendingPerApp"])
         func bounded(_ name: String, _ range: ClosedRange<Int>) throws(FieldError) -> Int? {
             guard let value = try fields.int(name) else { return nil }
             guard range.contains(value) else { throw FieldError(fields.at(name), "must be \(range.lowerBound) to \(range.upperBound)") }
@@ -81,6 +86,7 @@ extension WebhookSenderSettings {
         if let value = try bounded("timeoutSeconds", 1...120) { timeout = .seconds(value) }
         if let value = try bounded("pollIntervalSeconds", 1...60) { pollInterval = .seconds(value) }
         if let value = try bounded("batchSize", 1...1000) { batchSize = value }
+        if let value = try bounded("maximumPendingPerApp", 1...100_000_000) { maximumPendingPerApp = value }
     }
 }
 

@@ -5,7 +5,7 @@ import Prometheus
 
 /// The webhook sender's metrics, by app and event type (both bounded: apps come from the
 /// configuration or the outbox, types are three): events waiting in the outbox, sent, attempts
-/// that failed, and events dropped after their give-up time.
+/// that failed, events dropped after their give-up time, and events refused for want of room.
 final class WebhookMetrics: Sendable {
     private let factory: PrometheusMetricsFactory
     private let counters = NIOLockedValueBox<[Key: Metrics.Counter]>([:])
@@ -24,6 +24,10 @@ final class WebhookMetrics: Sendable {
     func recordSent(app: String, type: WebhookEventType) { counter("herald_webhook_events_sent_total", app, type).increment() }
     func recordFailedAttempt(app: String, type: WebhookEventType) { counter("herald_webhook_attempts_failed_total", app, type).increment() }
     func recordDropped(app: String, type: WebhookEventType) { counter("herald_webhook_events_dropped_total", app, type).increment() }
+    /// Events never written: their app's outbox was full (`webhookSender.maximumPendingPerApp`).
+    func recordRefused(_ refused: [WebhookRefused]) {
+        for entry in refused { counter("herald_webhook_events_refused_total", entry.app, entry.type).increment(by: Int64(entry.count)) }
+    }
 
     /// The outbox as last read: every app and type seen before and not in `pending` is 0.
     func recordPending(_ pending: [WebhookPending]) {

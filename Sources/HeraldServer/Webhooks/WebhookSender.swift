@@ -74,6 +74,7 @@ struct WebhookSender: Service {
     }
 
     func refreshPending() async {
+        metrics.recordRefused(store.takeRefusedWebhookEvents())
         do {
             metrics.recordPending(try await store.pendingWebhookEvents())
         } catch {

@@ -1,4 +1,5 @@
 import HeraldCore
+import Synchronization
 
 #if canImport(FoundationEssentials)
 import FoundationEssentials
@@ -111,11 +112,26 @@ extension QueueEngine {
         return (id, WebhookEventBody.write(id: id, type: type, app: app, now: now, data: data))
     }
 
-    /// One row per event and webhook.
+    /// One row per event and webhook, for as many events as the app's outbox has room for
+    /// (``WebhookInterest/maximumPending``); the others are counted as refused.
     private func write(
         _ events: [(id: String, body: String)], type: WebhookEventType, app: String, hooks: [String], now: Date, on connection: any SQLConnection
     ) async throws {
-        let rows: [[SQLValue]] = events.flatMap { event in hooks.map { [.text(event.id), .text($0), .code(WebhookTypeCode(type)), .text(event.body)] } }
+        guard !events.isEmpty else { return }
+        let room = try await outbox.room(app: app, rows: events.count * hooks.count, limit: webhookInterest.maximumPending, now: now) {
+            try await connection.query(sql.countAppWebhookEvents, [.text(app)]).first?.int(0, default: 0) ?? 0
+        }
+        let written = min(events.count, room / hooks.count)
+        if written < events.count {
+            let refused = events.count - written
+            if outbox.refuse(app: app, type: type, count: refused, now: now) {
+                logger.warning(
+                    "the webhook outbox of this app is full: events are refused until its receivers take some (counted in herald_webhook_events_refused_total)",
+                    metadata: ["app": "\(app)", "type": "\(type.rawValue)", "refused": "\(refused)", "maximumPending": "\(webhookInterest.maximumPending)"]
+                )
+            }
+        }
+        let rows: [[SQLValue]] = events.prefix(written).flatMap { event in hooks.map { [.text(event.id), .text($0), .code(WebhookTypeCode(type)), .text(event.body)] } }
         for part in Self.chunks(rows, of: 1000) { try await connection.query(sql.insertWebhookEvents, [.text(app), .int(now.milliseconds), .rows(Array(part))]) }
     }
 
@@ -162,4 +178,74 @@ package struct WebhookPending: Sendable, Hashable {
     package var app: String
     package var type: WebhookEventType
     package var count: Int
+}
+
+/// How full each app's webhook outbox is, as this process knows it: counted in the database
+/// when first written to and again when a write would pass the bound (at most every
+/// ``recountInterval``), plus the rows this process wrote since. Rows sent meanwhile are not
+/// subtracted, so the figure only errs high, until the next count.
+final class OutboxBudget: Sendable {
+    private struct App {
+        var pending = 0
+        var countedAt: Date?
+        var warnedAt: Date?
+    }
+
+    private struct State {
+        var apps: [String: App] = [:]
+        var refused: [WebhookRefused] = []
+    }
+
+    private let state = Mutex(State())
+    /// How often a full outbox is counted again (a statement over the app's rows).
+    static let recountInterval: TimeInterval = 2
+    /// How often a full outbox is logged (each refusal is counted).
+    static let warningInterval: TimeInterval = 60
+
+    /// How many of `rows` app's outbox takes now; they are counted as written. `count` counts
+    /// the app's rows in the database.
+    func room(app: String, rows: Int, limit: Int, now: Date, count: () async throws -> Int) async throws -> Int {
+        let stale = state.withLock { state -> Bool in
+            guard let known = state.apps[app], let countedAt = known.countedAt else { return true }
+            return known.pending + rows > limit && now.timeIntervalSince(countedAt) >= Self.recountInterval
+        }
+        let counted = stale ? try await count() : nil
+        return state.withLock { state in
+            var known = state.apps[app] ?? App()
+            if let counted {
+                known.pending = counted
+                known.countedAt = now
+            }
+            let room = max(0, min(rows, limit - known.pending))
+            known.pending += room
+            state.apps[app] = known
+            return room
+        }
+    }
+
+    /// Counts refused events; whether to log it (the first time in ``warningInterval``).
+    func refuse(app: String, type: WebhookEventType, count: Int, now: Date) -> Bool {
+        state.withLock { state in
+            // One entry per app and type at most: apps are the configuration's (events are
+            // written only for apps a webhook is configured for), types are three.
+            if let index = state.refused.firstIndex(where: { $0.app == app && $0.type == type }) {
+                state.refused[index].count += count
+            } else {
+                state.refused.append(WebhookRefused(app: app, type: type, count: count))
+            }
+            var known = state.apps[app] ?? App()
+            defer { state.apps[app] = known }
+            if let warnedAt = known.warnedAt, now.timeIntervalSince(warnedAt) < Self.warningInterval { return false }
+            known.warnedAt = now
+            return true
+        }
+    }
+
+    /// The refusals counted since the last call.
+    func takeRefused() -> [WebhookRefused] {
+        state.withLock { state in
+            defer { state.refused = [] }
+            return state.refused
+        }
+    }
 }

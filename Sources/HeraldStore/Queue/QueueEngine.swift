@@ -18,6 +18,8 @@ final class QueueEngine: Sendable {
     let logger: Logger
     /// The apps and event types some webhook wants: events are written for these alone.
     private let interest = Mutex(WebhookInterest())
+    /// Each app's outbox as this process last counted it, and the events it had no room for.
+    let outbox = OutboxBudget()
 
     /// Rows per statement for lists and rows sent as one JSON parameter.
     static let rowsPerStatement = 5000

@@ -35,6 +35,9 @@ extension QueueStatements {
         "UPDATE webhook_events SET next_attempt_at = $4, lease_owner = NULL, last_error = $5 WHERE id = $1 AND hook = $2 AND lease_owner = $3 RETURNING id"
     }
 
+    /// Rows in app $1's outbox.
+    var countAppWebhookEvents: String { "SELECT COUNT(*) FROM webhook_events WHERE app = $1" }
+
     /// Events in the outbox, per app and type.
     var pendingWebhookEvents: String { "SELECT app, type, COUNT(*) FROM webhook_events GROUP BY app, type" }
 

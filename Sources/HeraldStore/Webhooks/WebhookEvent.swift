@@ -25,6 +25,14 @@ public enum WebhookEventType: String, Sendable, Hashable, CaseIterable, Comparab
 public struct WebhookInterest: Sendable, Hashable {
     private var hooks: [String: [WebhookEventType: [String]]] = [:]
 
+    /// The most rows (one per event and webhook) an app's outbox holds: an event past it is not
+    /// written, and is counted as refused (``HeraldStore/takeRefusedWebhookEvents()``). So one
+    /// app whose receiver is down, or whose broadcasts fail by the million, cannot grow the
+    /// table every app shares without end. The bound is kept within a few seconds' writes when
+    /// several processes write at once (each counts the outbox again when it nears the bound).
+    public var maximumPending = Self.defaultMaximumPending
+    public static let defaultMaximumPending = 1_000_000
+
     /// No app wants any event: nothing is written.
     public init() {}
 
@@ -93,5 +101,18 @@ struct WebhookEventBody {
         writer.endObject()
         writer.endObject()
         return String(decoding: writer.bytes, as: UTF8.self)
+    }
+}
+
+/// Events an app's outbox had no room for (``WebhookInterest/maximumPending``), by type.
+package struct WebhookRefused: Sendable, Hashable {
+    package var app: String
+    package var type: WebhookEventType
+    package var count: Int
+
+    package init(app: String, type: WebhookEventType, count: Int) {
+        self.app = app
+        self.type = type
+        self.count = count
     }
 }
