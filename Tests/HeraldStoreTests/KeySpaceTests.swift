@@ -42,6 +42,15 @@ struct KeySpaceTests {
         #expect(KeySpace.hash("") >= 0 && KeySpace.hash(String(repeating: "f", count: 200)) < KeySpace.size)
     }
 
+    @Test("hashes are stored with each device: the function never changes (values from an independent implementation, Python)", arguments: [
+        ("", 4_023_394_144), ("a", 2_191_698_264), (String(repeating: "0", count: 64), 149_564_478),
+        ("wp_" + String(repeating: "a", count: 32), 1_482_510_992), ("café", 4_111_146_894),
+    ] as [(String, Int64)])
+    func hashesAreFixed(address: String, hash: Int64) {
+        #expect(KeySpace.hash(address) == hash)
+        #expect(KeySpace.hash(String(address[...])) == hash)
+    }
+
     /// A token whose first 60 hex digits are 0 (counting up): all of them in a sliver of the
     /// token space, as tokens split by their first digit would never be.
     func skewed(_ number: Int) -> String { token(number) }

@@ -11,11 +11,17 @@ enum KeySpace {
     /// together), its top 32 bits. Hashes are stored with each device: this function must never
     /// change.
     static func hash(_ address: String) -> Int64 {
-        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-        for byte in address.utf8 {
-            hash ^= UInt64(byte)
-            hash &*= 0x0000_0100_0000_01b3
+        func fnv(_ bytes: some Sequence<UInt8>) -> UInt64 {
+            var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+            for byte in bytes {
+                hash ^= UInt64(byte)
+                hash &*= 0x0000_0100_0000_01b3
+            }
+            return hash
         }
+        // Over the string's own bytes where it has them (a native string): every device of a
+        // broadcast's batch is hashed when it is claimed.
+        var hash = address.utf8.withContiguousStorageIfAvailable { fnv($0) } ?? fnv(address.utf8)
         hash ^= hash >> 33
         hash &*= 0xff51_afd7_ed55_8ccd
         hash ^= hash >> 33
