@@ -26,9 +26,9 @@ public struct WebhookInterest: Sendable, Hashable {
     private var hooks: [String: [WebhookEventType: [String]]] = [:]
 
     /// The most rows (one per event and webhook) an app's outbox holds: an event past it is not
-    /// written, and is counted as refused (``HeraldStore/takeRefusedWebhookEvents()``). So one
-    /// app whose receiver is down, or whose broadcasts fail by the million, cannot grow the
-    /// table every app shares without end. The bound is kept within a few seconds' writes when
+    /// written, and is counted as refused (the gateway's `herald_webhook_events_refused_total`).
+    /// So one app whose receiver is down, or whose broadcasts fail by the million, cannot grow
+    /// the table every app shares without end. The bound is kept within a few seconds' writes when
     /// several processes write at once (each counts the outbox again when it nears the bound).
     public var maximumPending = Self.defaultMaximumPending
     public static let defaultMaximumPending = 1_000_000
