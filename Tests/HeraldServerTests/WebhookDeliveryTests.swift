@@ -1,5 +1,6 @@
 import Foundation
 import HeraldCore
+import HeraldMock
 @testable import HeraldServer
 import HeraldStore
 import HeraldTestSupport
@@ -23,6 +24,35 @@ struct WebhookDeliveryTests {
         configuration.webhookSender.initialRetryDelay = .seconds(1)
         configuration.webhookSender.maximumRetryDelay = .seconds(1)
         configuration.housekeeping.statisticsInterval = .seconds(1)
+    }
+
+    /// Runs `body` with a gateway whose webhook receiver refuses every event (HTTP 500), its
+    /// log kept at trace level; returns the log.
+    static func withRefusingReceiver(
+        _ backend: Backend, mock configureMock: (inout MockAPNSServer.Configuration) -> Void = { _ in },
+        gateway configureGateway: (inout GatewayConfiguration, WebhookReceiver) -> Void, _ body: (GatewayHarness, WebhookReceiver) async throws -> Void
+    ) async throws -> InMemoryLogHandler {
+        let scratch = try ScratchDirectory()
+        let receiver = try WebhookReceiver(scratch: scratch, secret: secret, failing: Int.max / 2)
+        defer { receiver.stop() }
+        let logs = InMemoryLogHandler()
+        var logger = Logger(label: "gateway", factory: { _ in logs })
+        logger.logLevel = .trace
+        try await GatewayHarness.prepare(backend, mock: configureMock, gateway: { configureGateway(&$0, receiver) }) { configuration, mock, key in
+            try await GatewayHarness.run(configuration, mock: mock, key: key, logger: logger) { harness in try await body(harness, receiver) }
+        }
+        return logs
+    }
+
+    /// Waits (at most `limit`) until `/metrics` shows every line of `expected`; returns whether
+    /// it did, and the text last read.
+    static func metrics(_ harness: GatewayHarness, showing expected: [String], within limit: Duration) async throws -> (Bool, String) {
+        var text = ""
+        let shown = try await eventually(within: limit, every: .milliseconds(200)) {
+            text = try await metrics(harness)
+            return expected.allSatisfy(text.contains)
+        }
+        return (shown, text)
     }
 
     /// The Prometheus text of `/metrics`.
@@ -82,14 +112,12 @@ struct WebhookDeliveryTests {
             let failed = events.values.filter { $0["type"] == "delivery.failed" }
             #expect(Set(failed.compactMap { $0["data"]?["token"]?.stringValue }) == [token(2), token(3)])
 
-            var text = ""
-            let counted = try await eventually(within: .seconds(30), every: .milliseconds(200)) {
-                // The receiver has answered all five; the gateway records each answer after it.
-                text = try await Self.metrics(harness)
-                return text.contains(#"herald_webhook_events_pending{app="shop",type="notification.completed"} 0"#)
-                    && text.contains(#"herald_webhook_events_sent_total{app="shop",type="device.retired"} 2"#)
-                    && text.contains(#"herald_webhook_events_sent_total{app="shop",type="delivery.failed"} 2"#)
-            }
+            // The receiver has answered all five; the gateway records each answer after it.
+            let (counted, text) = try await Self.metrics(harness, showing: [
+                #"herald_webhook_events_pending{app="shop",type="notification.completed"} 0"#,
+                #"herald_webhook_events_sent_total{app="shop",type="device.retired"} 2"#,
+                #"herald_webhook_events_sent_total{app="shop",type="delivery.failed"} 2"#,
+            ], within: .seconds(30))
             #expect(counted, "\(text)")
             #expect(text.contains(#"herald_webhook_events_sent_total{app="shop",type="device.retired"} 2"#), "\(text)")
             #expect(text.contains(#"herald_webhook_attempts_failed_total{app="shop""#), "\(text)")
@@ -99,25 +127,15 @@ struct WebhookDeliveryTests {
 
     @Test("a receiver that never takes its events: each is dropped at the give-up time, with a metric and a log line, never the secret", arguments: Backend.allCases)
     func givenUp(backend: Backend) async throws {
-        let scratch = try ScratchDirectory()
-        let receiver = try WebhookReceiver(scratch: scratch, secret: Self.secret, failing: Int.max / 2)
-        defer { receiver.stop() }
-        let logs = InMemoryLogHandler()
-        var logger = Logger(label: "gateway", factory: { _ in logs })
-        logger.logLevel = .trace
-        try await GatewayHarness.prepare(backend, gateway: { Self.configure(&$0, receiver: receiver, giveUpAfter: .seconds(2)) }) { configuration, mock, key in
-            try await GatewayHarness.run(configuration, mock: mock, key: key, logger: logger) { harness in
-                try await harness.register(0..<2)
-                try await harness.waitUntilDone(try await harness.send(["all": true]))
-                var text = ""
-                let dropped = try await eventually(within: .seconds(60), every: .milliseconds(200)) {
-                    text = try await Self.metrics(harness)
-                    return text.contains(#"herald_webhook_events_dropped_total{app="shop",type="notification.completed"} 1"#)
-                }
-                #expect(dropped, "\(text)")
-                #expect(try await harness.gateway.store.pendingWebhookEvents().isEmpty, "it left the outbox")
-                #expect(!receiver.records.isEmpty && receiver.records.allSatisfy { $0.status == 500 && $0.valid })
-            }
+        let logs = try await Self.withRefusingReceiver(backend, gateway: { Self.configure(&$0, receiver: $1, giveUpAfter: .seconds(2)) }) { harness, receiver in
+            try await harness.register(0..<2)
+            try await harness.waitUntilDone(try await harness.send(["all": true]))
+            let (dropped, text) = try await Self.metrics(harness, showing: [
+                #"herald_webhook_events_dropped_total{app="shop",type="notification.completed"} 1"#,
+            ], within: .seconds(60))
+            #expect(dropped, "\(text)")
+            #expect(try await harness.gateway.store.pendingWebhookEvents().isEmpty, "it left the outbox")
+            #expect(!receiver.records.isEmpty && receiver.records.allSatisfy { $0.status == 500 && $0.valid })
         }
         let entries = logs.entries.map { "\($0.message) \($0.metadata)" }
         #expect(entries.contains { $0.contains("webhook event dropped") && $0.contains("notification.completed") }, "\(entries.suffix(20))")
@@ -126,35 +144,25 @@ struct WebhookDeliveryTests {
 
     @Test("a full outbox: events past webhookSender.maximumPendingPerApp are refused, counted and logged once; the broadcast itself is not held", arguments: Backend.allCases)
     func refusedWhenFull(backend: Backend) async throws {
-        let scratch = try ScratchDirectory()
-        let receiver = try WebhookReceiver(scratch: scratch, secret: Self.secret, failing: Int.max / 2)
-        defer { receiver.stop() }
-        let logs = InMemoryLogHandler()
-        var logger = Logger(label: "gateway", factory: { _ in logs })
-        logger.logLevel = .trace
-        try await GatewayHarness.prepare(backend, mock: { mock in
+        let logs = try await Self.withRefusingReceiver(backend, mock: { mock in
             mock.script.unregister(token(2), since: Date().addingTimeInterval(3600))
             mock.script.fail(token(3), with: .reject(.badDeviceToken))
         }, gateway: {
-            Self.configure(&$0, receiver: receiver)
+            Self.configure(&$0, receiver: $1)
             $0.webhookSender.maximumPendingPerApp = 2
-        }) { configuration, mock, key in
-            try await GatewayHarness.run(configuration, mock: mock, key: key, logger: logger) { harness in
-                try await harness.register(0..<4)
-                let done = try await harness.waitUntilDone(try await harness.send(["all": true]))
-                #expect(done["status"] == "done" && done["platforms"]?["apns"]?["accepted"]?.intValue == 2, "\(done.jsonString)")
-                // Written in the completion's order: the two delivery.failed fill the outbox; the
-                // two device.retired and the notification.completed find it full.
-                var text = ""
-                let counted = try await eventually(within: .seconds(30), every: .milliseconds(200)) {
-                    text = try await Self.metrics(harness)
-                    return text.contains(#"herald_webhook_events_refused_total{app="shop",type="device.retired"} 2"#)
-                        && text.contains(#"herald_webhook_events_refused_total{app="shop",type="notification.completed"} 1"#)
-                }
-                #expect(counted, "\(text)")
-                let pending = try await harness.gateway.store.pendingWebhookEvents()
-                #expect(pending.map(\.count).reduce(0, +) == 2 && pending.allSatisfy { $0.type == .deliveryFailed }, "\(pending)")
-            }
+        }) { harness, _ in
+            try await harness.register(0..<4)
+            let done = try await harness.waitUntilDone(try await harness.send(["all": true]))
+            #expect(done["status"] == "done" && done["platforms"]?["apns"]?["accepted"]?.intValue == 2, "\(done.jsonString)")
+            // Written in the completion's order: the two delivery.failed fill the outbox; the
+            // two device.retired and the notification.completed find it full.
+            let (counted, text) = try await Self.metrics(harness, showing: [
+                #"herald_webhook_events_refused_total{app="shop",type="device.retired"} 2"#,
+                #"herald_webhook_events_refused_total{app="shop",type="notification.completed"} 1"#,
+            ], within: .seconds(30))
+            #expect(counted, "\(text)")
+            let pending = try await harness.gateway.store.pendingWebhookEvents()
+            #expect(pending.map(\.count).reduce(0, +) == 2 && pending.allSatisfy { $0.type == .deliveryFailed }, "\(pending)")
         }
         let full = logs.entries.filter { $0.message.description.contains("webhook outbox of this app is full") }
         #expect(full.count == 1, "logged once a minute at most: \(full.map(\.metadata))")
@@ -180,12 +188,10 @@ struct WebhookDeliveryTests {
         ) { harness in
             try await harness.register(0..<1)
             try await harness.waitUntilDone(try await harness.send(["all": true]))
-            var text = ""
-            let settled = try await eventually(within: .seconds(60), every: .milliseconds(200)) {
-                text = try await Self.metrics(harness)
-                return text.contains(#"herald_webhook_events_dropped_total{app="shop",type="notification.completed"} 1"#)
-                    && text.contains(#"herald_webhook_events_sent_total{app="shop",type="notification.completed"} 1"#)
-            }
+            let (settled, text) = try await Self.metrics(harness, showing: [
+                #"herald_webhook_events_dropped_total{app="shop",type="notification.completed"} 1"#,
+                #"herald_webhook_events_sent_total{app="shop",type="notification.completed"} 1"#,
+            ], within: .seconds(60))
             #expect(settled, "the silent receiver's event dropped, the flooding one's sent: \(text)")
             #expect(!silent.records.isEmpty && !flooding.records.isEmpty)
             #expect(try await harness.gateway.store.pendingWebhookEvents().isEmpty)
