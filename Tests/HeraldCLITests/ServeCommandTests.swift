@@ -23,14 +23,16 @@ struct ServeCommandTests {
         let scratch: ScratchDirectory
         let configFile: String
 
-        /// - Parameter delay: how long the mock takes to answer each request.
-        init(database: String, leaseSeconds: Int = 2, delay: Duration = .milliseconds(10)) async throws {
+        /// - Parameters:
+        ///   - delay: how long the mock takes to answer each request.
+        ///   - streams: the mock's SETTINGS_MAX_CONCURRENT_STREAMS (its answers a connection waits for at once).
+        init(database: String, leaseSeconds: Int = 2, delay: Duration = .milliseconds(10), streams: Int = 100) async throws {
             scratch = try ScratchDirectory()
             let key = ProviderKey.generate()
             var configuration = MockAPNSServer.Configuration()
             configuration.registerProviderKey(key.publicKey, keyID: key.keyID, teamID: key.teamID)
             configuration.recordLimit = 100_000
-            configuration.maximumConcurrentStreams = 100
+            configuration.maximumConcurrentStreams = streams
             configuration.script.randomFaults = .init(rate: 1, seed: 7, faults: [.delay(delay)])
             mock = try MockAPNSServer(configuration: configuration)
             try await mock.start()
@@ -113,9 +115,10 @@ struct ServeCommandTests {
     func killedMidBroadcast(backend: Backend) async throws {
         if backend == .postgres, let reason = PostgresCluster.unavailableReason, !PostgresCluster.isRequired { try Test.cancel(Comment(rawValue: reason)) }
         let scratch = try ScratchDirectory()
-        // 30 ms an answer: the broadcast takes over a second, so the kill lands mid-way on a
-        // loaded machine too (without it, one CI run sent all 4,000 between the look and the kill).
-        let setup = try await Setup(database: try backend.storeURL(scratch: scratch), delay: .milliseconds(30))
+        // 30 ms an answer, 20 at a time on the gateway's one connection: the broadcast takes 6 s,
+        // so the kill lands mid-way on a loaded machine too. (With 10 ms one CI run sent all 4,000
+        // between the look and the kill; with 100 streams, 1.2 s in all, another did.)
+        let setup = try await Setup(database: try backend.storeURL(scratch: scratch), delay: .milliseconds(30), streams: 20)
         let devices = 4000
         let (first, base) = try setup.serve()
         let id = try await Self.importAndBroadcast(base, count: devices, alert: "crash")
@@ -176,11 +179,12 @@ struct ServeCommandTests {
     func twoProcessesShareWork() async throws {
         if let reason = PostgresCluster.unavailableReason, !PostgresCluster.isRequired { try Test.cancel(Comment(rawValue: reason)) }
         let scratch = try ScratchDirectory()
-        // 30 ms an answer, 100 streams: the broadcast takes over a second, so the second process
-        // has time to take part on a loaded machine (with 10 ms the first once sent all 4,000
-        // alone in CI; a wake-up sent before the second process listened went unheard until its
-        // idle poll, which listening now covers by looking once).
-        let setup = try await Setup(database: try Backend.postgres.storeURL(scratch: scratch), leaseSeconds: 30, delay: .milliseconds(30))
+        // 30 ms an answer, 20 at a time on each process's connection: the broadcast takes 3 s or
+        // more, so the second process has time to take part on a loaded machine (with 10 ms and
+        // 100 streams the first once sent all 4,000 alone in CI; a wake-up sent before the second
+        // process listened went unheard until its idle poll, which listening now covers by
+        // looking once).
+        let setup = try await Setup(database: try Backend.postgres.storeURL(scratch: scratch), leaseSeconds: 30, delay: .milliseconds(30), streams: 20)
         let (one, base) = try setup.serve()
         let (two, other) = try setup.serve(["--workers-only"])
         let id = try await Self.importAndBroadcast(base, count: 4000, alert: "shared")
