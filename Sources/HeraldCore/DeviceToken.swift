@@ -54,7 +54,7 @@ public struct DeviceToken: Sendable, Hashable, Comparable, CustomStringConvertib
     /// where it has one (a native string), as the gateway checks each of a batch's tokens.
     static func isLowerHex(_ bytes: String.UTF8View) -> Bool {
         func check(_ buffer: some Sequence<UInt8>) -> Bool {
-            for byte in buffer where !((byte >= 0x30 && byte <= 0x39) || (byte >= 0x61 && byte <= 0x66)) { return false }
+            for byte in buffer where lowerHex(byte) != byte { return false }
             return true
         }
         return bytes.withContiguousStorageIfAvailable { check($0) } ?? check(bytes)

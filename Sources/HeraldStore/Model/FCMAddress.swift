@@ -62,9 +62,12 @@ enum Base32 {
     /// Whether `text` is `prefix` and 32 lower-case base32 characters (a 20-byte digest).
     static func isDeviceID(_ text: some StringProtocol, prefix: String) -> Bool {
         let bytes = text.utf8
-        return bytes.count == prefix.utf8.count + 32 && text.hasPrefix(prefix)
+        return bytes.count == deviceIDLength(prefix: prefix) && text.hasPrefix(prefix)
             && bytes.dropFirst(prefix.utf8.count).allSatisfy { ($0 >= 0x61 && $0 <= 0x7A) || ($0 >= 0x32 && $0 <= 0x37) }
     }
+
+    /// The length in bytes of a device ID with `prefix`.
+    static func deviceIDLength(prefix: String) -> Int { prefix.utf8.count + 32 }
 
     static func lowercase(_ bytes: [UInt8]) -> String {
         let alphabet = Array("abcdefghijklmnopqrstuvwxyz234567".utf8)

@@ -84,10 +84,10 @@ public enum DevicePlatform: String, Sendable, Hashable, CaseIterable, CustomStri
     /// The platform of a device ID or token as the store keeps it: `wp_…` a browser, `fcm_…` an
     /// Android device, anything else an APNs token.
     public init(deviceID token: some StringProtocol) {
-        // Both IDs are their prefix and 32 characters: any other length is an APNs token, as
-        // nearly every device a gateway sends to is (this runs for each of them, several times).
+        // A Web Push or FCM ID has its own length: any other is an APNs token, as nearly every
+        // device a gateway sends to is (this runs for each of them, several times).
         switch token.utf8.count {
-        case WebPushAddress.idPrefix.utf8.count + 32, FCMAddress.idPrefix.utf8.count + 32:
+        case Base32.deviceIDLength(prefix: WebPushAddress.idPrefix), Base32.deviceIDLength(prefix: FCMAddress.idPrefix):
             self = WebPushAddress.isID(token) ? .webpush : FCMAddress.isID(token) ? .fcm : .apns
         default:
             self = .apns

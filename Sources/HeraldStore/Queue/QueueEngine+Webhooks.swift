@@ -118,7 +118,8 @@ extension QueueEngine {
         _ events: [(id: String, body: String)], type: WebhookEventType, app: String, hooks: [String], now: Date, on connection: any SQLConnection
     ) async throws {
         guard !events.isEmpty else { return }
-        let room = try await outbox.room(app: app, rows: events.count * hooks.count, limit: webhookInterest.maximumPending, now: now) {
+        let limit = webhookInterest.maximumPending
+        let room = try await outbox.room(app: app, rows: events.count * hooks.count, limit: limit, now: now) {
             try await connection.query(sql.countAppWebhookEvents, [.text(app)]).first?.int(0, default: 0) ?? 0
         }
         let written = min(events.count, room / hooks.count)
@@ -127,7 +128,7 @@ extension QueueEngine {
             if outbox.refuse(app: app, type: type, count: refused, now: now) {
                 logger.warning(
                     "the webhook outbox of this app is full: events are refused until its receivers take some (counted in herald_webhook_events_refused_total)",
-                    metadata: ["app": "\(app)", "type": "\(type.rawValue)", "refused": "\(refused)", "maximumPending": "\(webhookInterest.maximumPending)"]
+                    metadata: ["app": "\(app)", "type": "\(type.rawValue)", "refused": "\(refused)", "maximumPending": "\(limit)"]
                 )
             }
         }
