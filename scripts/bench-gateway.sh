@@ -12,10 +12,15 @@
 # database with one process and with two (the second `--workers-only`), and with one process
 # for a skewed registry (every token in one sixteenth of the token space: its first hex digit 0).
 # SKIP_SKEWED=1 leaves out the skewed case on SQLite (a 10 M run takes minutes a case).
+# Each PostgreSQL case runs on a database of its own, made for it and dropped after it (with psql,
+# on the server of POSTGRES, whose user needs CREATEDB): as a new user's. A database reused from
+# run to run holds every earlier import's index churn: re-registering the same 300,000 tokens
+# again and again grew `devices_hash` to 2.6 times its fresh size here, and the broadcast's range
+# reads with it. REUSE_POSTGRES=1 runs on POSTGRES (and POSTGRES_BEFORE) as they are instead.
 # WORKERS and BATCH set the gateway's workers.count (default 4) and workers.batchSize (default: the build's).
 # Each broadcast line also gives the mock's CPU per notification and how busy the machine's cores
 # were: at ~90 % or more the run is bound by CPU, and the ratio is the ratio of CPU per notification.
-# Usage: scripts/bench-gateway.sh [COUNT] [RATE]. Needs python3 and openssl.
+# Usage: scripts/bench-gateway.sh [COUNT] [RATE]. Needs python3 and openssl (and psql for PostgreSQL).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -127,6 +132,23 @@ EOF
 drive() { python3 "$WORK/drive.py" "$@"; }
 hwm() { awk '/VmHWM/ { printf "%.1f", $2 / 1024 }' "/proc/$1/status"; }
 ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }  # user + system CPU, in clock ticks
+# PostgreSQL's processes on this machine (the server, its backends, autovacuum, WAL writer...):
+# "PID TICKS" each, to charge the database its CPU over a broadcast. A backend that exits
+# during it is not counted; the gateway's pool keeps its connections open.
+database_ticks() {
+    for stat in /proc/[0-9]*/stat; do
+        awk '$2 == "(postgres)" { print $1, $14 + $15 }' "$stat"
+    done 2>/dev/null
+}
+database_per_notification() {  # BEFORE (database_ticks output): µs per notification of COUNT since then
+    python3 - "$1" "$(database_ticks)" "$COUNT" "$(getconf CLK_TCK)" <<'PY'
+import sys
+def load(text): return dict(line.split() for line in text.splitlines() if line.strip())
+before, after = load(sys.argv[1]), load(sys.argv[2])
+ticks = sum(int(t) - int(before.get(pid, 0)) for pid, t in after.items())
+print("%.1f" % (ticks * 1e6 / int(sys.argv[4]) / int(sys.argv[3])))
+PY
+}
 busy() { awk '/^cpu / { print $2 + $3 + $4 + $7 + $8, $5 + $6 }' /proc/stat; }  # the machine's busy and idle ticks
 busy_percent() {  # "BUSY IDLE" before: the share of all cores busy since then
     local before=($1) now
@@ -180,14 +202,21 @@ run_gateway() {  # LABEL DATABASE [second process: yes]; APP=skewed for the skew
         PERF_RUN=$((${PERF_RUN:-0} + 1))
         echo "$label: profile $PERF-$PERF_RUN.data"
         perf record -g -o "$PERF-$PERF_RUN.data" -p "$first" -- sleep 4 >/dev/null 2>&1 &
+        case $database in postgres*)
+            # And PostgreSQL's processes over the same seconds.
+            echo "$label: PostgreSQL's profile $PERF-$PERF_RUN-postgres.data"
+            perf record -g -o "$PERF-$PERF_RUN-postgres.data" -p "$(database_ticks | awk '{ print $1 }' | paste -sd,)" -- sleep 4 >/dev/null 2>&1 &
+            ;;
+        esac
     fi
     local before_ticks before_mock
     before_ticks=$(ticks "$first")
     before_mock=$(ticks "$MOCK_PID")
     local machine
     machine=$(busy)
-    local threads_before=""
+    local threads_before="" database_before=""
     if [ -n "${THREADS:-}" ]; then threads_before=$(thread_ticks "$first"); fi
+    case $database in postgres*) database_before=$(database_ticks) ;; esac
     rate=$(drive "$API_PORT" "$KEY" broadcast)
     if [ -n "${THREADS:-}" ]; then echo "$label: the gateway's CPU by thread:"; threads_report "$threads_before" "$(thread_ticks "$first")"; fi
     machine=$(busy_percent "$machine")
@@ -195,7 +224,9 @@ run_gateway() {  # LABEL DATABASE [second process: yes]; APP=skewed for the skew
     us=$(per_notification "$first" "$before_ticks")
     mock_us=$(per_notification "$MOCK_PID" "$before_mock")
     CPU_US["$label"]=$us
-    echo "$label: broadcast of $COUNT: $rate/s, peak RSS $(hwm "$first") MiB, CPU $us µs per notification (this process; the mock $mock_us µs; all cores $machine % busy)"
+    local database_us=""
+    if [ -n "$database_before" ]; then database_us="; PostgreSQL $(database_per_notification "$database_before") µs"; fi
+    echo "$label: broadcast of $COUNT: $rate/s, peak RSS $(hwm "$first") MiB, CPU $us µs per notification (this process; the mock $mock_us µs$database_us; all cores $machine % busy)"
     BROADCAST_RATE=$rate
     direct "after $label"
     DIRECTS["$label"]=$(python3 -c "print('%.0f' % (($direct_rate + $DIRECT_RATE) / 2))")
@@ -221,13 +252,41 @@ case_() {  # LABEL DATABASE BEFORE-DATABASE [second process: yes]
     if [ -n "${HERALD_BEFORE:-}" ]; then
         local after=$HERALD
         HERALD=$HERALD_BEFORE
-        run_gateway "before: $1" "$3" "${4:-}"
+        fresh "${3:-$2}"
+        run_gateway "before: $1" "$FRESH_URL" "${4:-}"
         RATES["before: $1"]=$BROADCAST_RATE
         HERALD=$after
+        forget_fresh
     fi
-    run_gateway "$1" "$2" "${4:-}"
+    fresh "$2"
+    run_gateway "$1" "$FRESH_URL" "${4:-}"
     RATES["$1"]=$BROADCAST_RATE
+    forget_fresh
 }
+
+# Sets FRESH_URL: a new, empty database on the server of the PostgreSQL URL given (any other URL
+# as it is), its name in place of the URL's; forget_fresh drops it (and the exit, if it has not).
+FRESH=()
+FRESH_NUMBER=0
+fresh() {  # URL
+    FRESH_URL=$1
+    case $1 in postgres*) ;; *) return ;; esac
+    if [ -n "${REUSE_POSTGRES:-}" ]; then return; fi
+    FRESH_NUMBER=$((FRESH_NUMBER + 1))
+    local name="herald_bench_$$_$FRESH_NUMBER"
+    FRESH_URL=$(python3 -c 'import sys, urllib.parse as u; p = u.urlsplit(sys.argv[1]); print(u.urlunsplit(p._replace(path="/" + sys.argv[2])))' "$1" "$name")
+    psql -q -X "$1" -c "CREATE DATABASE $name"
+    FRESH+=("$1 $name")
+}
+forget_fresh() {
+    local entry
+    for entry in "${FRESH[@]}"; do
+        set -- $entry
+        psql -q -X "$1" -c "DROP DATABASE IF EXISTS $2 WITH (FORCE)" || true
+    done
+    FRESH=()
+}
+trap 'forget_fresh; cleanup' EXIT
 
 # `herald bench` straight to the mock; sets DIRECT_RATE and DIRECT_US and prints them as WHEN.
 direct() {  # WHEN
