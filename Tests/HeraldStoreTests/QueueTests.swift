@@ -148,6 +148,30 @@ struct QueueTests {
         }
     }
 
+    @Test("one claim takes what a lost worker held before what is due, both within its limit", arguments: Backend.allCases)
+    func expiredBeforeDue(backend: Backend) async throws {
+        try await withStore(backend, { $0.leaseDuration = .seconds(30) }) { store in
+            let t0 = Date()
+            for number in 0..<6 { try await store.register(try registration(number), app: app, now: t0) }
+            let (held, _) = try await store.enqueue(NotificationRequest(app: app, audience: .tokens([token(0), token(1), token(2)]), payload: payload), now: t0)
+            let killed = try await store.claim(owner: "killed", limit: 10, includeRanges: false, now: t0)
+            #expect(killed.map(\.notification.id) == [held.id])
+            // Queued while the lease lives, so due before it runs out.
+            let (due, _) = try await store.enqueue(
+                NotificationRequest(app: app, audience: .tokens([token(3), token(4), token(5)]), payload: payload), now: t0.addingTimeInterval(1))
+
+            let first = try await store.claim(owner: "survivor", limit: 4, includeRanges: false, now: t0.addingTimeInterval(31))
+            #expect(first.map(\.items.count).reduce(0, +) == 4, "the limit holds over both kinds")
+            let resent = try #require(first.first { $0.notification.id == held.id })
+            #expect(Set(resent.items.map(\.token)) == [token(0), token(1), token(2)] && resent.isResend, "every device whose lease ran out, first")
+            #expect(first.first { $0.notification.id == due.id }?.items.count == 1)
+
+            let rest = try await store.claim(owner: "survivor", limit: 10, includeRanges: false, now: t0.addingTimeInterval(31))
+            #expect(rest.map(\.notification.id) == [due.id] && rest.first?.items.count == 2 && rest.first?.isResend == false)
+            #expect(Set((first + rest).flatMap { $0.items.map(\.token) }) == Set((0..<6).map(token)), "each device claimed once")
+        }
+    }
+
     @Test("APNs unreachable: the device stays pending, retried with back-off, until the deadline; then failed", arguments: Backend.allCases)
     func retries(backend: Backend) async throws {
         try await withStore(backend, { $0.maximumAge = .seconds(60) }) { store in

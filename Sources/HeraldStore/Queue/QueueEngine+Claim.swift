@@ -38,10 +38,7 @@ extension QueueEngine {
             var unsendable: [UnsendableWork] = []
             // Single deliveries first: a notification to one device does not wait behind a
             // broadcast. What a lost worker held (its lease ran out) before what is due.
-            var claimed = try await connection.query(sql.claimExpired, [.text(owner), lease, time, .int(limit)])
-            if claimed.count < limit {
-                claimed += try await connection.query(sql.claimDue, [.text(owner), lease, time, .int(limit - claimed.count)])
-            }
+            let claimed = try await connection.query(sql.claimDeliveries, [.text(owner), lease, time, .int(limit)])
             if !claimed.isEmpty {
                 let (sendable, bad) = try await sort(claimed, now: now, on: connection)
                 unsendable += bad
@@ -139,16 +136,24 @@ extension QueueEngine {
     /// its devices read from the registry in key order.
     private func claimRange(owner: String, limit: Int, lease: SQLValue, now: Date, on connection: any SQLConnection) async throws -> RangeClaim {
         let time: SQLValue = .int(now.milliseconds)
-        var picked = try await connection.query(sql.pickSegment, [time]).first
-        if picked == nil { picked = try await split(at: time, on: connection) }
-        guard let segment = picked else { return .none }
+        let segment: SQLRow
+        let found: Work?
+        if let picked = try await connection.query(sql.pickSegment, [time]).first {
+            segment = picked
+            found = Self.work(picked, from: Self.pickedWorkColumn, now: now)
+        } else if let split = try await split(at: time, on: connection) {
+            segment = split
+            let id = split.text(0) ?? ""
+            found = try await work([id], now: now, on: connection)[id]
+        } else {
+            return .none
+        }
         let notificationID = segment.text(0) ?? ""
         let number = segment.int(1, default: 0)
         let upper = segment.int(3) ?? KeySpace.size
         func leaseRange(readThrough read: Int64?) async throws {
             try await connection.query(sql.leaseSegment, [.text(owner), lease, time, .text(notificationID), .int(number), .int(read)])
         }
-        let found = try await work([notificationID], now: now, on: connection)[notificationID]
         var stored = found?.notification ?? .failure(.quarantined("notification \(notificationID) does not exist"))
         if case .success = stored, found?.audience == nil {
             stored = .failure(.quarantined("notification \(notificationID) has audience kind \(found?.audienceKind.map(String.init) ?? "none")"))
@@ -330,23 +335,34 @@ extension QueueEngine {
     private func work(_ ids: [String], now: Date, on connection: any SQLConnection) async throws -> [String: Work] {
         var result: [String: Work] = [:]
         for row in try await connection.query(sql.notificationsForWork, [.texts(ids)]) {
-            let id = row.text(0) ?? ""
-            var notification = QueuedNotification.stored(
-                id: id, status: row.int(1), app: row.text(2), payload: row.blob(3), pushType: row.text(4), priority: row.int(5),
-                expiration: row.int(6), collapseID: row.text(7), badgeMode: row.int(8), deadline: row.int(9)
-            )
-            if case .success(var queued) = notification, row.text(13) != nil || row.text(14) != nil || row.text(15) != nil {
-                queued.webPush = row.text(13).map { Array($0.utf8) }
-                queued.fcm = row.text(14).map { Array($0.utf8) }
-                queued.schedule = DeliverySchedule(stored: row.text(15))
-                notification = queued.schedule != nil && queued.deadline <= now ? .failure(.expired) : .success(queued)
-            }
-            result[id] = Work(
-                notification: notification, audienceKind: row.int(10), audience: AudienceKind(code: row.int(10))?.audience(row.text(11) ?? ""),
-                activityType: row.text(12)
-            )
+            result[row.text(0) ?? ""] = Self.work(row, from: 1, now: now)
         }
         return result
+    }
+
+    /// Where ``QueueStatements/pickSegment``'s row has the notification's ``QueueStatements/workColumns(of:)``.
+    private static let pickedWorkColumn = 9
+
+    /// The notification whose ID is `row`'s first column, from its ``QueueStatements/workColumns(of:)`` at `first` on.
+    private static func work(_ row: SQLRow, from first: Int, now: Date) -> Work {
+        let column = { (index: Int) in first + index }
+        var notification = QueuedNotification.stored(
+            id: row.text(0) ?? "", status: row.int(column(0)), app: row.text(column(1)), payload: row.blob(column(2)), pushType: row.text(column(3)),
+            priority: row.int(column(4)), expiration: row.int(column(5)), collapseID: row.text(column(6)), badgeMode: row.int(column(7)),
+            deadline: row.int(column(8))
+        )
+        let (webPush, fcm, schedule) = (row.text(column(12)), row.text(column(13)), row.text(column(14)))
+        if case .success(var queued) = notification, webPush != nil || fcm != nil || schedule != nil {
+            queued.webPush = webPush.map { Array($0.utf8) }
+            queued.fcm = fcm.map { Array($0.utf8) }
+            queued.schedule = DeliverySchedule(stored: schedule)
+            notification = queued.schedule != nil && queued.deadline <= now ? .failure(.expired) : .success(queued)
+        }
+        let audienceKind = row.int(column(9))
+        return Work(
+            notification: notification, audienceKind: audienceKind, audience: AudienceKind(code: audienceKind)?.audience(row.text(column(10)) ?? ""),
+            activityType: row.text(column(11))
+        )
     }
 
     /// Fails claimed work that cannot be sent (``Unsendable``), a notification at a time in ID

@@ -310,27 +310,36 @@ struct QueueStatements: Sendable {
 
     // MARK: Claims
 
-    /// Up to $4 deliveries whose lease ran out ($3), oldest first, leased to $1 until $2; rows
-    /// another worker is claiming are skipped, not waited for.
-    var claimExpired: String { claim(where: "state = \(DeliveryState.claimed) AND lease_expires_at <= $3", order: "lease_expires_at, id") }
-    /// Up to $4 deliveries due at $3, oldest first.
-    var claimDue: String { claim(where: "state = \(DeliveryState.pending) AND next_attempt_at <= $3", order: "next_attempt_at, id") }
-
-    private func claim(where condition: String, order: String) -> String {
+    /// Up to $4 deliveries, leased to $1 until $2: first those whose lease ran out ($3), oldest
+    /// first, then those due at $3, oldest first. Rows another worker is claiming are skipped,
+    /// not waited for. One statement, not one for each kind: a claim is a round trip fewer.
+    /// (Rows of the second kind that the limit leaves out stay locked until the claim commits:
+    /// other claims skip them meanwhile.)
+    var claimDeliveries: String {
         """
         UPDATE deliveries SET state = \(DeliveryState.claimed), lease_owner = $1, lease_expires_at = $2, attempts = attempts + 1
-        WHERE id IN (SELECT id FROM deliveries WHERE \(condition) ORDER BY \(order) LIMIT $4\(d.skipLocked(of: nil)))
+        WHERE id IN (SELECT id FROM (
+            SELECT id, 0 AS kind, lease_expires_at AS due FROM (SELECT id, lease_expires_at FROM deliveries
+                WHERE state = \(DeliveryState.claimed) AND lease_expires_at <= $3 ORDER BY lease_expires_at, id LIMIT $4\(d.skipLocked(of: nil))) AS expired
+            UNION ALL
+            SELECT id, 1 AS kind, next_attempt_at AS due FROM (SELECT id, next_attempt_at FROM deliveries
+                WHERE state = \(DeliveryState.pending) AND next_attempt_at <= $3 ORDER BY next_attempt_at, id LIMIT $4\(d.skipLocked(of: nil))) AS pending
+            ) AS claimable ORDER BY kind, due, id LIMIT $4)
         RETURNING id, notification_id, token, attempts, badge, environment
         """
     }
 
-    /// What a worker needs of the notifications $1.
+    /// What a worker needs of the notifications $1: each one's ID, then ``workColumns``.
     var notificationsForWork: String {
-        """
-        SELECT id, status, app, payload, push_type, priority, expiration, collapse_id, badge_mode, deadline, audience_kind, audience, activity_type,
-            web_push, fcm, schedule
-        FROM notifications WHERE id IN (\(d.list(1, .text)))
-        """
+        "SELECT id, \(Self.workColumns(of: nil)) FROM notifications WHERE id IN (\(d.list(1, .text)))"
+    }
+    /// What a worker needs of a notification, after its ID (``QueueEngine`` reads them in this order).
+    static func workColumns(of table: String?) -> String {
+        let prefix = table.map { "\($0)." } ?? ""
+        return [
+            "status", "app", "payload", "push_type", "priority", "expiration", "collapse_id", "badge_mode", "deadline", "audience_kind", "audience",
+            "activity_type", "web_push", "fcm", "schedule",
+        ].map { prefix + $0 }.joined(separator: ", ")
     }
 
     /// Locks the devices (rows `[app, token]`, $1) of a claim in one order, before their badges
@@ -375,10 +384,12 @@ struct QueueStatements: Sendable {
 
     /// The next range due at $1 (or whose lease ran out) of a notification not finished: the one
     /// claimed longest ago (never claimed first), so every broadcast under way gets its turn; a
-    /// range whose lease ran out before all (what a lost worker held is sent again first).
+    /// range whose lease ran out before all (what a lost worker held is sent again first). Its
+    /// notification's ``workColumns`` follow the range's nine: no statement of their own.
     var pickSegment: String {
         """
-        SELECT s.notification_id, s.number, s.lower_hash, s.upper_hash, s.cursor_hash, s.cursor, s.state, s.raised_hash, s.raised_through
+        SELECT s.notification_id, s.number, s.lower_hash, s.upper_hash, s.cursor_hash, s.cursor, s.state, s.raised_hash, s.raised_through,
+            \(Self.workColumns(of: "n"))
         FROM segments s JOIN notifications n ON n.id = s.notification_id AND n.status < \(NotificationState.finished)
         WHERE (s.state = \(SegmentState.pending) AND s.ready_at <= $1) OR (s.state = \(SegmentState.claimed) AND s.lease_expires_at <= $1)
         ORDER BY s.state DESC, s.last_claimed_at, s.number, s.created_at LIMIT 1\(d.skipLocked(of: "s"))
