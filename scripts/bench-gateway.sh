@@ -172,8 +172,9 @@ import collections, re, sys
 def load(text):
     totals = collections.Counter()
     for line in text.splitlines():
-        name, ticks = line.rsplit(" ", 1)
-        totals[re.sub(r"[-_#]?[0-9]+$", "", name)] += int(ticks)
+        name, _, ticks = line.rpartition(" ")
+        if ticks.isdigit():  # a thread that ended while it was read has none
+            totals[re.sub(r"[-_#]?[0-9]+$", "", name)] += int(ticks)
     return totals
 before, after = load(sys.argv[1]), load(sys.argv[2])
 count, hz = int(sys.argv[3]), int(sys.argv[4])
