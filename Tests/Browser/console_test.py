@@ -26,6 +26,7 @@ import time
 import urllib.error
 import ssl
 import urllib.request
+from datetime import datetime
 
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
@@ -544,12 +545,30 @@ class Run:
         rows.last.locator("td").nth(1).click()
         expect(by("notification-view")).to_be_visible()
 
-        self.step("a notification scheduled an hour ahead: listed under Scheduled with its badge; its detail offers Cancel, which cancels it")
-        send_at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + 3600))
-        status, answer, _ = call(self.base, KEY_A, "POST", "/v1/apps/shop/notifications",
-                                 json.dumps({"to": {"users": ["bob"]}, "payload": {"aps": {"alert": "later"}}, "sendAt": send_at}))
-        check(status == 202 and answer["status"] == "scheduled", f"send: {status} {answer}")
-        scheduled = answer["id"]
+        self.step("a notification sent at a time an hour ahead from the send form: scheduled, its time stored in UTC and shown; "
+                  "listed under Scheduled with its badge; its detail offers Cancel, which cancels it")
+        by("nav-send").click()
+        by("send-target-type").select_option("user")
+        by("send-target-value").fill("bob")
+        by("send-payload").fill('{"aps":{"alert":"later"}}')
+        # The field holds the browser's local time, to the second; the API gets it in UTC.
+        local, send_at = page.evaluate("""() => {
+            const at = new Date(Math.floor(Date.now() / 1000) * 1000 + 3600 * 1000);
+            const pad = (n) => String(n).padStart(2, '0');
+            return [`${at.getFullYear()}-${pad(at.getMonth() + 1)}-${pad(at.getDate())}T${pad(at.getHours())}:${pad(at.getMinutes())}:${pad(at.getSeconds())}`,
+                    at.toISOString().replace(/[.][0-9]{3}Z$/, 'Z')];
+        }""")
+        by("send-at").fill(local)
+        by("send-submit").click()
+        expect(by("notification-status")).to_have_text("scheduled")
+        scheduled = page.url.rsplit("/", 1)[1]
+        status, stored, _ = call(self.base, KEY_A, "GET", f"/v1/notifications/{scheduled}")
+        stored_at = (stored.get("schedule") or {}).get("sendAt") if status == 200 else None
+        check(stored_at is not None and datetime.fromisoformat(stored_at) == datetime.fromisoformat(send_at), f"stored {stored_at}, not sendAt {send_at}")
+        expect(by("notification-schedule")).to_have_text(f"from {local.replace('T', ' ')}")
+        # What later sends from the form go out at once.
+        by("nav-send").click()
+        by("send-at").fill("")
         by("nav-overview").click()
         by("notifications-status").select_option("scheduled")
         expect(rows).to_have_count(1)

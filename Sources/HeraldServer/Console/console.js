@@ -1215,14 +1215,24 @@
   /// The request body, written as the gateway will read it: the payload exactly as typed, so a
   /// mistake in it is reported at the byte where the gateway would find it. `payloadAt` is
   /// where the payload starts, in bytes.
-  function sendBody(type, value, payloadText, pushType) {
+  function sendBody(type, value, payloadText, pushType, sendAt) {
     const to = type === 'user' ? { users: [value] } : { tokens: [value] };
     const head = `{"to":${JSON.stringify(to)},"payload":`;
+    const scheduled = sendAt ? `,"sendAt":${JSON.stringify(sendAt)}` : '';
     const encoder = new TextEncoder();
     return {
-      bytes: encoder.encode(`${head}${payloadText},"pushType":${JSON.stringify(pushType)}}`),
+      bytes: encoder.encode(`${head}${payloadText},"pushType":${JSON.stringify(pushType)}${scheduled}}`),
       payloadAt: encoder.encode(head).length,
     };
+  }
+
+  /// The Send at field (a local date and time, no zone) as the API's RFC 3339 time in UTC, to
+  /// the second; '' when empty, null when the browser holds no valid time in it.
+  function sendAtTime(local) {
+    if (local === '') return '';
+    const date = new Date(local);
+    if (Number.isNaN(date.getTime())) return null;
+    return date.toISOString().replace(/\.\d{3}Z$/, 'Z');
   }
 
   /// What the gateway would answer for this body, found here first, in the gateway's order:
@@ -1269,8 +1279,10 @@
     const value = $('send-target-value').value;
     const payloadText = $('send-payload').value;
     const pushType = $('send-push-type').value;
-    const body = sendBody(type, value, payloadText, pushType);
-    const refusal = localRefusal(type, value, payloadText, body);
+    const sendAt = sendAtTime($('send-at').value);
+    const body = sendBody(type, value, payloadText, pushType, sendAt);
+    const refusal = sendAt === null ? { message: 'Send at: not a complete date and time; clear it to send now' }
+      : localRefusal(type, value, payloadText, body);
     showError($('send-error'), refusal ? refusal.message : '');
     showError($('send-error-hint'), refusal ? pointAtPayload(payloadText, body, refusal.offset) : '');
     if (refusal) return;
