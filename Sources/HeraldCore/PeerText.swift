@@ -29,6 +29,15 @@ package struct PeerText: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// Whether `text` would be changed by escaping (it holds something unsafe to print).
+    package static func isSafe(_ text: String) -> Bool {
+        // The same for a `String`, which is what the client checks for every answer: a call from
+        // another module to the generic one below is not specialised.
+        var text = text
+        let printable = text.withUTF8 { bytes in !bytes.contains { $0 < 0x20 || $0 >= 0x7F } }
+        return printable || !text.unicodeScalars.contains(where: isUnsafe)
+    }
+
+    /// Whether `text` would be changed by escaping, for any string.
     package static func isSafe(_ text: some StringProtocol) -> Bool {
         // Printable ASCII, as nearly every header value and reason is: one pass over the bytes.
         let printable = text.utf8.withContiguousStorageIfAvailable { bytes in

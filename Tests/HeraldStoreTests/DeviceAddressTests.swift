@@ -18,6 +18,12 @@ struct DeviceAddressTests {
         #expect(try FCMAddress(registrationToken: "other:APA91b").id != address.id)
         #expect(DevicePlatform(deviceID: address.id) == .fcm && DevicePlatform(deviceID: token(1)) == .apns)
         #expect(DevicePlatform(deviceID: WebPushAddress.id(forEndpoint: "https://push.example.net/x")) == .webpush)
+        // A String and any other string type are told apart alike, a near miss of an ID's length or prefix as APNs.
+        let browser = WebPushAddress.id(forEndpoint: "https://push.example.net/x")
+        for id in [address.id, browser, token(1), String(address.id.dropLast()), "wp_" + String(browser.dropFirst(3)).uppercased(), "xx" + browser.dropFirst(2)] {
+            #expect(DevicePlatform(deviceID: id) == DevicePlatform(deviceID: Substring(id)), "\(id)")
+        }
+        #expect(DevicePlatform(deviceID: String(address.id.dropLast())) == .apns && DevicePlatform(deviceID: "xx" + browser.dropFirst(2)) == .apns)
         #expect(!String(describing: address).contains("APA91b"), "the description shows the ID, not the token")
         for bad in ["", "with space", "semi;colon", "é", String(repeating: "a", count: 4097)] {
             let error = #expect(throws: StoreError.self) { try FCMAddress(registrationToken: bad) }

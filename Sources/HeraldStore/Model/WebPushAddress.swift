@@ -84,13 +84,24 @@ public enum DevicePlatform: String, Sendable, Hashable, CaseIterable, CustomStri
     /// The platform of a device ID or token as the store keeps it: `wp_…` a browser, `fcm_…` an
     /// Android device, anything else an APNs token.
     public init(deviceID token: some StringProtocol) {
+        self = Self.platform(of: token)
+    }
+
+    /// The same for a `String`, the type the gateway holds every device ID in: a call from
+    /// another module to the generic initialiser is not specialised, and this runs several
+    /// times for each device sent to.
+    public init(deviceID token: String) {
+        self = Self.platform(of: token)
+    }
+
+    private static func platform(of token: some StringProtocol) -> DevicePlatform {
         // A Web Push or FCM ID has its own length: any other is an APNs token, as nearly every
-        // device a gateway sends to is (this runs for each of them, several times).
+        // device a gateway sends to is.
         switch token.utf8.count {
         case Base32.deviceIDLength(prefix: WebPushAddress.idPrefix), Base32.deviceIDLength(prefix: FCMAddress.idPrefix):
-            self = WebPushAddress.isID(token) ? .webpush : FCMAddress.isID(token) ? .fcm : .apns
+            WebPushAddress.isID(token) ? .webpush : FCMAddress.isID(token) ? .fcm : .apns
         default:
-            self = .apns
+            .apns
         }
     }
 
