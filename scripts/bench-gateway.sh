@@ -197,27 +197,28 @@ run_gateway() {  # LABEL DATABASE [second process: yes]; APP=skewed for the skew
     # over one run (its CPU per notification from 7.8 to 5.7 µs), so only neighbours compare.
     direct "before $label"
     local direct_rate=$DIRECT_RATE direct_us=$DIRECT_US
+    # PostgreSQL's processes and their CPU so far (none on SQLite).
+    local database_before=""
+    case $database in postgres*) database_before=$(database_ticks) ;; esac
     # PERF=PREFIX: a profile of the gateway's first seconds of broadcasting (linux-perf), one
-    # file per case: PREFIX-1.data, PREFIX-2.data… in the order the cases run (their labels say which).
+    # file per case: PREFIX-1.data, PREFIX-2.data… in the order the cases run (their labels say
+    # which), and PREFIX-N-postgres.data of PostgreSQL's processes over the same seconds.
     if [ -n "${PERF:-}" ]; then
         PERF_RUN=$((${PERF_RUN:-0} + 1))
         echo "$label: profile $PERF-$PERF_RUN.data"
         perf record -g -o "$PERF-$PERF_RUN.data" -p "$first" -- sleep 4 >/dev/null 2>&1 &
-        case $database in postgres*)
-            # And PostgreSQL's processes over the same seconds.
+        if [ -n "$database_before" ]; then
             echo "$label: PostgreSQL's profile $PERF-$PERF_RUN-postgres.data"
-            perf record -g -o "$PERF-$PERF_RUN-postgres.data" -p "$(database_ticks | awk '{ print $1 }' | paste -sd,)" -- sleep 4 >/dev/null 2>&1 &
-            ;;
-        esac
+            perf record -g -o "$PERF-$PERF_RUN-postgres.data" -p "$(awk '{ print $1 }' <<<"$database_before" | paste -sd,)" -- sleep 4 >/dev/null 2>&1 &
+        fi
     fi
     local before_ticks before_mock
     before_ticks=$(ticks "$first")
     before_mock=$(ticks "$MOCK_PID")
     local machine
     machine=$(busy)
-    local threads_before="" database_before=""
+    local threads_before=""
     if [ -n "${THREADS:-}" ]; then threads_before=$(thread_ticks "$first"); fi
-    case $database in postgres*) database_before=$(database_ticks) ;; esac
     rate=$(drive "$API_PORT" "$KEY" broadcast)
     if [ -n "${THREADS:-}" ]; then echo "$label: the gateway's CPU by thread:"; threads_report "$threads_before" "$(thread_ticks "$first")"; fi
     machine=$(busy_percent "$machine")
@@ -246,8 +247,8 @@ run_gateway() {  # LABEL DATABASE [second process: yes]; APP=skewed for the skew
 # 25 % (skewed) lower. Run the comparison again with HERALD and HERALD_BEFORE swapped before
 # believing a difference of that size.
 # Each case with HERALD_BEFORE (another build of herald, e.g. the commit before a change) too,
-# right before it, on a database of its own (POSTGRES_BEFORE for PostgreSQL): "before" and
-# "after" side by side in one run. Prints each case's rate and its ratio to the direct send.
+# right before it, on a database of its own (a fresh one on PostgreSQL; POSTGRES_BEFORE with
+# REUSE_POSTGRES=1): "before" and "after" side by side in one run. Prints each case's rate and its ratio to the direct send.
 declare -A RATES DIRECTS DIRECT_CPU
 case_() {  # LABEL DATABASE BEFORE-DATABASE [second process: yes]
     if [ -n "${HERALD_BEFORE:-}" ]; then

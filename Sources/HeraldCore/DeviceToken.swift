@@ -29,7 +29,7 @@ public struct DeviceToken: Sendable, Hashable, Comparable, CustomStringConvertib
         }
         // Already lower-case hex of even length (every token from the registry): kept as it is,
         // its storage shared, not copied.
-        if text.utf8.count % 2 == 0, Self.isLowerHex(text.utf8) {
+        if text.utf8.count % 2 == 0, !text.containsUTF8Byte(where: { Self.lowerHex($0) != $0 }) {
             hex = text
             return
         }
@@ -48,16 +48,6 @@ public struct DeviceToken: Sendable, Hashable, Comparable, CustomStringConvertib
             )
         }
         hex = String(decoding: normalised, as: UTF8.self)
-    }
-
-    /// Whether `bytes` are all lower-case hex digits: one pass over the string's own storage
-    /// where it has one (a native string), as the gateway checks each of a batch's tokens.
-    static func isLowerHex(_ bytes: String.UTF8View) -> Bool {
-        func check(_ buffer: some Sequence<UInt8>) -> Bool {
-            for byte in buffer where lowerHex(byte) != byte { return false }
-            return true
-        }
-        return bytes.withContiguousStorageIfAvailable { check($0) } ?? check(bytes)
     }
 
     /// A token made from its raw bytes.

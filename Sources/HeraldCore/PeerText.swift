@@ -28,23 +28,17 @@ package struct PeerText: Sendable, Hashable, CustomStringConvertible {
         description = result
     }
 
-    /// Whether `text` would be changed by escaping (it holds something unsafe to print).
-    package static func isSafe(_ text: String) -> Bool {
-        // The same for a `String`, which is what the client checks for every answer: a call from
-        // another module to the generic one below is not specialised.
-        var text = text
-        let printable = text.withUTF8 { bytes in !bytes.contains { $0 < 0x20 || $0 >= 0x7F } }
-        return printable || !text.unicodeScalars.contains(where: isUnsafe)
-    }
+    /// Whether `text` would be changed by escaping (it holds something unsafe to print). A
+    /// `String` overload beside the generic one: the client checks every answer's text, and a
+    /// call from another module to a generic function is not specialised.
+    package static func isSafe(_ text: String) -> Bool { checkSafe(text) }
 
     /// Whether `text` would be changed by escaping, for any string.
-    package static func isSafe(_ text: some StringProtocol) -> Bool {
+    package static func isSafe(_ text: some StringProtocol) -> Bool { checkSafe(text) }
+
+    private static func checkSafe(_ text: some StringProtocol) -> Bool {
         // Printable ASCII, as nearly every header value and reason is: one pass over the bytes.
-        let printable = text.utf8.withContiguousStorageIfAvailable { bytes in
-            for byte in bytes where byte < 0x20 || byte >= 0x7F { return false }
-            return true
-        }
-        return printable == true || !text.unicodeScalars.contains(where: isUnsafe)
+        !text.containsUTF8Byte(where: { $0 < 0x20 || $0 >= 0x7F }) || !text.unicodeScalars.contains(where: isUnsafe)
     }
 
     private static func isUnsafe(_ scalar: Unicode.Scalar) -> Bool {

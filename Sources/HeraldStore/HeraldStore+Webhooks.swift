@@ -37,13 +37,13 @@ extension HeraldStore {
     }
 
     /// Events waiting in the outbox, per app and type (for the pending gauge).
-    package func pendingWebhookEvents() async throws -> [WebhookPending] {
+    package func pendingWebhookEvents() async throws -> [WebhookEventCount] {
         try await backend.pendingWebhookEvents()
     }
 
     /// Events refused since the last call because their app's outbox was full
     /// (``WebhookInterest/maximumPending``), per app and type (for the refused counter).
-    package func takeRefusedWebhookEvents() -> [WebhookRefused] {
+    package func takeRefusedWebhookEvents() -> [WebhookEventCount] {
         backend.outbox.takeRefused()
     }
 }

@@ -124,7 +124,7 @@ struct WebhookOutboxTests {
 
             try await fail(1...80, at: t0)
             #expect(try await pending() == 50)
-            #expect(store.takeRefusedWebhookEvents() == [WebhookRefused(app: app, type: .deliveryFailed, count: 30)])
+            #expect(store.takeRefusedWebhookEvents() == [WebhookEventCount(app: app, type: .deliveryFailed, count: 30)])
             #expect(store.takeRefusedWebhookEvents().isEmpty, "each refusal is reported once")
             try await fail(1...3, app: "other", at: t0)
             #expect(try await pending("other") == 3, "one app's full outbox leaves another's alone")
@@ -139,7 +139,7 @@ struct WebhookOutboxTests {
             try await fail(91...150, at: t0.addingTimeInterval(3))
             #expect(try await pending() == 50, "counted again: filled up to the bound, not past it")
             let refused = store.takeRefusedWebhookEvents()
-            #expect(refused == [WebhookRefused(app: app, type: .deliveryFailed, count: 10 + 60 - (50 - left))], "\(refused)")
+            #expect(refused == [WebhookEventCount(app: app, type: .deliveryFailed, count: 10 + 60 - (50 - left))], "\(refused)")
         }
     }
 

@@ -59,9 +59,7 @@ public struct PushHeaders: Sendable, Hashable {
             // request by closing the connection every other notification shares. Other controls
             // are refused too; none has a place in an identifier.
             // Bytes: below 0x80 each is its own scalar, and no byte of a longer one is a control.
-            // Read where they lie (the gateway sets one on every notification it sends).
-            var text = collapseID
-            if text.withUTF8({ bytes in bytes.contains { $0 < 0x20 || $0 == 0x7F } }) {
+            if collapseID.containsUTF8Byte(where: { $0 < 0x20 || $0 == 0x7F }) {
                 throw APNSError(local: .badCollapseId, "apns-collapse-id holds a control character (CR, LF, NUL, tab…); use printable text")
             }
             if size > Self.maximumCollapseIDSize {

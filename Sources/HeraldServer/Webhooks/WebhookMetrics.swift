@@ -25,12 +25,12 @@ final class WebhookMetrics: Sendable {
     func recordFailedAttempt(app: String, type: WebhookEventType) { counter("herald_webhook_attempts_failed_total", app, type).increment() }
     func recordDropped(app: String, type: WebhookEventType) { counter("herald_webhook_events_dropped_total", app, type).increment() }
     /// Events never written: their app's outbox was full (`webhookSender.maximumPendingPerApp`).
-    func recordRefused(_ refused: [WebhookRefused]) {
+    func recordRefused(_ refused: [WebhookEventCount]) {
         for entry in refused { counter("herald_webhook_events_refused_total", entry.app, entry.type).increment(by: Int64(entry.count)) }
     }
 
     /// The outbox as last read: every app and type seen before and not in `pending` is 0.
-    func recordPending(_ pending: [WebhookPending]) {
+    func recordPending(_ pending: [WebhookEventCount]) {
         let counts = Dictionary(pending.map { (Key(name: "herald_webhook_events_pending", app: $0.app, type: $0.type.rawValue), $0.count) }, uniquingKeysWith: +)
         gauges.withLockedValue { gauges in
             for key in counts.keys where gauges[key] == nil {

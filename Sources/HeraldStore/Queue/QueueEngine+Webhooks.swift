@@ -164,21 +164,14 @@ extension QueueEngine {
         }
     }
 
-    func pendingWebhookEvents() async throws -> [WebhookPending] {
+    func pendingWebhookEvents() async throws -> [WebhookEventCount] {
         try await database.read { [self] connection in
             try await connection.query(sql.pendingWebhookEvents).compactMap { row in
                 guard let app = row.text(0), let type = WebhookTypeCode(code: row.int(1)) else { return nil }
-                return WebhookPending(app: app, type: type.type, count: row.int(2, default: 0))
+                return WebhookEventCount(app: app, type: type.type, count: row.int(2, default: 0))
             }
         }
     }
-}
-
-/// Events waiting in the outbox for one app and type.
-package struct WebhookPending: Sendable, Hashable {
-    package var app: String
-    package var type: WebhookEventType
-    package var count: Int
 }
 
 /// How full each app's webhook outbox is, as this process knows it: counted in the database
@@ -194,7 +187,7 @@ final class OutboxBudget: Sendable {
 
     private struct State {
         var apps: [String: App] = [:]
-        var refused: [WebhookRefused] = []
+        var refused: [WebhookEventCount] = []
     }
 
     private let state = Mutex(State())
@@ -232,7 +225,7 @@ final class OutboxBudget: Sendable {
             if let index = state.refused.firstIndex(where: { $0.app == app && $0.type == type }) {
                 state.refused[index].count += count
             } else {
-                state.refused.append(WebhookRefused(app: app, type: type, count: count))
+                state.refused.append(WebhookEventCount(app: app, type: type, count: count))
             }
             var known = state.apps[app] ?? App()
             defer { state.apps[app] = known }
@@ -243,7 +236,7 @@ final class OutboxBudget: Sendable {
     }
 
     /// The refusals counted since the last call.
-    func takeRefused() -> [WebhookRefused] {
+    func takeRefused() -> [WebhookEventCount] {
         state.withLock { state in
             defer { state.refused = [] }
             return state.refused

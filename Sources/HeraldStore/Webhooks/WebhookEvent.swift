@@ -104,8 +104,9 @@ struct WebhookEventBody {
     }
 }
 
-/// Events an app's outbox had no room for (``WebhookInterest/maximumPending``), by type.
-package struct WebhookRefused: Sendable, Hashable {
+/// A number of an app's webhook events of one type: those waiting in the outbox, or those it
+/// had no room for (``WebhookInterest/maximumPending``).
+package struct WebhookEventCount: Sendable, Hashable {
     package var app: String
     package var type: WebhookEventType
     package var count: Int

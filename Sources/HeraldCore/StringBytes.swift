@@ -1,0 +1,9 @@
+extension StringProtocol {
+    /// Whether any of the string's UTF-8 bytes satisfies `predicate`: one pass over its own
+    /// storage where it has one (a native `String`), not the view's index walk. The checks that
+    /// run for every device and every notification (a token's hex, a collapse ID's controls,
+    /// text a peer sent) read their bytes this way.
+    package func containsUTF8Byte(where predicate: (UInt8) -> Bool) -> Bool {
+        utf8.withContiguousStorageIfAvailable { $0.contains(where: predicate) } ?? utf8.contains(where: predicate)
+    }
+}
