@@ -735,6 +735,15 @@ class Run:
         expect(by("count-total")).to_have_text("9")
         page.set_viewport_size({"width": 390, "height": 844})
         expect(by("nav-devices")).to_be_visible()
+        # The chart scrolls sideways there, and opens at its latest minute.
+        latest_shown = page.evaluate("""() => {
+            const chart = document.getElementById('activity-chart').getBoundingClientRect();
+            const minutes = document.querySelectorAll('[data-testid=activity-minute]');
+            const latest = minutes[minutes.length - 1].getBoundingClientRect();
+            const scrolls = document.getElementById('activity-chart').scrollWidth > document.getElementById('activity-chart').clientWidth;
+            return scrolls && latest.left >= chart.left && latest.right <= chart.right + 1;
+        }""")
+        check(latest_shown, "on a phone-sized screen the chart does not show its latest minute")
         self.shot(page, "overview-narrow.png")
         with page.expect_navigation():
             by("signout").click()
