@@ -85,6 +85,10 @@ let package = Package(
             ]
         ),
         // The in-flight bound and bulk outcome delivery shared by the HTTP/2 and legacy clients.
+        // Its API is `@_spi(HeraldFlow) public`, not `package`: Swift 6.3 does not specialise a
+        // `package` `@inlinable` generic in another module, and the bulk send's per-notification
+        // path ran generic (buffer pops and metadata lookups: 16 % of the gateway's task pool).
+        // Not a product, so not API either.
         .target(
             name: "HeraldFlow",
             dependencies: [.product(name: "NIOCore", package: "swift-nio")]

@@ -1,7 +1,7 @@
 import AsyncHTTPClient
 import HeraldClient
 import HeraldCore
-import HeraldFlow
+@_spi(HeraldFlow) import HeraldFlow
 import HeraldIdentity
 import Logging
 import Metrics

@@ -4,7 +4,7 @@ import Synchronization
 /// The consuming side of a bulk send: starts the producer on the first `next()`, hands out the
 /// outcomes gathered in the sink, and stops the producer when dropped before the end. The public
 /// bulk-send sequences of the HTTP/2 and legacy clients wrap it.
-package struct BulkIterator<Outcome: Sendable>: Sendable {
+@_spi(HeraldFlow) public struct BulkIterator<Outcome: Sendable>: Sendable {
     @usableFromInline
     let lifetime: Lifetime
     @usableFromInline
@@ -13,14 +13,14 @@ package struct BulkIterator<Outcome: Sendable>: Sendable {
     var finished = false
 
     @inlinable
-    package init(limiter: InFlightLimiter, producer: @escaping @Sendable (BulkSink<Outcome>) async -> Void) {
+    public init(limiter: InFlightLimiter, producer: @escaping @Sendable (BulkSink<Outcome>) async -> Void) {
         lifetime = Lifetime(sink: BulkSink(limiter: limiter), producer: producer)
     }
 
     /// The next outcome, or `nil` once every notification has one. Throws the error the input
     /// sequence threw, after the outcomes of the notifications it produced before.
     @inlinable
-    package mutating func next() async throws -> Outcome? {
+    public mutating func next() async throws -> Outcome? {
         if let outcome = buffered.popFirst() { return outcome }
         if finished { return nil }
         lifetime.start()
@@ -82,20 +82,20 @@ package struct BulkIterator<Outcome: Sendable>: Sendable {
 
 /// A bulk send not started yet: each iteration makes a fresh ``BulkIterator`` with its own sink,
 /// which starts the producer.
-package struct BulkSend<Outcome: Sendable>: Sendable {
+@_spi(HeraldFlow) public struct BulkSend<Outcome: Sendable>: Sendable {
     @usableFromInline
     let limiter: InFlightLimiter
     @usableFromInline
     let producer: @Sendable (BulkSink<Outcome>) async -> Void
 
     @inlinable
-    package init(limiter: InFlightLimiter, producer: @escaping @Sendable (BulkSink<Outcome>) async -> Void) {
+    public init(limiter: InFlightLimiter, producer: @escaping @Sendable (BulkSink<Outcome>) async -> Void) {
         self.limiter = limiter
         self.producer = producer
     }
 
     @inlinable
-    package func makeIterator() -> BulkIterator<Outcome> {
+    public func makeIterator() -> BulkIterator<Outcome> {
         BulkIterator(limiter: limiter, producer: producer)
     }
 }

@@ -1,5 +1,5 @@
 /// A notification prepared for sending, or its outcome when it was refused before sending.
-package enum BulkPreparation<Job, Outcome> {
+@_spi(HeraldFlow) public enum BulkPreparation<Job, Outcome> {
     case job(Job)
     case refused(Outcome)
 }
@@ -7,12 +7,12 @@ package enum BulkPreparation<Job, Outcome> {
 /// Feeds a bulk send: takes elements as in-flight permits allow, prepares them, and submits the
 /// jobs, so the HTTP/2 and legacy clients share one back-pressure discipline. A refused element's
 /// permit comes back when the consumer takes its outcome, like any other.
-package enum BulkProducer {
+@_spi(HeraldFlow) public enum BulkProducer {
     /// A synchronous sequence never suspends between elements, so elements are taken and
     /// submitted in batches as large as the free permits (up to `batch`): one lock and one wake-up
     /// per batch.
     @inlinable
-    package static func run<Elements: Sequence, Job, Outcome: Sendable>(
+    public static func run<Elements: Sequence, Job, Outcome: Sendable>(
         _ elements: Elements,
         limiter: InFlightLimiter,
         sink: BulkSink<Outcome>,
@@ -58,7 +58,7 @@ package enum BulkProducer {
     /// The same for an async sequence, one element at a time; an error it throws ends the bulk
     /// send after the outcomes of the elements before it.
     @inlinable
-    package static func run<Elements: AsyncSequence, Job, Outcome: Sendable>(
+    public static func run<Elements: AsyncSequence, Job, Outcome: Sendable>(
         _ elements: Elements,
         limiter: InFlightLimiter,
         sink: BulkSink<Outcome>,

@@ -4,7 +4,7 @@ import Synchronization
 /// Where the outcomes of a bulk send (HTTP/2 or legacy) gather until the consumer takes them. Permits of the
 /// in-flight bound are returned as outcomes are taken, so a slow consumer slows the sending
 /// instead of letting outcomes pile up.
-package final class BulkSink<Outcome: Sendable>: Sendable {
+@_spi(HeraldFlow) public final class BulkSink<Outcome: Sendable>: Sendable {
     @usableFromInline
     struct State {
         @usableFromInline var buffer = CircularBuffer<Outcome>(initialCapacity: 256)
@@ -24,19 +24,19 @@ package final class BulkSink<Outcome: Sendable>: Sendable {
     let limiter: InFlightLimiter
 
     @inlinable
-    package init(limiter: InFlightLimiter) {
+    public init(limiter: InFlightLimiter) {
         self.limiter = limiter
     }
 
     /// The producer handed `count` more notifications to the client.
     @inlinable
-    package func submitted(_ count: Int) {
+    public func submitted(_ count: Int) {
         state.withLock { $0.submitted += count }
     }
 
     /// The producer has no more notifications (or failed with `error`).
     @inlinable
-    package func producerFinished(error: (any Error)? = nil) {
+    public func producerFinished(error: (any Error)? = nil) {
         let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
             state.producerDone = true
             state.producerError = error
@@ -48,7 +48,7 @@ package final class BulkSink<Outcome: Sendable>: Sendable {
 
     /// Final outcomes, from any thread.
     @inlinable
-    package func deliver(contentsOf outcomes: some Collection<Outcome>) {
+    public func deliver(contentsOf outcomes: some Collection<Outcome>) {
         let (waiter, abandoned) = state.withLock { state -> (CheckedContinuation<Void, Never>?, Bool) in
             state.delivered += outcomes.count
             if state.abandoned { return (nil, true) }
@@ -62,14 +62,14 @@ package final class BulkSink<Outcome: Sendable>: Sendable {
 
     /// One final outcome, from any thread.
     @inlinable
-    package func deliver(_ outcome: Outcome) {
+    public func deliver(_ outcome: Outcome) {
         deliver(contentsOf: CollectionOfOne(outcome))
     }
 
     /// Takes every outcome gathered so far, waiting for at least one; an empty result means all
     /// outcomes have been taken.
     @inlinable
-    package func take() async throws -> CircularBuffer<Outcome> {
+    public func take() async throws -> CircularBuffer<Outcome> {
         while true {
             let step = state.withLock { state -> Step in
                 if !state.buffer.isEmpty {
@@ -108,7 +108,7 @@ package final class BulkSink<Outcome: Sendable>: Sendable {
 
     /// The consumer stopped early: outcomes still to come release their permits on arrival.
     @inlinable
-    package func abandon() {
+    public func abandon() {
         let count = state.withLock { state -> Int in
             state.abandoned = true
             defer { state.buffer = CircularBuffer() }

@@ -3,7 +3,7 @@ import Synchronization
 
 /// Bounds the notifications in flight: a counting semaphore that suspends callers (first come,
 /// first served) instead of letting work queue without limit (field-lessons #4).
-package final class InFlightLimiter: Sendable {
+@_spi(HeraldFlow) public final class InFlightLimiter: Sendable {
     private struct Waiter {
         var id: UInt64
         var maximum: Int
@@ -17,15 +17,15 @@ package final class InFlightLimiter: Sendable {
     }
 
     private let state: Mutex<State>
-    package let limit: Int
+    public let limit: Int
 
-    package init(limit: Int) {
+    public init(limit: Int) {
         self.limit = max(1, limit)
         state = Mutex(State(available: self.limit))
     }
 
     /// Takes between 1 and `maximum` permits, suspending until at least one is free.
-    package func acquire(maximum: Int = 1) async throws -> Int {
+    public func acquire(maximum: Int = 1) async throws -> Int {
         if let granted = state.withLock({ state -> Int? in
             guard state.waiters.isEmpty, state.available > 0 else { return nil }
             let granted = min(maximum, state.available)
@@ -66,7 +66,7 @@ package final class InFlightLimiter: Sendable {
     }
 
     /// Returns permits, waking waiters in order.
-    package func release(_ count: Int = 1) {
+    public func release(_ count: Int = 1) {
         guard count > 0 else { return }
         var resumed: [(CheckedContinuation<Int, any Error>, Int)] = []
         state.withLock { state in
@@ -82,8 +82,8 @@ package final class InFlightLimiter: Sendable {
     }
 
     /// Permits free now.
-    package var available: Int { state.withLock { $0.available } }
+    public var available: Int { state.withLock { $0.available } }
 
     /// Callers suspended in ``acquire(maximum:)`` now.
-    package var waiting: Int { state.withLock { $0.waiters.count } }
+    public var waiting: Int { state.withLock { $0.waiters.count } }
 }

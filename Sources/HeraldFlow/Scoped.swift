@@ -2,7 +2,7 @@
 /// threw: the shape of every `with…Client` and `with…Server`. When `body` threw, its error is
 /// the one thrown (the shutdown's is dropped); when it returned, a shutdown that throws throws.
 @inlinable
-package func withShutdown<Client, Result>(
+@_spi(HeraldFlow) public func withShutdown<Client, Result>(
     of client: Client, shutdown: (Client) async throws -> Void, _ body: (Client) async throws -> Result
 ) async throws -> Result {
     let result: Result

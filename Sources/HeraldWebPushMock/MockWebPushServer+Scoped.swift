@@ -1,4 +1,4 @@
-import HeraldFlow
+@_spi(HeraldFlow) import HeraldFlow
 import Logging
 
 /// Starts a mock Web Push service, runs `body` with it, and always shuts it down afterwards,

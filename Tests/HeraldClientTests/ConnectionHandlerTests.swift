@@ -1,6 +1,6 @@
 @testable import HeraldClient
 import HeraldCore
-import HeraldFlow
+@_spi(HeraldFlow) import HeraldFlow
 import HeraldHTTP2
 import Logging
 import NIOCore

@@ -1,4 +1,4 @@
-import HeraldFlow
+@_spi(HeraldFlow) import HeraldFlow
 import HeraldTestSupport
 import Synchronization
 import Testing

@@ -1,4 +1,4 @@
-import HeraldFlow
+@_spi(HeraldFlow) import HeraldFlow
 
 /// The outcomes of a bulk send: exactly one ``APNSOutcome`` per notification, in the order they
 /// complete. Sending starts with the iteration; see ``APNSClient/send(contentsOf:logger:)-(Sequence,_)``.

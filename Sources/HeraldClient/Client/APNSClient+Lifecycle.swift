@@ -1,4 +1,4 @@
-import HeraldFlow
+@_spi(HeraldFlow) import HeraldFlow
 import Logging
 import NIOCore
 import NIOPosix

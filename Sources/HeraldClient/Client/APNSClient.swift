@@ -1,5 +1,5 @@
 import HeraldCore
-import HeraldFlow
+@_spi(HeraldFlow) import HeraldFlow
 import HeraldIdentity
 import Logging
 import NIOCore
@@ -250,6 +250,9 @@ public final class APNSClient: Sendable {
         }
     }
 
+    // The gateway and `herald bench` send arrays: a copy specialised for them, so the producer's
+    // per-notification loop does not run through the generic sequence's witnesses.
+    @_specialize(where Notifications == [PushNotification])
     private func produce<Notifications: Sequence>(
         fromSequence notifications: Notifications, into sink: BulkSink<APNSOutcome>, logger base: Logger?
     ) async where Notifications.Element == PushNotification {

@@ -1,4 +1,5 @@
 import HeraldCore
+@_spi(HeraldFlow) import HeraldFlow
 import Logging
 import NIOConcurrencyHelpers
 import NIOCore

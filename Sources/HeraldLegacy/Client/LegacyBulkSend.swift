@@ -1,4 +1,4 @@
-import HeraldFlow
+@_spi(HeraldFlow) import HeraldFlow
 
 /// The outcomes of a legacy bulk send: exactly one ``LegacyOutcome`` per notification, in the
 /// order they complete. Sending starts with the iteration; see

@@ -1,5 +1,5 @@
 import HeraldCore
-import HeraldFlow
+@_spi(HeraldFlow) import HeraldFlow
 import HeraldIdentity
 import Logging
 import NIOCore

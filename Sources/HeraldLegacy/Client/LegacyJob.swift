@@ -1,5 +1,5 @@
 import HeraldCore
-import HeraldFlow
+@_spi(HeraldFlow) import HeraldFlow
 
 /// Where a notification's outcome goes: the caller of `send`, or a bulk send's sink.
 enum LegacyJob: Sendable {
