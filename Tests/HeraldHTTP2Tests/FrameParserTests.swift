@@ -46,6 +46,14 @@ struct FrameParserTests {
         buffer.clear()
         buffer.writeHTTP2RstStream(streamID: 0x7FFF_FFFF, code: .cancel)
         #expect(Array(buffer.readableBytesView) == [0, 0, 4, 0x3, 0, 0x7F, 0xFF, 0xFF, 0xFF, 0, 0, 0, 8])
+        // Every field of the header distinct: a length over 16 bits, and the stream's reserved
+        // bit set by the caller, which is never sent.
+        buffer.clear()
+        buffer.writeHTTP2FrameHeader(length: 0xAB_CDEF, type: .continuation, flags: 0x25, streamID: 0x8123_4567)
+        #expect(Array(buffer.readableBytesView) == [0xAB, 0xCD, 0xEF, 0x9, 0x25, 0x01, 0x23, 0x45, 0x67])
+        buffer.clear()
+        buffer.writeHTTP2Data(streamID: 0x0102_0304, bytes: [7, 8], endStream: true)
+        #expect(Array(buffer.readableBytesView) == [0, 0, 2, 0x0, 0x1, 0x01, 0x02, 0x03, 0x04, 7, 8])
     }
 
     @Test("frames come out whole whatever the bytes' split: every split point, and one byte at a time")
