@@ -7,3 +7,14 @@ extension StringProtocol {
         utf8.withContiguousStorageIfAvailable { $0.contains(where: predicate) } ?? utf8.contains(where: predicate)
     }
 }
+
+extension String {
+    /// Whether the string's UTF-8 bytes end with `suffix`'s. `hasSuffix` compares characters,
+    /// under Unicode's canonical equivalence; an APNs topic is compared byte for byte, and this
+    /// is the check every notification's topic gets (``PushType/validate(topic:)``).
+    package func hasUTF8Suffix(_ suffix: String) -> Bool {
+        let count = suffix.utf8.count
+        guard count <= utf8.count else { return false }
+        return utf8.suffix(count).elementsEqual(suffix.utf8)
+    }
+}

@@ -47,6 +47,19 @@ struct HeaderTests {
         #expect(missing?.reason == .missingTopic)
     }
 
+    @Test("a topic's suffix is compared byte for byte, as APNs compares it, not as equivalent characters")
+    func topicSuffixBytes() throws {
+        // "é" as one scalar and as "e" and a combining accent: equal as characters, not as bytes.
+        let composed = "com.caf\u{E9}", decomposed = "com.cafe\u{301}"
+        #expect(composed.hasSuffix("e\u{301}"))
+        #expect(!composed.hasUTF8Suffix("e\u{301}"))
+        #expect(decomposed.hasUTF8Suffix("e\u{301}"))
+        #expect("ab".hasUTF8Suffix("ab") && "ab".hasUTF8Suffix("") && !"b".hasUTF8Suffix("ab"))
+        try PushHeaders(pushType: .voip, topic: decomposed + ".voip").validate()
+        let wrong = #expect(throws: APNSError.self) { try PushHeaders(pushType: .voip, topic: composed + ".voi").validate() }
+        #expect(wrong?.reason == .badTopic)
+    }
+
     @Test("background must be priority 5; its default is 5, everything else defaults to 10")
     func priorities() throws {
         #expect(PushHeaders(pushType: .background).effectivePriority == .throttled)

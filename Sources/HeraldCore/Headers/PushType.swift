@@ -50,7 +50,7 @@ public enum PushType: String, Sendable, Hashable, CaseIterable, CustomStringConv
         }
         guard let suffix = topicSuffix else { return }
         if suffix.isEmpty {
-            if let other = Self.unmistakableSuffixes.first(where: { topic.hasSuffix($0.suffix) }) {
+            if let other = Self.unmistakableSuffixes.first(where: { topic.hasUTF8Suffix($0.suffix) }) {
                 throw APNSError(
                     local: .badTopic,
                     "topic '\(topic)' ends in '\(other.suffix)', the suffix for push type \(other.type); use push type \(other.type), or the bare bundle ID for \(self)"
@@ -58,7 +58,7 @@ public enum PushType: String, Sendable, Hashable, CaseIterable, CustomStringConv
             }
             return
         }
-        guard topic.hasSuffix(suffix), topic.utf8.count > suffix.utf8.count else {
+        guard topic.hasUTF8Suffix(suffix), topic.utf8.count > suffix.utf8.count else {
             throw APNSError(
                 local: .badTopic,
                 "push type \(self) needs a topic ending in '\(suffix)' (the bundle ID plus '\(suffix)'), got '\(topic)'"
