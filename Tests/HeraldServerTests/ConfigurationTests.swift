@@ -55,6 +55,21 @@ struct ConfigurationTests {
         #expect(custom.workers.shutdownGrace == .seconds(3))
     }
 
+    @Test("workers.batchSize: the database's default (5,000 on SQLite, 10,000 on PostgreSQL) unless the file sets one")
+    func batchSizeByDatabase() throws {
+        let (scratch, json) = try fixture()
+        let sqlite = try GatewayConfiguration.load(file: try scratch.write("herald.json", json(app)))
+        #expect(sqlite.workers.batchSize == nil && sqlite.workers.batchSize(on: sqlite.database) == 5000)
+        let postgres = try StoreURL("postgres://herald@127.0.0.1:5432/herald")
+        #expect(sqlite.workers.batchSize(on: postgres) == 10_000)
+        let set = try GatewayConfiguration.load(
+            file: try scratch.write(
+                "set.json", json(app).replacingOccurrences(of: #""listen": "127.0.0.1:9090","#, with: #""listen": "127.0.0.1:9090", "workers": {"batchSize": 250},"#)
+            )
+        )
+        #expect(set.workers.batchSize(on: set.database) == 250 && set.workers.batchSize(on: postgres) == 250)
+    }
+
     @Test("each mistake is refused with the file, the field and what is wrong")
     func refused() throws {
         let (scratch, json) = try fixture()

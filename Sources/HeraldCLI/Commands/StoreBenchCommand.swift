@@ -1,5 +1,6 @@
 import ArgumentParser
 import HeraldCore
+import HeraldServer
 import HeraldStore
 
 #if canImport(FoundationEssentials)
@@ -28,8 +29,8 @@ struct StoreBenchCommand: AsyncParsableCommand {
     @Option(help: "How many devices.")
     var count: Int = 1_000_000
 
-    @Option(help: "Devices per claimed batch.")
-    var batch: Int = 5000
+    @Option(help: "Devices per claimed batch (default: the gateway's for the database, 5000 on SQLite, 10000 on PostgreSQL).")
+    var batch: Int?
 
     @Option(help: "Workers claiming at once.")
     var workers: Int = 2
@@ -39,7 +40,7 @@ struct StoreBenchCommand: AsyncParsableCommand {
 
     func validate() throws {
         guard (1...100_000_000).contains(count) else { throw ValidationError("--count must be 1 to 100,000,000") }
-        guard (1...50_000).contains(batch) else { throw ValidationError("--batch must be 1 to 50,000") }
+        if let batch, !(1...50_000).contains(batch) { throw ValidationError("--batch must be 1 to 50,000") }
         guard (1...64).contains(workers) else { throw ValidationError("--workers must be 1 to 64") }
     }
 
@@ -61,7 +62,7 @@ struct StoreBenchCommand: AsyncParsableCommand {
         } catch {
             throw CommandFailure.usage("--database: \(error.message)")
         }
-        let count = self.count, batch = self.batch, workers = self.workers
+        let count = self.count, batch = self.batch ?? WorkerSettings.defaultBatchSize(for: configuration.url), workers = self.workers
         let app = "bench-\(UUID().uuidString.prefix(8))"
         let before = ProcessStats.now()
         let (upsertSeconds, broadcastSeconds, delivered) = try await withHeraldStore(configuration: configuration) { store in

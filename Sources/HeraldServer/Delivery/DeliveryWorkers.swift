@@ -39,6 +39,7 @@ final class DeliveryWorkers: Service, Sendable {
         self.store = store
         self.live = live
         workers = live.configuration.workers
+        batchSize = live.configuration.workers.batchSize(on: live.configuration.database)
         queue = live.configuration.queue
         self.metrics = metrics
         self.logger = logger
@@ -48,6 +49,8 @@ final class DeliveryWorkers: Service, Sendable {
 
     /// The workers' and queue's settings, read once: a reload does not change them.
     let workers: WorkerSettings
+    /// Devices a claim takes (``WorkerSettings/batchSize(on:)``).
+    let batchSize: Int
     let queue: QueueSettings
 
     func run() async throws {
@@ -69,7 +72,7 @@ final class DeliveryWorkers: Service, Sendable {
         while !Task.isShuttingDownGracefully, !Task.isCancelled {
             let batches: [WorkBatch]
             do {
-                batches = try await store.claim(owner: owner, limit: workers.batchSize, includeRanges: includeRanges)
+                batches = try await store.claim(owner: owner, limit: batchSize, includeRanges: includeRanges)
                 if failures > 0 { logger.info("the store answers again; claiming", metadata: ["worker": "\(index)"]) }
                 failures = 0
             } catch {
