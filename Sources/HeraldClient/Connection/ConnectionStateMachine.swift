@@ -237,8 +237,8 @@ struct ConnectionStateMachine<Job> {
         streamID: HTTP2StreamNumber, status: Int?, apnsID: String?, uniqueID: String?, endStream: Bool, now: NIODeadline,
         channelID: String? = nil, requestID: String? = nil, location: String? = nil, retryAfter: String? = nil, into actions: inout [Action]
     ) {
-        guard var stream = streams[streamID] else { return }
-        if let status, stream.status == nil {
+        let open: Void? = streams.update(streamID) { stream in
+            guard let status, stream.status == nil else { return }
             stream.status = status
             stream.apnsID = apnsID
             stream.uniqueID = uniqueID
@@ -247,19 +247,16 @@ struct ConnectionStateMachine<Job> {
             stream.location = location
             stream.retryAfter = retryAfter
         }
-        streams[streamID] = stream
-        if endStream { finish(streamID, now: now, into: &actions) }
+        if open != nil, endStream { finish(streamID, now: now, into: &actions) }
     }
 
     /// Response body bytes (the JSON error of a rejection).
     mutating func dataReceived(streamID: HTTP2StreamNumber, bytes: ByteBuffer, endStream: Bool, now: NIODeadline, into actions: inout [Action]) {
-        guard var stream = streams[streamID] else { return }
-        // An APNs error body is tiny; cap what is kept so a misbehaving server cannot grow memory.
-        if stream.body.count < 16 << 10 {
-            stream.body.append(contentsOf: bytes.readableBytesView.prefix(16 << 10))
-            streams[streamID] = stream
+        let open: Void? = streams.update(streamID) { stream in
+            // An APNs error body is tiny; cap what is kept so a misbehaving server cannot grow memory.
+            if stream.body.count < 16 << 10 { stream.body.append(contentsOf: bytes.readableBytesView.prefix(16 << 10)) }
         }
-        if endStream { finish(streamID, now: now, into: &actions) }
+        if open != nil, endStream { finish(streamID, now: now, into: &actions) }
     }
 
     /// The stream closed (normally, by RST_STREAM, or by GOAWAY). An answer already received
@@ -269,9 +266,9 @@ struct ConnectionStateMachine<Job> {
     mutating func streamClosed(
         streamID: HTTP2StreamNumber, reason: HTTP2ErrorCode?, byPeer: Bool = true, now: NIODeadline, into actions: inout [Action]
     ) {
-        guard let stream = streams[streamID] else { return }
-        if stream.status != nil, byPeer { return finish(streamID, now: now, into: &actions) }
-        streams[streamID] = nil
+        guard let answered = streams.update(streamID, { $0.status != nil }) else { return }
+        if answered, byPeer { return finish(streamID, now: now, into: &actions) }
+        guard let stream = streams.remove(streamID) else { return }
         let outcome: StreamOutcome
         switch reason {
         case .some(let code) where !byPeer:
