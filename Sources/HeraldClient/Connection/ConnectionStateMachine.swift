@@ -266,9 +266,8 @@ struct ConnectionStateMachine<Job> {
     mutating func streamClosed(
         streamID: HTTP2StreamNumber, reason: HTTP2ErrorCode?, byPeer: Bool = true, now: NIODeadline, into actions: inout [Action]
     ) {
-        guard let answered = streams.update(streamID, { $0.status != nil }) else { return }
-        if answered, byPeer { return finish(streamID, now: now, into: &actions) }
         guard let stream = streams.remove(streamID) else { return }
+        if stream.status != nil, byPeer { return finished(stream, now: now, into: &actions) }
         let outcome: StreamOutcome
         switch reason {
         case .some(let code) where !byPeer:
@@ -375,6 +374,11 @@ struct ConnectionStateMachine<Job> {
 
     private mutating func finish(_ streamID: HTTP2StreamNumber, now: NIODeadline, into actions: inout [Action]) {
         guard let stream = streams.remove(streamID) else { return }
+        finished(stream, now: now, into: &actions)
+    }
+
+    /// A stream taken out of the table that ended: its answer, or lost without one.
+    private mutating func finished(_ stream: Stream, now: NIODeadline, into actions: inout [Action]) {
         if let status = stream.status {
             let answer = RawResponse(
                 status: status, apnsID: stream.apnsID, uniqueID: stream.uniqueID, channelID: stream.channelID,
