@@ -341,7 +341,7 @@ extension QueueEngine {
     }
 
     /// Where ``QueueStatements/pickSegment``'s row has the notification's ``QueueStatements/workColumns(of:)``.
-    private static let pickedWorkColumn = 9
+    private static let pickedWorkColumn = QueueStatements.rangeColumns.count
 
     /// The notification whose ID is `row`'s first column, from its ``QueueStatements/workColumns(of:)`` at `first` on.
     private static func work(_ row: SQLRow, from first: Int, now: Date) -> Work {

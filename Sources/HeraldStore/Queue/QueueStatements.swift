@@ -335,11 +335,16 @@ struct QueueStatements: Sendable {
     }
     /// What a worker needs of a notification, after its ID (``QueueEngine`` reads them in this order).
     static func workColumns(of table: String?) -> String {
-        let prefix = table.map { "\($0)." } ?? ""
-        return [
+        columns([
             "status", "app", "payload", "push_type", "priority", "expiration", "collapse_id", "badge_mode", "deadline", "audience_kind", "audience",
             "activity_type", "web_push", "fcm", "schedule",
-        ].map { prefix + $0 }.joined(separator: ", ")
+        ], of: table)
+    }
+
+    /// `names` as a select list, each qualified by `table` when there is one.
+    private static func columns(_ names: [String], of table: String?) -> String {
+        let prefix = table.map { "\($0)." } ?? ""
+        return names.map { prefix + $0 }.joined(separator: ", ")
     }
 
     /// Locks the devices (rows `[app, token]`, $1) of a claim in one order, before their badges
@@ -382,14 +387,17 @@ struct QueueStatements: Sendable {
         """
     }
 
+    /// What a claim reads of a range, in this order (``QueueEngine`` reads them by position;
+    /// a range split off another is made as a row of them).
+    static let rangeColumns = ["notification_id", "number", "lower_hash", "upper_hash", "cursor_hash", "cursor", "state", "raised_hash", "raised_through"]
+
     /// The next range due at $1 (or whose lease ran out) of a notification not finished: the one
     /// claimed longest ago (never claimed first), so every broadcast under way gets its turn; a
     /// range whose lease ran out before all (what a lost worker held is sent again first). Its
-    /// notification's ``workColumns`` follow the range's nine: no statement of their own.
+    /// notification's ``workColumns`` follow its ``rangeColumns``: no statement of their own.
     var pickSegment: String {
         """
-        SELECT s.notification_id, s.number, s.lower_hash, s.upper_hash, s.cursor_hash, s.cursor, s.state, s.raised_hash, s.raised_through,
-            \(Self.workColumns(of: "n"))
+        SELECT \(Self.columns(Self.rangeColumns, of: "s")), \(Self.workColumns(of: "n"))
         FROM segments s JOIN notifications n ON n.id = s.notification_id AND n.status < \(NotificationState.finished)
         WHERE (s.state = \(SegmentState.pending) AND s.ready_at <= $1) OR (s.state = \(SegmentState.claimed) AND s.lease_expires_at <= $1)
         ORDER BY s.state DESC, s.last_claimed_at, s.number, s.created_at LIMIT 1\(d.skipLocked(of: "s"))
