@@ -51,6 +51,37 @@ struct KeySpaceTests {
         #expect(KeySpace.hash(String(address[...])) == hash)
     }
 
+    @Test("hashing a batch four at a time gives each address its own hash: any count, lengths mixed within a four, bytes beyond ASCII")
+    func hashesOfABatch() {
+        let fixed: [String] = ["", "a", String(repeating: "0", count: 64), "wp_" + String(repeating: "a", count: 32), "café"]
+        var generator = SplitMix64(seed: 18)
+        for count in 0...13 {
+            let tokens = (0..<count).map { _ in token(Int(generator.next() % 1_000_000)) }
+            #expect(KeySpace.hashes(tokens) == tokens.map(KeySpace.hash), "\(count) tokens of one length")
+        }
+        let mixed = fixed + (0..<7).map(token) + fixed.reversed() + ["é" + String(repeating: "f", count: 62), String(repeating: "f", count: 64)]
+        #expect(KeySpace.hashes(mixed) == mixed.map(KeySpace.hash))
+        #expect(KeySpace.hashes(fixed) == [4_023_394_144, 2_191_698_264, 149_564_478, 1_482_510_992, 4_111_146_894])
+    }
+
+    @Test("a range's lines: each a token, and after its last space an environment code; empty lines, codes that are not numbers, bytes beyond ASCII")
+    func rangeLines() {
+        let lines = ["aa", "bb 1", "cc 0", "dd x", "", "é 2", "f g 1", "hh ", " 1", String(repeating: "0", count: 64)]
+        // What a split on the newline and then on the last space gives.
+        func reference(_ line: String) -> (String, TokenEnvironment?) {
+            guard let space = line.lastIndex(of: " ") else { return (line, nil) }
+            return (String(line[..<space]), EnvironmentCode.environment(Int64(line[line.index(after: space)...])))
+        }
+        for count in [1, 2, lines.count] {
+            let part = Array(lines.prefix(count))
+            let (tokens, environments) = QueueEngine.lines(part.joined(separator: "\n"))
+            #expect(tokens == part.map { reference($0).0 })
+            #expect(environments == part.map { reference($0).1 })
+        }
+        #expect(QueueEngine.lines("aa\n").tokens == ["aa", ""])
+        #expect(QueueEngine.lines("").tokens.isEmpty && QueueEngine.lines(nil).tokens.isEmpty)
+    }
+
     /// A token whose first 60 hex digits are 0 (counting up): all of them in a sliver of the
     /// token space, as tokens split by their first digit would never be.
     func skewed(_ number: Int) -> String { token(number) }

@@ -12,16 +12,68 @@ enum KeySpace {
     /// change.
     static func hash(_ address: String) -> Int64 {
         func fnv(_ bytes: some Sequence<UInt8>) -> UInt64 {
-            var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+            var hash = fnvBasis
             for byte in bytes {
                 hash ^= UInt64(byte)
-                hash &*= 0x0000_0100_0000_01b3
+                hash &*= fnvPrime
             }
             return hash
         }
-        // Over the string's own bytes where it has them (a native string): every device of a
-        // broadcast's batch is hashed when it is claimed.
-        var hash = address.utf8.withContiguousStorageIfAvailable { fnv($0) } ?? fnv(address.utf8)
+        // Over the string's own bytes where it has them (a native string).
+        return finish(address.utf8.withContiguousStorageIfAvailable { fnv($0) } ?? fnv(address.utf8))
+    }
+
+    /// `hash(_:)` of each of `addresses`, in their order. A claim hashes every device of its
+    /// batch to find the batch's last key, and each FNV step waits on the one before it: four
+    /// addresses of one length are hashed at a time, their steps interleaved, so a core runs the
+    /// four chains side by side (5,000 APNs tokens: 54 → 24 ns each here).
+    static func hashes(_ addresses: [String]) -> [Int64] {
+        var hashes: [Int64] = []
+        hashes.reserveCapacity(addresses.count)
+        var index = 0
+        while index + 4 <= addresses.count {
+            var (a, b, c, d) = (addresses[index], addresses[index + 1], addresses[index + 2], addresses[index + 3])
+            let count = a.utf8.count
+            guard b.utf8.count == count, c.utf8.count == count, d.utf8.count == count else {
+                hashes.append(hash(a))
+                index += 1
+                continue
+            }
+            let four = a.withUTF8 { a in
+                b.withUTF8 { b in
+                    c.withUTF8 { c in
+                        d.withUTF8 { d in
+                            var (ha, hb, hc, hd) = (fnvBasis, fnvBasis, fnvBasis, fnvBasis)
+                            for at in 0..<count {
+                                ha = (ha ^ UInt64(a[at])) &* fnvPrime
+                                hb = (hb ^ UInt64(b[at])) &* fnvPrime
+                                hc = (hc ^ UInt64(c[at])) &* fnvPrime
+                                hd = (hd ^ UInt64(d[at])) &* fnvPrime
+                            }
+                            return (finish(ha), finish(hb), finish(hc), finish(hd))
+                        }
+                    }
+                }
+            }
+            hashes.append(four.0)
+            hashes.append(four.1)
+            hashes.append(four.2)
+            hashes.append(four.3)
+            index += 4
+        }
+        while index < addresses.count {
+            hashes.append(hash(addresses[index]))
+            index += 1
+        }
+        return hashes
+    }
+
+    private static let fnvBasis: UInt64 = 0xcbf2_9ce4_8422_2325
+    private static let fnvPrime: UInt64 = 0x0000_0100_0000_01b3
+
+    /// FNV's result mixed by MurmurHash3's finaliser, its top 32 bits.
+    private static func finish(_ fnv: UInt64) -> Int64 {
+        var hash = fnv
         hash ^= hash >> 33
         hash &*= 0xff51_afd7_ed55_8ccd
         hash ^= hash >> 33
