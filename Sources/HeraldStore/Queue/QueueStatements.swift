@@ -464,8 +464,8 @@ struct QueueStatements: Sendable {
     /// A device's line in a range: its token, and a space and its environment code when it has one.
     /// A `CASE`, not `token || COALESCE(' ' || environment, '')`: most devices have no
     /// environment, and their token goes into the list as it is, not copied into a new string
-    /// first (SQLite's range read of 5,000 devices: 2.16 → 1.87 ms; PostgreSQL's of 10,000:
-    /// 5.30 → 4.93 ms).
+    /// first (a range read of 5,000 of 300,000 devices, SQLite 3.40 from Python: 2.16 → 1.87 ms;
+    /// of 10,000 in PostgreSQL 15 from psql: 5.30 → 4.93 ms).
     static let rangeLine = "CASE WHEN environment IS NULL THEN token ELSE token || ' ' || environment END"
     var raisedThrough: String {
         """
