@@ -45,7 +45,7 @@ struct StreamTableTests {
                 let id = HTTP2StreamNumber(generator.next() % UInt64(next + 2))
                 #expect(table[id] === model[id], "step \(step): read \(id)")
                 if model[id] != nil, generator.next() % 2 == 0 {
-                    table[id] = nil
+                    _ = table.remove(id)
                     model[id] = nil
                 }
             case 8:

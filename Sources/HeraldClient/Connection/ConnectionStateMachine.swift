@@ -290,9 +290,8 @@ struct ConnectionStateMachine<Job> {
     mutating func goAwayReceived(lastStreamID: HTTP2StreamNumber, into actions: inout [Action]) {
         goAwayLastStreamID = min(lastStreamID, goAwayLastStreamID ?? lastStreamID)
         if phase != .closed { phase = .draining }
-        for (id, stream) in streams.all where id > lastStreamID {
-            streams[id] = nil
-            actions.append(.streamEnded(.unprocessed(stream.job)))
+        for (id, _) in streams.all where id > lastStreamID {
+            if let stream = streams.remove(id) { actions.append(.streamEnded(.unprocessed(stream.job))) }
         }
         transitions(into: &actions)
     }

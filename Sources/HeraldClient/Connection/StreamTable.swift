@@ -34,19 +34,10 @@ struct StreamTable<Value> {
         count += 1
     }
 
+    /// The open stream `id` (read only: ``update(_:_:)`` changes it in place, ``remove(_:)`` ends it).
     subscript(id: HTTP2StreamNumber) -> Value? {
-        get {
-            guard let offset = offset(id) else { return nil }
-            return slots[position(offset)]
-        }
-        set {
-            guard let offset = offset(id) else { return }
-            let position = position(offset)
-            let had = slots[position] != nil
-            slots[position] = newValue
-            if had && newValue == nil { count -= 1 } else if !had && newValue != nil { count += 1 }
-            trim()
-        }
+        guard let offset = offset(id) else { return nil }
+        return slots[position(offset)]
     }
 
     /// Changes the open stream `id` in place and returns what `body` returns; `nil`, without

@@ -307,6 +307,7 @@ extension QueueEngine {
             func find(_ byte: UInt8, from start: Int, to end: Int) -> Int? {
                 memchr(base + start, Int32(byte), end - start).map { UnsafeRawPointer($0) - base }
             }
+            let utf8 = list.utf8
             var start = 0
             while start <= bytes.count {
                 let end = find(UInt8(ascii: "\n"), from: start, to: bytes.count) ?? bytes.count
@@ -315,7 +316,6 @@ extension QueueEngine {
                 if find(UInt8(ascii: " "), from: start, to: end) != nil {
                     space = (start..<end).last { bytes[$0] == UInt8(ascii: " ") }
                 }
-                let utf8 = list.utf8
                 tokens.append(String(list[utf8.index(utf8.startIndex, offsetBy: start)..<utf8.index(utf8.startIndex, offsetBy: space ?? end)]))
                 let code = space.flatMap { Int64(String(decoding: UnsafeBufferPointer(rebasing: bytes[($0 + 1)..<end]), as: UTF8.self)) }
                 environments.append(EnvironmentCode.environment(code))
