@@ -270,29 +270,6 @@ case_() {  # LABEL DATABASE BEFORE-DATABASE [second process: yes]
     forget_fresh
 }
 
-# Sets FRESH_URL: a new, empty database on the server of the PostgreSQL URL given (any other URL
-# as it is), its name in place of the URL's; forget_fresh drops it (and the exit, if it has not).
-FRESH=()
-FRESH_NUMBER=0
-fresh() {  # URL
-    FRESH_URL=$1
-    case $1 in postgres*) ;; *) return ;; esac
-    if [ -n "${REUSE_POSTGRES:-}" ]; then return; fi
-    FRESH_NUMBER=$((FRESH_NUMBER + 1))
-    local name="herald_bench_$$_$FRESH_NUMBER"
-    FRESH_URL=$(python3 -c 'import sys, urllib.parse as u; p = u.urlsplit(sys.argv[1]); print(u.urlunsplit(p._replace(path="/" + sys.argv[2])))' "$1" "$name")
-    psql -q -X "$1" -c "CREATE DATABASE $name"
-    FRESH+=("$1 $name")
-}
-forget_fresh() {
-    local entry
-    for entry in "${FRESH[@]}"; do
-        set -- $entry
-        psql -q -X "$1" -c "DROP DATABASE IF EXISTS $2 WITH (FORCE)" || true
-    done
-    FRESH=()
-}
-trap 'forget_fresh; cleanup' EXIT
 
 # `herald bench` straight to the mock; sets DIRECT_RATE and DIRECT_US and prints them as WHEN.
 direct() {  # WHEN

@@ -16,7 +16,7 @@ COUNT=${1:-1000000}
 ROUNDS=${ROUNDS:-3}
 MOCK_PORT=18744
 
-. scripts/bench-common.sh  # $HERALD, $WORK, PIDS and their cleanup, start_mock_and_key
+. scripts/bench-common.sh  # $HERALD, $WORK, PIDS and their cleanup, start_mock_and_key, fresh databases
 start_mock_and_key "$MOCK_PORT"
 
 client_rate() {  # BINARY
@@ -27,15 +27,6 @@ client_rate() {  # BINARY
 store_rate() {  # BINARY [DATABASE]
     "$1" bench store ${2:+--database "$2"} --count "$COUNT" --output json | python3 -c 'import json, sys; print("%.0f" % json.load(sys.stdin)["broadcast_rate"])'
 }
-postgres_database() {  # makes a database on POSTGRES's server; prints its URL
-    local name="herald_bench_$RANDOM$RANDOM"
-    psql "$POSTGRES" -qc "CREATE DATABASE $name" >/dev/null
-    python3 -c 'import sys, urllib.parse as u; p = u.urlsplit(sys.argv[1]); print(u.urlunsplit(p._replace(path="/" + sys.argv[2])))' "$POSTGRES" "$name"
-}
-drop_database() {  # URL
-    psql "$POSTGRES" -qc "DROP DATABASE IF EXISTS $(python3 -c 'import sys, urllib.parse as u; print(u.urlsplit(sys.argv[1]).path[1:])' "$1")" >/dev/null
-}
-
 declare -A RATIOS
 run() {  # NAME BINARY ROUND
     local name=$1 binary=$2 label="$1 [round $3]" client rate url
@@ -45,9 +36,9 @@ run() {  # NAME BINARY ROUND
     echo "$label: store on SQLite: $rate/s, $(python3 -c "print('%.2f' % ($rate / $client))") × the client"
     RATIOS["$name, SQLite"]+="$(python3 -c "print('%.2f' % ($rate / $client))") "
     if [ -n "${POSTGRES:-}" ]; then
-        url=$(postgres_database)
-        rate=$(store_rate "$binary" "$url")
-        drop_database "$url"
+        fresh "$POSTGRES"
+        rate=$(store_rate "$binary" "$FRESH_URL")
+        forget_fresh
         echo "$label: store on PostgreSQL: $rate/s, $(python3 -c "print('%.2f' % ($rate / $client))") × the client"
         RATIOS["$name, PostgreSQL"]+="$(python3 -c "print('%.2f' % ($rate / $client))") "
     fi
