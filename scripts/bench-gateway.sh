@@ -203,13 +203,15 @@ run_gateway() {  # LABEL DATABASE [second process: yes]; APP=skewed for the skew
     # PostgreSQL's processes and their CPU so far (none on SQLite).
     local database_before=""
     case $database in postgres*) database_before=$(database_ticks) ;; esac
-    # PERF=PREFIX: a profile of the gateway's first seconds of broadcasting (linux-perf), one
+    # PERF=PREFIX: a profile of the gateway's first PERF_SECONDS (4) of broadcasting (linux-perf), one
     # file per case: PREFIX-1.data, PREFIX-2.data… in the order the cases run (their labels say
     # which), and PREFIX-N-postgres.data of PostgreSQL's processes over the same seconds.
     if [ -n "${PERF:-}" ]; then
         PERF_RUN=$((${PERF_RUN:-0} + 1))
         echo "$label: profile $PERF-$PERF_RUN.data"
-        perf record -g -o "$PERF-$PERF_RUN.data" -p "$first" -- sleep 4 >/dev/null 2>&1 &
+        # PERF_GRAPH=dwarf: call graphs unwound from stack copies (swift_release's callers, which
+        # frame pointers lose); the default follows frame pointers, a far smaller file.
+        perf record --call-graph "${PERF_GRAPH:-fp}" -o "$PERF-$PERF_RUN.data" -p "$first" -- sleep "${PERF_SECONDS:-4}" >/dev/null 2>&1 &
         if [ -n "$database_before" ]; then
             echo "$label: PostgreSQL's profile $PERF-$PERF_RUN-postgres.data"
             perf record -g -o "$PERF-$PERF_RUN-postgres.data" -p "$(awk '{ print $1 }' <<<"$database_before" | paste -sd,)" -- sleep 4 >/dev/null 2>&1 &
@@ -293,7 +295,10 @@ for round in $(seq 1 "$ROUNDS"); do
     if [ "$ROUNDS" -gt 1 ]; then tag=" [round $round]"; fi
     if [ -z "${ONLY_POSTGRES:-}" ]; then
         case_ "serve (SQLite)$tag" "sqlite:$WORK/herald-$round.db" "sqlite:$WORK/before-$round.db"
-        [ -n "${SKIP_SKEWED:-}" ] || APP=skewed case_ "serve (SQLite, skewed tokens)$tag" "sqlite:$WORK/herald-$round.db" "sqlite:$WORK/before-$round.db"
+        # The skewed registry in a database file of its own, as each PostgreSQL case has: in the
+        # uniform case's file it would also carry that case's 300,000 devices and delivered
+        # notifications, and measure them with the skew.
+        [ -n "${SKIP_SKEWED:-}" ] || APP=skewed case_ "serve (SQLite, skewed tokens)$tag" "sqlite:$WORK/skewed-$round.db" "sqlite:$WORK/before-skewed-$round.db"
     fi
     if [ -n "${POSTGRES:-}" ]; then
         case_ "serve (PostgreSQL, 1 process)$tag" "$POSTGRES" "${POSTGRES_BEFORE:-}"
