@@ -35,7 +35,8 @@ enum FCMDecision: Sendable, Hashable {
     ///   - random: a value in 0..<1 for the back-off's jitter.
     static func decide(_ attempt: Attempt, attempts: Int, refreshed: Bool, policy: FCMRetryPolicy, random: Double) -> FCMDecision {
         let canRetry = attempts < policy.maximumAttempts
-        let backoff = policy.backoff.delay(afterAttempt: attempts, random: random)
+        // Worked out only for a retry: nearly every answer is a 200.
+        var backoff: Duration { policy.backoff.delay(afterAttempt: attempts, random: random) }
         switch attempt {
         case .timedOut:
             guard canRetry else { return .fail(FCMSendError(.timedOut, reason: "no answer within the deadline", attempts: attempts)) }

@@ -48,13 +48,28 @@ final class MockFCMRoutes: MockHTTPHandler {
 
     /// `POST /token` and `POST /v1/projects/{project}/{method}`; anything else 404.
     func respond(to request: MockHTTPRequest) -> MockHTTPReply {
-        let segments = request.segments
         guard request.method == "POST" else { return .now(.notFound(serving: Self.routes)) }
+        // Nearly every request is a send, its path read here without splitting it (splitting
+        // every path into an array of segments was 3.6 % of a benchmark's CPU); the same route
+        // as the segments below give.
+        if let project = Self.sendProject(request.path) { return send(request, project: project, method: "messages:send") }
+        let segments = request.segments
         if segments.count == 1, segments[0] == "token" { return .now(token(request)) }
         if segments.count == 4, segments[0] == "v1", segments[1] == "projects" {
             return send(request, project: String(segments[2]), method: segments[3])
         }
         return .now(.notFound(serving: Self.routes))
+    }
+
+    /// The project of `/v1/projects/{project}/messages:send` (a project without `/`), or `nil`
+    /// for any other path.
+    static func sendProject(_ path: String) -> String? {
+        let prefix = "/v1/projects/".utf8, suffix = "/messages:send".utf8
+        let bytes = path.utf8
+        guard bytes.count > prefix.count + suffix.count, bytes.starts(with: prefix), bytes.suffix(suffix.count).elementsEqual(suffix) else { return nil }
+        let project = bytes.dropFirst(prefix.count).dropLast(suffix.count)
+        guard !project.contains(UInt8(ascii: "/")) else { return nil }
+        return String(Substring(project))
     }
 
     /// What the mock serves, as its 404 says.
@@ -206,15 +221,20 @@ final class MockFCMRoutes: MockHTTPHandler {
     /// Step 6 and the answer: an unregistered token's 404, or the message recorded and named.
     private func accept(token: String, message: JSONValue, project: String, httpVersion: Int) -> MockHTTPResponse {
         if validatesMessages, state.isUnregistered(token) { return answer(MockFCMRejection.unregistered) }
-        let recorded = state.record { number in
-            MockFCMMessage(token: token, message: message, name: "projects/\(project)/messages/\(number)", httpVersion: httpVersion, receivedAt: Date())
+        let number = state.record { number in
+            MockFCMMessage(token: token, message: message, name: Self.messageName(project: project, number: number), httpVersion: httpVersion, receivedAt: Date())
         }
         var writer = JSONWriter(capacity: 96)
         writer.beginObject()
         writer.key("name")
-        writer.string(recorded.name)
+        writer.string(Self.messageName(project: project, number: number))
         writer.endObject()
         return MockHTTPResponse(status: 200, headers: Self.jsonHeaders, body: writer.bytes)
+    }
+
+    /// FCM's name for accepted message `number`: `projects/{project}/messages/{number}`.
+    static func messageName(project: String, number: Int) -> String {
+        "projects/\(project)/messages/\(number)"
     }
 
     /// An answer's header fields: made once, not a list per answer.
