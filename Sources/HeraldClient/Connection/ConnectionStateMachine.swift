@@ -377,7 +377,7 @@ struct ConnectionStateMachine<Job> {
     }
 
     /// A stream taken out of the table that ended: its answer, or lost without one.
-    private mutating func finished(_ stream: Stream, now: NIODeadline, into actions: inout [Action]) {
+    private mutating func finished(_ stream: consuming Stream, now: NIODeadline, into actions: inout [Action]) {
         if let status = stream.status {
             let answer = RawResponse(
                 status: status, apnsID: stream.apnsID, uniqueID: stream.uniqueID, channelID: stream.channelID,

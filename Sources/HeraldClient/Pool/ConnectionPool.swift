@@ -122,10 +122,10 @@ final class ConnectionPool: Sendable {
     func finished(_ completions: [(job: RequestJob, result: RetryDecision.FinalResult)]) {
         var index = 0
         while index < completions.count {
-            if case .other(_, .batch(let batch, _)) = completions[index].job.request {
+            if let batch = completions[index].job.batch?.owner {
                 // A batch's answers together: one lock and one release of permits.
                 var answers: [(index: Int, answer: ExchangeBatch.Answer)] = []
-                while index < completions.count, case .other(_, .batch(let same, let number)) = completions[index].job.request, same === batch {
+                while index < completions.count, case let (same, number)? = completions[index].job.batch, same === batch {
                     answers.append((number, RequestJob.answer(completions[index].result)))
                     index += 1
                 }

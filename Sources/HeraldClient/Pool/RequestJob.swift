@@ -42,6 +42,13 @@ final class RequestJob: @unchecked Sendable {
     /// The bulk send this job belongs to, if any: kept apart from ``request`` so that grouping
     /// outcomes by send does not copy the whole request.
     let sink: BulkSink<APNSOutcome>?
+    /// The exchange batch this job answers into, and its place there, if any: kept apart from
+    /// ``request`` for the same reason (reading it out of ``request`` copies the request, a
+    /// retain of each of its parts).
+    let batch: (owner: ExchangeBatch, index: Int)?
+    /// Which statuses ``succeeds(with:)`` takes, set from ``request`` once: a switch over the
+    /// request on every answer copied the notification in it, on the event loop.
+    private let successes: Successes
     let logger: Logger
     /// From apns-expiration: no retry outlives it.
     let expiration: Date?
@@ -59,6 +66,8 @@ final class RequestJob: @unchecked Sendable {
     init(notification: PushNotification, index: Int, completion: Completion, logger: Logger) {
         self.request = .notification(notification, index: index, completion)
         if case .bulk(let sink) = completion { self.sink = sink } else { self.sink = nil }
+        self.batch = nil
+        self.successes = .ok
         self.logger = logger
         self.expiration = notification.headers.expiration?.deadline
     }
@@ -66,6 +75,8 @@ final class RequestJob: @unchecked Sendable {
     init(other: OtherRequest, completion: CheckedContinuation<RawResponse, any Error>, logger: Logger) {
         self.request = .other(other, .single(completion))
         self.sink = nil
+        self.batch = nil
+        self.successes = Successes(other)
         self.logger = logger
         self.expiration = other.expiration
     }
@@ -73,6 +84,8 @@ final class RequestJob: @unchecked Sendable {
     init(other: OtherRequest, batch: ExchangeBatch, index: Int, logger: Logger) {
         self.request = .other(other, .batch(batch, index: index))
         self.sink = nil
+        self.batch = (batch, index)
+        self.successes = Successes(other)
         self.logger = logger
         self.expiration = other.expiration
     }
@@ -80,9 +93,24 @@ final class RequestJob: @unchecked Sendable {
     /// Whether `status` is a success for this request: 200 for a notification (apns-spec §1.6);
     /// 200, 201 or 204 for channel management and broadcasts (§1.9).
     func succeeds(with status: Int) -> Bool {
-        switch request {
-        case .notification: status == 200
-        case .other(let request, _): request.passthrough || (200..<300).contains(status)
+        switch successes {
+        case .ok: status == 200
+        case .any2xx: (200..<300).contains(status)
+        case .any: true
+        }
+    }
+
+    /// The statuses a request succeeds with.
+    private enum Successes {
+        /// 200: a notification.
+        case ok
+        /// 200 to 299: channel management and broadcasts.
+        case any2xx
+        /// Every status: a passthrough request, whose caller reads the answer.
+        case any
+
+        init(_ other: OtherRequest) {
+            self = other.passthrough ? .any : .any2xx
         }
     }
 
