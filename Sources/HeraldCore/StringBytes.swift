@@ -13,6 +13,14 @@ extension String {
     /// under Unicode's canonical equivalence; an APNs topic is compared byte for byte, and this
     /// is the check every notification's topic gets (``PushType/validate(topic:)``).
     package func hasUTF8Suffix(_ suffix: String) -> Bool {
+        // Over both strings' own storage where they have it (native strings): the view's
+        // `suffix` walk retained and released the string, for each suffix a topic is checked against.
+        let compared = utf8.withContiguousStorageIfAvailable { bytes in
+            suffix.utf8.withContiguousStorageIfAvailable { tail in
+                tail.count <= bytes.count && UnsafeBufferPointer(rebasing: bytes[(bytes.count - tail.count)...]).elementsEqual(tail)
+            }
+        }
+        if let compared = compared ?? nil { return compared }
         let count = suffix.utf8.count
         guard count <= utf8.count else { return false }
         return utf8.suffix(count).elementsEqual(suffix.utf8)

@@ -17,7 +17,7 @@
         limiter: InFlightLimiter,
         sink: BulkSink<Outcome>,
         batch: Int = 256,
-        prepare: (Elements.Element, Int) -> BulkPreparation<Job, Outcome>,
+        prepare: (consuming Elements.Element, Int) -> BulkPreparation<Job, Outcome>,
         submit: ([Job]) -> Void
     ) async {
         var iterator = elements.makeIterator()
@@ -62,7 +62,7 @@
         _ elements: Elements,
         limiter: InFlightLimiter,
         sink: BulkSink<Outcome>,
-        prepare: (Elements.Element, Int) -> BulkPreparation<Job, Outcome>,
+        prepare: (consuming Elements.Element, Int) -> BulkPreparation<Job, Outcome>,
         submit: ([Job]) -> Void
     ) async {
         var permits = 0

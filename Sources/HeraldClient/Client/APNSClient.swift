@@ -127,7 +127,8 @@ public final class APNSClient: Sendable {
     /// - Throws: ``APNSError`` when APNs rejected it, or when local validation refused it with the
     ///   reason APNs would give; ``APNSClientError`` when it could not be delivered.
     public func send(_ notification: PushNotification, logger: Logger? = nil) async throws -> APNSResponse {
-        let prepared = try prepare(notification)
+        var prepared = notification
+        try prepare(&prepared)
         _ = try await limiter.acquire()
         defer { limiter.release() }
         let logger = self.logger(for: prepared, base: logger)
@@ -279,13 +280,15 @@ public final class APNSClient: Sendable {
         }
     }
 
-    /// A job for `notification`, or its outcome when it is refused before sending.
+    /// A job for `notification`, or its outcome when it is refused before sending. Takes the
+    /// notification, not a copy: the job holds it (each copy retains its strings).
     private func prepared(
-        _ notification: PushNotification, index: Int, sink: BulkSink<APNSOutcome>, logger base: Logger?
+        _ notification: consuming PushNotification, index: Int, sink: BulkSink<APNSOutcome>, logger base: Logger?
     ) -> BulkPreparation<RequestJob, APNSOutcome> {
         do {
-            let prepared = try prepare(notification)
-            return .job(RequestJob(notification: prepared, index: index, completion: .bulk(sink), logger: logger(for: prepared, base: base)))
+            try prepare(&notification)
+            let logger = logger(for: notification, base: base)
+            return .job(RequestJob(notification: notification, index: index, completion: .bulk(sink), logger: logger))
         } catch {
             let result: APNSOutcome.Result = (error as? APNSError).map { .rejected($0) }
                 ?? .failed(error as? APNSClientError ?? APNSClientError(.invalidCredentials, "\(error)"))
@@ -294,9 +297,10 @@ public final class APNSClient: Sendable {
     }
 
     /// Local checks before anything is sent: APNs's own rules (``PushNotification/validate()``)
-    /// and what the credentials allow.
-    private func prepare(_ notification: PushNotification) throws -> PushNotification {
-        var notification = notification
+    /// and what the credentials allow. In place: a notification returned as a new value was a
+    /// copy of it, a retain of each of its strings (and a release of the old), per notification.
+    /// A notification refused is left as it came (its outcome carries it).
+    private func prepare(_ notification: inout PushNotification) throws {
         if let identity {
             if notification.headers.pushType == .location {
                 throw APNSClientError(.invalidCredentials, "location pushes need token authentication, not a certificate (apns-spec §1.5)")
@@ -305,13 +309,16 @@ public final class APNSClient: Sendable {
                 guard let topic = identity.defaultTopic else {
                     throw APNSError(local: .missingTopic, "the certificate lists several topics (\(identity.listedTopics.joined(separator: ", "))); set apns-topic")
                 }
-                notification.headers.topic = topic
+                var withTopic = notification
+                withTopic.headers.topic = topic
+                try withTopic.validate()
+                notification = withTopic
+                return
             }
         } else if notification.headers.topic == nil {
             throw APNSError(local: .missingTopic, "token authentication needs apns-topic: the app's bundle ID")
         }
         try notification.validate()
-        return notification
     }
 
     private func logger(for notification: PushNotification, base: Logger?) -> Logger {
