@@ -131,7 +131,7 @@ public final class HeraldGateway: Service, Sendable {
         let migrated = MigrationGate(gateway: self)
         var services: [any Service] = [store]
         // The APNs clients close after the workers and the API, draining what is in flight.
-        services.append(ClientsService(live: live, stopGrace: stopGrace))
+        services.append(ClientsService(live: live))
         if roles.contains(.workers) {
             let workers = DeliveryWorkers(store: store, live: live, metrics: metrics, logger: logger, stopGrace: stopGrace)
             services.append(AfterMigration(gate: migrated, service: workers))
@@ -152,27 +152,30 @@ public final class HeraldGateway: Service, Sendable {
         return services
     }
 
-    /// Closes the APNs and Web Push clients in force, and any a reload replaced still draining,
-    /// on graceful shutdown.
+    /// Closes the APNs, Web Push and FCM clients in force, and any a reload replaced still
+    /// draining, on graceful shutdown.
     private struct ClientsService: Service {
-        /// How long connections have to close once the workers' grace period is over.
+        /// How long connections have to close once the workers have stopped.
         static let closeAllowance: Duration = .seconds(2)
 
         let live: LiveConfiguration
-        let stopGrace: Duration
 
         func run() async throws {
             try? await gracefulShutdown()
-            // The workers give their batches the grace period; what is still unanswered after
-            // it is recorded as retried, so a push service or APNs that does not answer must not
-            // hold the stop: the clients are waited for until then, and a little more to close.
+            // A service group stops its services one at a time, in reverse order: this one is
+            // told to stop once the workers (listed after it) have, within their grace period.
+            // What was unanswered then is recorded as retried, so a push service or APNs that
+            // does not answer must not hold the stop: the clients get `closeAllowance` to close.
+            // (It was the grace period again plus the allowance, counted from here: a stop with
+            // an unanswered send took 4 s with a 1 s grace, and past `shutdownMargin` with the
+            // default 20 s, where the group cancels what is left.)
             let (done, finish) = AsyncStream.makeStream(of: Never.self)
             let closing = Task { [live] in
                 await live.shutdown()
                 finish.finish()
             }
-            let deadline = Task { [stopGrace] in
-                try? await Task.sleep(for: stopGrace + Self.closeAllowance)
+            let deadline = Task {
+                try? await Task.sleep(for: Self.closeAllowance)
                 finish.finish()
             }
             for await _ in done {}
