@@ -197,6 +197,19 @@ struct BatchMessagesTests {
         #expect(plain.notifications.first?.payload.json["aps"]?["badge"] == nil, "badges are sent only in increment mode")
     }
 
+    @Test("a part of the batch's notifications: those at its indices, in its order, each with its own badge; nil: every one")
+    func parts() throws {
+        let made = try BatchNotifications(
+            for: batch([(token(1), 3), ("zz-not-hex", 1), (token(2), nil), (token(3), 7)], badge: .increment), topic: bundleID)
+        #expect(made.count == 3 && made.invalid == ["zz-not-hex"])
+        #expect(Array(made.part(nil)).map(\.token.hex) == [token(1), token(2), token(3)])
+        let part = Array(made.part([2, 0]))
+        #expect(part.map(\.token.hex) == [token(3), token(1)])
+        #expect(part.map { $0.payload.json["aps"]?["badge"]?.intValue } == [7, 3])
+        #expect(made[1].payload.string == #"{"aps":{"alert":"hi"},"k":1}"#, "a device without a badge gets the payload as stored")
+        #expect(Array(made.part([])).isEmpty)
+    }
+
     @Test("withBadge sets aps.badge, adding aps where there is none, and keeps every other key")
     func withBadge() throws {
         func badged(_ text: String, _ badge: Int) throws -> JSONValue {

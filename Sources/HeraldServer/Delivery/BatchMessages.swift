@@ -2,6 +2,84 @@ import HeraldClient
 import HeraldCore
 import HeraldStore
 
+/// A claimed batch's notifications (``BatchMessages/notifications(for:topic:)``), made one at a
+/// time as the send takes them: each is made once and moved into its request. An array of them
+/// was copied out of element by element (a retain of each of a notification's strings, and a
+/// release when the array went), on the pool thread the event loops share those strings with.
+struct BatchNotifications: Sendable {
+    /// The devices' tokens that are valid hex, in the batch's order.
+    let tokens: [DeviceToken]
+    /// The batch's tokens that are not (the store never holds one), in its order.
+    let invalid: [String]
+    private let headers: PushHeaders
+    private let shared: EncodedPayload
+    /// Each token's own payload when the badge increments and it has one (else empty).
+    private let badged: [EncodedPayload?]
+
+    init(for batch: WorkBatch, topic bundleID: String) throws(PayloadError) {
+        let queued = batch.notification
+        headers = PushHeaders(
+            pushType: queued.pushType, topic: queued.pushType.topic(forBundleID: bundleID), priority: queued.priority,
+            expiration: queued.expiration, collapseID: queued.collapseID ?? queued.id
+        )
+        let shared = try EncodedPayload(validating: queued.payload)
+        self.shared = shared
+        let increments = queued.badge == .increment
+        var byBadge: [Int: EncodedPayload] = [:]
+        var tokens: [DeviceToken] = []
+        var badged: [EncodedPayload?] = []
+        var invalid: [String] = []
+        tokens.reserveCapacity(batch.items.count)
+        for item in batch.items {
+            guard let token = try? DeviceToken(item.token) else {
+                invalid.append(item.token)
+                continue
+            }
+            tokens.append(token)
+            guard increments else { continue }
+            if let badge = item.badge {
+                if byBadge[badge] == nil { byBadge[badge] = BatchMessages.withBadge(badge, shared) }
+                badged.append(byBadge[badge])
+            } else {
+                badged.append(nil)
+            }
+        }
+        self.tokens = tokens
+        self.badged = badged
+        self.invalid = invalid
+    }
+
+    var count: Int { tokens.count }
+
+    /// The notification to the `index`th valid token.
+    subscript(index: Int) -> PushNotification {
+        PushNotification(token: tokens[index], headers: headers, payload: badged.isEmpty ? shared : badged[index] ?? shared)
+    }
+
+    /// The notifications at `indices` (every one when `nil`), in that order.
+    func part(_ indices: [Int]?) -> Part { Part(notifications: self, indices: indices) }
+
+    struct Part: Sequence, Sendable {
+        let notifications: BatchNotifications
+        let indices: [Int]?
+
+        func makeIterator() -> Iterator { Iterator(part: self) }
+        var underestimatedCount: Int { indices?.count ?? notifications.count }
+
+        struct Iterator: IteratorProtocol {
+            let part: Part
+            var position = 0
+
+            mutating func next() -> PushNotification? {
+                let end = part.indices?.count ?? part.notifications.count
+                guard position < end else { return nil }
+                defer { position += 1 }
+                return part.notifications[part.indices?[position] ?? position]
+            }
+        }
+    }
+}
+
 /// The APNs requests for a claimed batch, and how each one's outcome is recorded.
 enum BatchMessages {
     /// One notification per device of `batch`, in the batch's order (a token that is not valid
@@ -12,33 +90,8 @@ enum BatchMessages {
     /// died) shows it once. Both copies must carry it for APNs to collapse them (apns-spec §1.5,
     /// `apns-collapse-id`).
     static func notifications(for batch: WorkBatch, topic bundleID: String) throws(PayloadError) -> (notifications: [PushNotification], invalid: [String]) {
-        let queued = batch.notification
-        let headers = PushHeaders(
-            pushType: queued.pushType, topic: queued.pushType.topic(forBundleID: bundleID), priority: queued.priority,
-            expiration: queued.expiration, collapseID: queued.collapseID ?? queued.id
-        )
-        let shared = try EncodedPayload(validating: queued.payload)
-        var byBadge: [Int: EncodedPayload] = [:]
-        var notifications: [PushNotification] = []
-        var invalid: [String] = []
-        notifications.reserveCapacity(batch.items.count)
-        for item in batch.items {
-            guard let token = try? DeviceToken(item.token) else {
-                invalid.append(item.token)
-                continue
-            }
-            var payload = shared
-            if queued.badge == .increment, let badge = item.badge {
-                if let cached = byBadge[badge] {
-                    payload = cached
-                } else {
-                    payload = withBadge(badge, shared)
-                    byBadge[badge] = payload
-                }
-            }
-            notifications.append(PushNotification(token: token, headers: headers, payload: payload))
-        }
-        return (notifications, invalid)
+        let made = try BatchNotifications(for: batch, topic: bundleID)
+        return (Array(made.part(nil)), made.invalid)
     }
 
     /// The positions of `items` (a batch's items that have a notification, in order) by the token

@@ -174,9 +174,9 @@ final class DeliveryWorkers: Service, Sendable {
                 logger: logger, start: start)
             return
         }
-        let messages: (notifications: [PushNotification], invalid: [String])
+        let messages: BatchNotifications
         do {
-            messages = try BatchMessages.notifications(for: batch, topic: topic)
+            messages = try BatchNotifications(for: batch, topic: topic)
         } catch {
             let browserOutcomes = await browsers.outcomes() + android.outcomes()
             await record(
@@ -184,8 +184,7 @@ final class DeliveryWorkers: Service, Sendable {
                 start: start)
             return
         }
-        let notifications = messages.notifications
-        let collector = OutcomeCollector(count: notifications.count)
+        let collector = OutcomeCollector(count: messages.count)
         grace.watch(collector)
         // Each device goes to its own environment's client (most batches: all to one).
         // The items that have a notification (a token that is not hex has none), in its order.
@@ -200,7 +199,7 @@ final class DeliveryWorkers: Service, Sendable {
                 for (environment, indices) in groups {
                     guard let client = clients[AppEnvironment(app: appID, environment: environment, kind: kind)] else { continue }
                     senders.addTask {
-                        let part = indices.count == notifications.count ? notifications : indices.map { notifications[$0] }
+                        let part = messages.part(indices.count == messages.count ? nil : indices)
                         do {
                             for try await outcome in client.send(contentsOf: part, logger: logger) {
                                 collector.record(BatchMessages.outcome(outcome.result), at: indices[outcome.index])
