@@ -585,6 +585,34 @@ class Run:
         expect(by("notification-status")).to_have_text("cancelled")
         check(page.url.rsplit("/", 1)[1] == scheduled, f"opened {page.url}, not {scheduled}")
 
+        self.step("the status filter changed while the list for the one before is loading: the later filter's list stays, "
+                  "when the earlier answer comes second")
+        # The list for Done is held back until Cancelled's list is shown, then let through: an
+        # older answer that arrives second must not replace the newer filter's rows.
+        held = []
+        def hold_done(route):
+            if "status=done" in route.request.url:
+                held.append(route)
+            else:
+                route.continue_()
+        lists = re.compile(r".*/v1/apps/[^/?]+/notifications[?].*")
+        page.route(lists, hold_done)
+        by("nav-overview").click()
+        by("notifications-status").select_option("done")
+        deadline = time.monotonic() + 15
+        while not held and time.monotonic() < deadline:
+            page.wait_for_timeout(50)
+        check(len(held) == 1, f"{len(held)} requests for Done were held, not 1")
+        by("notifications-status").select_option("cancelled")
+        expect(rows).to_have_count(2)
+        for route in held:
+            route.continue_()
+        page.wait_for_timeout(1000)  # the held answer arrives and is dropped
+        expect(rows).to_have_count(2)
+        for index in range(2):
+            expect(rows.nth(index).locator(".badge")).to_have_text("cancelled")
+        page.unroute(lists, hold_done)
+
         self.step("devices: by token opens its detail (every field)")
         by("nav-devices").click()
         by("device-search-by").select_option("token")

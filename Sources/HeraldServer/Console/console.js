@@ -604,7 +604,10 @@
   // ---------------------------------------------------------------------------------------
   // Overview
 
-  const overview = { status: '', next: null };
+  // `request` numbers the list's loads: only the latest one's answer is shown. A filter changed
+  // while the list for the one before was loading (both within one generation) otherwise had
+  // its answer overwritten by the older one's, when that came second.
+  const overview = { status: '', next: null, request: 0 };
 
   function showOverview() {
     show($('overview-view'), true);
@@ -770,11 +773,13 @@
   async function loadNotifications(generation, more) {
     const button = $('notifications-more');
     button.disabled = true;
+    const request = ++overview.request;
+    const latest = () => current(generation) && request === overview.request;
     try {
       const answer = await api(['apps', state.app, 'notifications'], {
         query: { status: overview.status, limit: PAGE_SIZE, cursor: more ? overview.next : null },
       });
-      if (!current(generation)) return;
+      if (!latest()) return;
       showError($('notifications-error'), '');
       const body = $('notifications-table').tBodies[0];
       if (!more) clear(body);
@@ -784,9 +789,9 @@
       show(button, Boolean(overview.next));
       show($('notifications-empty'), body.rows.length === 0);
     } catch (error) {
-      if (current(generation)) showError($('notifications-error'), error.message);
+      if (latest()) showError($('notifications-error'), error.message);
     } finally {
-      button.disabled = false;
+      if (request === overview.request) button.disabled = false;
     }
   }
 
