@@ -16,6 +16,12 @@ struct BatchNotifications: Sendable {
     /// Each token's own payload when the badge increments and it has one (else empty).
     private let badged: [EncodedPayload?]
 
+    /// One notification per device of `batch` (``BatchMessages/notifications(for:topic:)``).
+    ///
+    /// When the caller set no collapse ID, the notification's ID is sent as one, on every send:
+    /// a device that gets the notification twice (its first send was in flight when a worker
+    /// died) shows it once. Both copies must carry it for APNs to collapse them (apns-spec §1.5,
+    /// `apns-collapse-id`).
     init(for batch: WorkBatch, topic bundleID: String) throws(PayloadError) {
         let queued = batch.notification
         headers = PushHeaders(
@@ -83,12 +89,8 @@ struct BatchNotifications: Sendable {
 /// The APNs requests for a claimed batch, and how each one's outcome is recorded.
 enum BatchMessages {
     /// One notification per device of `batch`, in the batch's order (a token that is not valid
-    /// hex, which the store never holds, is left out and listed in `invalid`).
-    ///
-    /// When the caller set no collapse ID, the notification's ID is sent as one, on every send:
-    /// a device that gets the notification twice (its first send was in flight when a worker
-    /// died) shows it once. Both copies must carry it for APNs to collapse them (apns-spec §1.5,
-    /// `apns-collapse-id`).
+    /// hex, which the store never holds, is left out and listed in `invalid`), each carrying the
+    /// notification's ID as its collapse ID when the caller set none (``BatchNotifications/init(for:topic:)``).
     static func notifications(for batch: WorkBatch, topic bundleID: String) throws(PayloadError) -> (notifications: [PushNotification], invalid: [String]) {
         let made = try BatchNotifications(for: batch, topic: bundleID)
         return (Array(made.part(nil)), made.invalid)
