@@ -74,10 +74,15 @@ struct BatchNotifications: Sendable {
 
         struct Iterator: IteratorProtocol {
             let part: Part
+            let end: Int
             var position = 0
 
+            init(part: Part) {
+                self.part = part
+                end = part.underestimatedCount
+            }
+
             mutating func next() -> PushNotification? {
-                let end = part.indices?.count ?? part.notifications.count
                 guard position < end else { return nil }
                 defer { position += 1 }
                 return part.notifications[part.indices?[position] ?? position]
