@@ -214,7 +214,7 @@ run_gateway() {  # LABEL DATABASE [second process: yes]; APP=skewed for the skew
         perf record --call-graph "${PERF_GRAPH:-fp}" -o "$PERF-$PERF_RUN.data" -p "$first" -- sleep "${PERF_SECONDS:-4}" >/dev/null 2>&1 &
         if [ -n "$database_before" ]; then
             echo "$label: PostgreSQL's profile $PERF-$PERF_RUN-postgres.data"
-            perf record -g -o "$PERF-$PERF_RUN-postgres.data" -p "$(awk '{ print $1 }' <<<"$database_before" | paste -sd,)" -- sleep 4 >/dev/null 2>&1 &
+            perf record --call-graph "${PERF_GRAPH:-fp}" -o "$PERF-$PERF_RUN-postgres.data" -p "$(awk '{ print $1 }' <<<"$database_before" | paste -sd,)" -- sleep "${PERF_SECONDS:-4}" >/dev/null 2>&1 &
         fi
     fi
     local before_ticks before_mock
