@@ -574,6 +574,7 @@ class Run:
         expect(rows).to_have_count(1)
         expect(rows.first.locator(".badge")).to_have_text("scheduled")
         expect(rows.first.locator(".badge")).to_have_class(re.compile(r"badge-scheduled"))
+        by("notifications-table").scroll_into_view_if_needed()  # the list, not the cards above it
         self.shot(page, "notifications-scheduled.png", full_page=False)
         rows.first.locator("td").nth(1).click()
         expect(by("notification-status")).to_have_text("scheduled")
@@ -611,6 +612,8 @@ class Run:
         expect(rows).to_have_count(2)
         for index in range(2):
             expect(rows.nth(index).locator(".badge")).to_have_text("cancelled")
+        by("notifications-table").scroll_into_view_if_needed()
+        self.shot(page, "notifications-filter-changed.png", full_page=False)
         page.unroute(lists, hold_done)
 
         self.step("devices: by token opens its detail (every field)")
