@@ -19,7 +19,12 @@ struct BundleCommandTests {
         URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent().appendingPathComponent("herald")
     }
 
-    func herald(_ arguments: [String], environment: [String: String] = [:]) throws -> (status: Int32, stdout: String, stderr: String) {
+    /// Runs `herald` with `arguments` on a thread of its own (not the cooperative pool).
+    func herald(_ arguments: [String], environment: [String: String] = [:]) async throws -> (status: Int32, stdout: String, stderr: String) {
+        try await onOwnThread { try Self.heraldBlocking(arguments, environment: environment) }
+    }
+
+    static func heraldBlocking(_ arguments: [String], environment: [String: String]) throws -> (status: Int32, stdout: String, stderr: String) {
         let process = Process()
         process.executableURL = Self.herald
         process.arguments = arguments
@@ -36,42 +41,42 @@ struct BundleCommandTests {
     }
 
     @Test("pass sign with the password from HERALD_CERT_PASSWORD, verify against the root, tampering caught")
-    func pass() throws {
-        let p12 = try scratch.p12(pki.leaf(uid: "pass.com.example.herald"), legacy: true, password: "s3cret", name: "pass")
+    func pass() async throws {
+        let p12 = try await scratch.p12(pki.leaf(uid: "pass.com.example.herald"), legacy: true, password: "s3cret", name: "pass")
         let wwdr = try scratch.writePEM(pki.wwdr, "wwdr.pem")
         let root = try scratch.writePEM(pki.root, "root.pem")
         let output = scratch.file("out.pkpass")
-        let signed = try herald(["pass", "sign", writePassDirectory(in: scratch), "--cert", p12, "--wwdr", wwdr, "-o", output], environment: ["HERALD_CERT_PASSWORD": "s3cret"])
+        let signed = try await herald(["pass", "sign", writePassDirectory(in: scratch), "--cert", p12, "--wwdr", wwdr, "-o", output], environment: ["HERALD_CERT_PASSWORD": "s3cret"])
         #expect(signed.status == 0, "\(signed.stderr)")
         #expect(signed.stdout.contains("signed pass written to \(output)"))
-        let verified = try herald(["pass", "verify", output, "--root", root])
+        let verified = try await herald(["pass", "verify", output, "--root", root])
         #expect(verified.status == 0, "\(verified.stdout)")
         #expect(verified.stdout.contains("signer: pass.com.example.herald"))
         #expect(verified.stdout.hasSuffix("valid\n"))
         let tampered = scratch.file("tampered.pkpass")
-        try rezip(output, to: tampered, replace: ["pass.json": Array("{}".utf8)])
-        let caught = try herald(["pass", "verify", tampered, "--root", root])
+        try await rezip(output, to: tampered, replace: ["pass.json": Array("{}".utf8)])
+        let caught = try await herald(["pass", "verify", tampered, "--root", root])
         #expect(caught.status == 1)
         #expect(caught.stdout.contains("problem: pass.json was changed"))
     }
 
     @Test("pushpackage sign with manifest version 1 and verify")
-    func pushPackage() throws {
+    func pushPackage() async throws {
         let identity = try pki.leaf(uid: "web.com.example.herald")
         let certificate = try scratch.write("web.crt.pem", identity.certificate.serializeAsPEM().pemString)
         let key = try scratch.write("web.key.pem", identity.privateKey.serializeAsPEM().pemString)
         let wwdrDER = try scratch.write("wwdr.cer", pki.wwdr.serializeAsPEM().derBytes)  // DER, as Apple distributes it
         let output = scratch.file("package.zip")
-        let signed = try herald(["pushpackage", "sign", writePackageDirectory(in: scratch), "--cert", certificate, "--cert-key", key, "--wwdr", wwdrDER, "--manifest-version", "1", "-o", output])
+        let signed = try await herald(["pushpackage", "sign", writePackageDirectory(in: scratch), "--cert", certificate, "--cert-key", key, "--wwdr", wwdrDER, "--manifest-version", "1", "-o", output])
         #expect(signed.status == 0, "\(signed.stderr)")
-        let verified = try herald(["pushpackage", "verify", output])
+        let verified = try await herald(["pushpackage", "verify", output])
         #expect(verified.status == 0, "\(verified.stdout)")
         #expect(verified.stdout.contains("give --root"))
     }
 
     @Test("errors: one clear line on stderr, exit 2, the password never shown")
-    func errors() throws {
-        let p12 = try scratch.p12(pki.leaf(uid: "pass.com.example.herald"), legacy: false, password: "right", name: "p")
+    func errors() async throws {
+        let p12 = try await scratch.p12(pki.leaf(uid: "pass.com.example.herald"), legacy: false, password: "right", name: "p")
         let wwdr = try scratch.writePEM(pki.wwdr, "wwdr.pem")
         let directory = try writePassDirectory(in: scratch)
         let cases: [([String], String)] = [
@@ -82,13 +87,13 @@ struct BundleCommandTests {
             (["pass", "sign", directory, "--wwdr", wwdr, "-o", scratch.file("x")], "signing needs a certificate"),
         ]
         for (arguments, message) in cases {
-            let result = try herald(arguments)
+            let result = try await herald(arguments)
             #expect(result.status == 2, "\(arguments): \(result.stderr)")
             #expect(result.stderr.split(separator: "\n").count == 1, "\(result.stderr)")
             #expect(result.stderr.contains(message), "\(result.stderr)")
             #expect(!result.stderr.contains("wrong\n") && !result.stderr.contains("right"))
         }
-        let wrongKind = try herald(["pushpackage", "verify", writePassDirectory(in: scratch, name: "dir") + "/pass.json"])
+        let wrongKind = try await herald(["pushpackage", "verify", writePassDirectory(in: scratch, name: "dir") + "/pass.json"])
         #expect(wrongKind.status == 1)
     }
 }

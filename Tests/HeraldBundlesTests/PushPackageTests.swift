@@ -32,14 +32,14 @@ struct PushPackageTests {
     }
 
     @Test("version 2 (SHA-512) and version 1 (SHA-1) manifests; openssl cms -verify accepts the signature", arguments: [2, 1])
-    func signedPackage(version: Int) throws {
-        let identity = try CertificateIdentity(file: scratch.p12(pki.leaf(uid: "web.com.example.herald"), legacy: true, password: "pw", name: "web"), password: "pw")
+    func signedPackage(version: Int) async throws {
+        let identity = try CertificateIdentity(file: await scratch.p12(pki.leaf(uid: "web.com.example.herald"), legacy: true, password: "pw", name: "web"), password: "pw")
         let signed = try SafariPushPackage(directory: writePackageDirectory(in: scratch)).sign(identity: identity, wwdr: [pki.wwdr], manifestVersion: version)
         let zip = try scratch.write("package.zip", signed.zipData())
         let extracted = scratch.file("x")
-        try unzipWithPython(zip, into: extracted)
+        try await unzipWithPython(zip, into: extracted)
         let root = try scratch.writePEM(pki.root, "root.pem")
-        try runCommand("openssl", ["cms", "-verify", "-binary", "-inform", "DER", "-in", extracted + "/signature", "-content", extracted + "/manifest.json", "-CAfile", root, "-out", "/dev/null"])
+        try await runCommand("openssl", ["cms", "-verify", "-binary", "-inform", "DER", "-in", extracted + "/signature", "-content", extracted + "/manifest.json", "-CAfile", root, "-out", "/dev/null"])
 
         let manifest = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: extracted + "/manifest.json"))) as! [String: Any]
         #expect(manifest.count == 7)  // website.json and six icons, at the archive root

@@ -77,8 +77,8 @@ extension ScratchDirectory {
     }
 
     /// A `.p12` of `identity`, made by openssl: legacy RC2-40/3DES or OpenSSL 3's AES-256.
-    func p12(_ identity: CertificateIdentity, legacy: Bool, password: String, name: String) throws -> String {
-        try p12(
+    func p12(_ identity: CertificateIdentity, legacy: Bool, password: String, name: String) async throws -> String {
+        try await p12(
             certificatePEM: identity.certificate.serializeAsPEM().pemString, keyPEM: identity.privateKey.serializeAsPEM().pemString,
             legacy: legacy, password: password, name: name
         )

@@ -7,7 +7,7 @@ import Testing
 import X509
 
 /// Rewrites a zip with Python: replaced or removed entries, and added ones (any name, even `../x`).
-func rezip(_ source: String, to destination: String, replace: [String: [UInt8]] = [:], remove: Set<String> = [], add: [String: [UInt8]] = [:]) throws {
+func rezip(_ source: String, to destination: String, replace: [String: [UInt8]] = [:], remove: Set<String> = [], add: [String: [UInt8]] = [:]) async throws {
     let script = """
     import sys, zipfile, json, base64
     src, dst, spec = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
@@ -22,7 +22,7 @@ func rezip(_ source: String, to destination: String, replace: [String: [UInt8]] 
         "replace": replace.mapValues { Data($0).base64EncodedString() }, "remove": Array(remove), "add": add.mapValues { Data($0).base64EncodedString() },
     ]
     let json = String(decoding: try JSONSerialization.data(withJSONObject: spec), as: UTF8.self)
-    try runCommand("python3", ["-c", script, source, destination, json])
+    try await runCommand("python3", ["-c", script, source, destination, json])
 }
 
 @Suite("Bundle verifier", .timeLimit(.minutes(6)))
@@ -60,7 +60,7 @@ struct VerifierTests {
     @Test("a changed file is caught with both digests")
     func changedFile() async throws {
         let tampered = scratch.file("changed.pkpass")
-        try rezip(zip, to: tampered, replace: ["logo.png": png(width: 160, height: 51)])
+        try await rezip(zip, to: tampered, replace: ["logo.png": png(width: 160, height: 51)])
         let report = try await verify(tampered)
         #expect(report.problems.count == 1)
         #expect(report.problems.first?.hasPrefix("logo.png was changed: its sha1 is ") == true, "\(report.problems)")
@@ -69,10 +69,10 @@ struct VerifierTests {
     @Test("a missing file and an extra file are caught")
     func missingAndExtra() async throws {
         let missing = scratch.file("missing.pkpass")
-        try rezip(zip, to: missing, remove: ["fr.lproj/pass.strings"])
+        try await rezip(zip, to: missing, remove: ["fr.lproj/pass.strings"])
         #expect(try await verify(missing).problems == ["fr.lproj/pass.strings is in the manifest but missing from the bundle"])
         let extra = scratch.file("extra.pkpass")
-        try rezip(zip, to: extra, add: ["strip.png": png(width: 10, height: 10)])
+        try await rezip(zip, to: extra, add: ["strip.png": png(width: 10, height: 10)])
         #expect(try await verify(extra).problems == ["strip.png is in the bundle but not in the manifest"])
     }
 
@@ -84,7 +84,7 @@ struct VerifierTests {
             .sign(identity: impostor.leaf(uid: "pass.com.example.herald"), wwdr: [impostor.wwdr])
         #expect(same.manifest == signed.manifest)
         let forged = scratch.file("forged.pkpass")
-        try rezip(zip, to: forged, replace: ["signature": same.signature])
+        try await rezip(zip, to: forged, replace: ["signature": same.signature])
         let rooted = try await verify(forged, roots: [pki.root])
         #expect(!rooted.isValid)
         #expect(rooted.problems.first?.contains("does not chain to a trusted root") == true, "\(rooted.problems)")
@@ -94,7 +94,7 @@ struct VerifierTests {
         let other = try WalletPass(directory: writePassDirectory(in: scratch, name: "Other.pass", pass: pass))
             .sign(identity: impostor.leaf(uid: "pass.com.example.herald"), wwdr: [impostor.wwdr])
         let swapped = scratch.file("swapped.pkpass")
-        try rezip(zip, to: swapped, replace: ["signature": other.signature])
+        try await rezip(zip, to: swapped, replace: ["signature": other.signature])
         let mismatched = try await verify(swapped)
         #expect(mismatched.problems.first?.contains("Message digest mismatch") == true, "\(mismatched.problems)")
     }
@@ -111,10 +111,10 @@ struct VerifierTests {
         let garbage = try scratch.write("garbage.pkpass", "not a zip")
         #expect(try await verify(garbage).problems.first?.contains("not a readable zip") == true)
         let noManifest = scratch.file("nomanifest.pkpass")
-        try rezip(zip, to: noManifest, remove: ["manifest.json"])
+        try await rezip(zip, to: noManifest, remove: ["manifest.json"])
         #expect(try await verify(noManifest).problems == ["manifest.json is missing"])
         let escape = scratch.file("escape.pkpass")
-        try rezip(zip, to: escape, add: ["../evil.sh": Array("#!/bin/sh".utf8)])
+        try await rezip(zip, to: escape, add: ["../evil.sh": Array("#!/bin/sh".utf8)])
         let report = try await verify(escape)
         #expect(report.problems.first?.contains("'..'") == true, "\(report.problems)")
     }
@@ -128,7 +128,7 @@ struct VerifierTests {
             let report = try await verify(path, roots: [pki.root])
             #expect(report.isValid && report.kind == .pushPackage && report.filesChecked == 7, "\(report.problems)")
             let tampered = scratch.file("p\(version)-tampered.zip")
-            try rezip(path, to: tampered, replace: ["website.json": Array("{}".utf8)])
+            try await rezip(path, to: tampered, replace: ["website.json": Array("{}".utf8)])
             #expect(try await verify(tampered).problems.first?.hasPrefix("website.json was changed: its \(version == 2 ? "sha512" : "sha1")") == true)
         }
     }

@@ -28,8 +28,8 @@ func writePassDirectory(in scratch: ScratchDirectory, name: String = "Pass.pass"
 }
 
 /// Unzips with Python's zipfile, an implementation independent of Herald's.
-func unzipWithPython(_ zip: String, into directory: String) throws {
-    try runCommand("python3", ["-c", "import sys, zipfile; zipfile.ZipFile(sys.argv[1]).extractall(sys.argv[2])", zip, directory])
+func unzipWithPython(_ zip: String, into directory: String) async throws {
+    try await runCommand("python3", ["-c", "import sys, zipfile; zipfile.ZipFile(sys.argv[1]).extractall(sys.argv[2])", zip, directory])
 }
 
 func sha1Hex(_ bytes: some DataProtocol) -> String {
@@ -47,9 +47,9 @@ struct WalletPassTests {
     }
 
     @Test("a signed pass, from a legacy and a modern .p12: openssl cms -verify accepts it; every digest, signing-time and the WWDR are there", arguments: [true, false])
-    func signedPassVerifiesWithOpenSSL(legacy: Bool) throws {
+    func signedPassVerifiesWithOpenSSL(legacy: Bool) async throws {
         let identity = try CertificateIdentity(
-            file: scratch.p12(pki.leaf(uid: "pass.com.example.herald"), legacy: legacy, password: "pw", name: "pass"), password: "pw"
+            file: await scratch.p12(pki.leaf(uid: "pass.com.example.herald"), legacy: legacy, password: "pw", name: "pass"), password: "pw"
         )
         let pass = try WalletPass(directory: writePassDirectory(in: scratch))
         let signed = try pass.sign(identity: identity, wwdr: [pki.wwdr])
@@ -57,10 +57,10 @@ struct WalletPassTests {
         try signed.write(toFile: output)
 
         let extracted = scratch.file("extracted")
-        try unzipWithPython(output, into: extracted)
+        try await unzipWithPython(output, into: extracted)
         let root = try scratch.writePEM(pki.root, "root.pem")
         // The command from the issue, as an independent check of the signature and its chain.
-        try runCommand("openssl", ["cms", "-verify", "-binary", "-inform", "DER", "-in", extracted + "/signature", "-content", extracted + "/manifest.json", "-CAfile", root, "-out", "/dev/null"])
+        try await runCommand("openssl", ["cms", "-verify", "-binary", "-inform", "DER", "-in", extracted + "/signature", "-content", extracted + "/manifest.json", "-CAfile", root, "-out", "/dev/null"])
 
         let manifest = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: extracted + "/manifest.json"))) as! [String: String]
         let expected = ["pass.json", "icon.png", "icon@2x.png", "logo.png", "en.lproj/pass.strings", "fr.lproj/pass.strings", "fr.lproj/logo.png"]
@@ -68,26 +68,26 @@ struct WalletPassTests {
         for path in expected {
             #expect(manifest[path] == sha1Hex(try Data(contentsOf: URL(fileURLWithPath: extracted + "/" + path))), "\(path)")
         }
-        let printed = try runCommand("openssl", ["cms", "-cmsout", "-print", "-inform", "DER", "-in", extracted + "/signature"]).all
+        let printed = try await runCommand("openssl", ["cms", "-cmsout", "-print", "-inform", "DER", "-in", extracted + "/signature"]).all
         #expect(printed.contains("signingTime"))
         #expect(printed.contains("messageDigest"))
         #expect(printed.contains("contentType"))
         #expect(printed.contains("sha256"))
-        let certificates = try runCommand("openssl", ["pkcs7", "-inform", "DER", "-in", extracted + "/signature", "-print_certs", "-noout"]).all
+        let certificates = try await runCommand("openssl", ["pkcs7", "-inform", "DER", "-in", extracted + "/signature", "-print_certs", "-noout"]).all
         #expect(certificates.contains("Worldwide Developer Relations"), "the WWDR intermediate is included")
         #expect(certificates.contains("pass.com.example.herald"), "the signer is included")
     }
 
     @Test("SHA-1 signatures for RSA keys, as older tools sign; refused for EC keys")
-    func sha1() throws {
+    func sha1() async throws {
         let identity = try pki.leaf(uid: "pass.com.example.herald")
         let pass = try WalletPass(directory: writePassDirectory(in: scratch))
         let signed = try pass.sign(identity: identity, wwdr: [pki.wwdr], digest: .sha1)
         let signature = try scratch.write("sig.der", signed.signature)
         let manifest = try scratch.write("manifest.json", signed.manifest)
         let root = try scratch.writePEM(pki.root, "root.pem")
-        try runCommand("openssl", ["cms", "-verify", "-binary", "-inform", "DER", "-in", signature, "-content", manifest, "-CAfile", root, "-out", "/dev/null"])
-        #expect(try runCommand("openssl", ["cms", "-cmsout", "-print", "-inform", "DER", "-in", signature]).all.contains("sha1"))
+        try await runCommand("openssl", ["cms", "-verify", "-binary", "-inform", "DER", "-in", signature, "-content", manifest, "-CAfile", root, "-out", "/dev/null"])
+        #expect(try await runCommand("openssl", ["cms", "-cmsout", "-print", "-inform", "DER", "-in", signature]).all.contains("sha1"))
     }
 
     @Test("the same signed pass zips to the same bytes, in memory, to a file, or streamed")
@@ -122,12 +122,12 @@ struct WalletPassTests {
     }
 
     @Test("a .pkpasses bundle holds up to 10 passes")
-    func passesBundle() throws {
+    func passesBundle() async throws {
         let identity = try pki.leaf(uid: "pass.com.example.herald")
         let signed = try WalletPass(directory: writePassDirectory(in: scratch)).sign(identity: identity, wwdr: [pki.wwdr])
         let bundle = try PassesBundle(passes: [signed, signed])
         let path = try scratch.write("two.pkpasses", bundle.zipData())
-        try unzipWithPython(path, into: scratch.file("two"))
+        try await unzipWithPython(path, into: scratch.file("two"))
         #expect(FileManager.default.fileExists(atPath: scratch.file("two/pass2.pkpass")))
         #expect(PassesBundle.mimeType == "application/vnd.apple.pkpasses")
         let error = #expect(throws: BundleError.self) { try PassesBundle(passes: Array(repeating: signed, count: 11)) }

@@ -12,8 +12,9 @@ struct ConsoleBrowserTests {
     /// browser or Playwright fails it instead of skipping it.
     static var isRequired: Bool { ProcessInfo.processInfo.environment["HERALD_REQUIRE_BROWSER"] == "1" }
 
-    static var browserInstalled: Bool {
-        FileManager.default.isExecutableFile(atPath: "/usr/bin/chromium") && (try? runCommand("python3", ["-c", "import playwright"])) != nil
+    static func browserInstalled() async -> Bool {
+        guard FileManager.default.isExecutableFile(atPath: "/usr/bin/chromium") else { return false }
+        return (try? await runCommand("python3", ["-c", "import playwright"])) != nil
     }
 
     /// The package's root: this file is `Tests/HeraldCLITests/ConsoleBrowserTests.swift`.
@@ -21,13 +22,16 @@ struct ConsoleBrowserTests {
 
     @Test(
         "sign in, counts, a test send followed to done, deliveries, device search, validation errors, a wrong key, HTML shown as text",
-        .enabled(if: isRequired || browserInstalled, "needs Debian's chromium and Playwright for Python (.ci/run installs both)")
+        .enabled("needs Debian's chromium and Playwright for Python (.ci/run installs both)") {
+            if isRequired { return true }
+            return await browserInstalled()
+        }
     )
-    func console() throws {
+    func console() async throws {
         let screenshots = Self.root.appendingPathComponent(".build/console-screenshots").path
         let script = Self.root.appendingPathComponent("Tests/Browser/console_test.py").path
         do {
-            let output = try runCommand("python3", [script, "--herald", HeraldProcess.executable.path, "--screenshots", screenshots])
+            let output = try await runCommand("python3", [script, "--herald", HeraldProcess.executable.path, "--screenshots", screenshots])
             #expect(output.standardOutput.contains("PASS"), "\(output.all)")
         } catch {
             Issue.record("the browser test failed: \(error)")

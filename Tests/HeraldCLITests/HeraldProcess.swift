@@ -1,9 +1,10 @@
 import Foundation
+import HeraldTestSupport
 import Testing
 
 /// Runs the built `herald` executable as a subprocess, the way a user does.
 struct HeraldProcess {
-    struct Result {
+    struct Result: Sendable {
         var status: Int32
         var stdout: String
         var stderr: String
@@ -18,8 +19,13 @@ struct HeraldProcess {
         return testBinary.deletingLastPathComponent().appendingPathComponent("herald")
     }
 
-    /// Runs `herald` with `arguments`, feeding `stdin`, and waits at most `timeout` for it to end.
-    static func run(_ arguments: [String], stdin: String? = nil, environment: [String: String] = [:], timeout: Duration = .seconds(120)) throws -> Result {
+    /// Runs `herald` with `arguments`, feeding `stdin`, and waits at most `timeout` for it to end
+    /// (on a thread of its own, not the cooperative pool the other tests run on).
+    static func run(_ arguments: [String], stdin: String? = nil, environment: [String: String] = [:], timeout: Duration = .seconds(120)) async throws -> Result {
+        try await onOwnThread { try runBlocking(arguments, stdin: stdin, environment: environment, timeout: timeout) }
+    }
+
+    private static func runBlocking(_ arguments: [String], stdin: String?, environment: [String: String], timeout: Duration) throws -> Result {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-cli-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
@@ -107,7 +113,11 @@ final class BackgroundHerald: @unchecked Sendable {
     }
 
     /// Waits (at most `timeout`) for output matching `pattern` and returns the first match.
-    func wait(for pattern: String, timeout: Duration = .seconds(60)) throws -> String {
+    func wait(for pattern: String, timeout: Duration = .seconds(60)) async throws -> String {
+        try await onOwnThread { try self.waitBlocking(for: pattern, timeout: timeout) }
+    }
+
+    private func waitBlocking(for pattern: String, timeout: Duration) throws -> String {
         let regex = try Regex(pattern)
         let deadline = ContinuousClock.now + timeout
         while ContinuousClock.now < deadline {
@@ -125,10 +135,19 @@ final class BackgroundHerald: @unchecked Sendable {
         if process.isRunning { Foundation.kill(process.processIdentifier, signal) }
     }
 
+    /// Sends it SIGTERM and does not wait (for a `defer`; ``stop()`` waits).
+    func terminate() {
+        if process.isRunning { process.terminate() }
+    }
+
     /// Stops it with SIGTERM and returns its exit status, once all it printed has been read
     /// (waiting at most 10 s for the end of its output).
     @discardableResult
-    func stop() -> Int32 {
+    func stop() async -> Int32 {
+        await onOwnThread { self.stopBlocking() }
+    }
+
+    private func stopBlocking() -> Int32 {
         if process.isRunning { process.terminate() }
         process.waitUntilExit()
         for _ in 0..<1000 {

@@ -34,7 +34,7 @@ struct HostileServerCommandTests {
         let key = ProviderKey.generate()
         let keyFile = try files.write("AuthKey_\(key.keyID).p8", key.pemRepresentation)
         let token = String(repeating: "ab", count: 32)
-        let result = try HeraldProcess.run([
+        let result = try await HeraldProcess.run([
             "push", token, "--host", "https://127.0.0.1:\(port)", "--ca-file", ca, "--topic", "com.example.cli", "--alert", "Hi",
             "--auth-key", keyFile, "--key-id", key.keyID, "--team-id", key.teamID, "--output", format,
         ])

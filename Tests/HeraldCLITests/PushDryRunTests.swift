@@ -25,8 +25,8 @@ struct PushDryRunTests {
     }
 
     @Test("json output: one object per token with method, path, headers, payload and a redacted JWT")
-    func jsonOutput() throws {
-        let result = try HeraldProcess.run([
+    func jsonOutput() async throws {
+        let result = try await HeraldProcess.run([
             "push", Self.token1, Self.token2.uppercased(), "--sandbox", "--topic", "com.example.app",
             "--title", "Order shipped", "--body", "Arrives Tuesday", "--badge", "0", "--sound", "default",
             "--category", "ORDER", "--thread-id", "orders", "--mutable-content", "--interruption-level", "time-sensitive",
@@ -77,8 +77,8 @@ struct PushDryRunTests {
     }
 
     @Test("text output shows the request line, authority, headers and body")
-    func textOutput() throws {
-        let result = try HeraldProcess.run(["push", Self.token1, "--production", "--topic", "com.example.app", "--alert", "Hello", "--dry-run"] + credentials)
+    func textOutput() async throws {
+        let result = try await HeraldProcess.run(["push", Self.token1, "--production", "--topic", "com.example.app", "--alert", "Hello", "--dry-run"] + credentials)
         #expect(result.status == 0, "\(result.stderr)")
         let lines = result.stdoutLines
         #expect(lines.first == "POST /3/device/" + Self.token1)
@@ -90,8 +90,8 @@ struct PushDryRunTests {
     }
 
     @Test("without credentials the dry run shows no authorization header")
-    func noCredentials() throws {
-        let result = try HeraldProcess.run(["push", Self.token1, "--host", "https://127.0.0.1:8443", "--topic", "com.x", "--alert", "a", "--dry-run", "--output", "json"])
+    func noCredentials() async throws {
+        let result = try await HeraldProcess.run(["push", Self.token1, "--host", "https://127.0.0.1:8443", "--topic", "com.x", "--alert", "a", "--dry-run", "--output", "json"])
         #expect(result.status == 0)
         let line = try #require(try jsonLines(result).first)
         #expect(line["authority"] == "127.0.0.1:8443")
@@ -99,8 +99,8 @@ struct PushDryRunTests {
     }
 
     @Test("a content-available-only payload defaults to push type background and priority 5")
-    func backgroundDefault() throws {
-        let result = try HeraldProcess.run(["push", Self.token1, "--sandbox", "--topic", "com.x", "--content-available", "--custom", "sync=true", "--dry-run", "--output", "json"])
+    func backgroundDefault() async throws {
+        let result = try await HeraldProcess.run(["push", Self.token1, "--sandbox", "--topic", "com.x", "--content-available", "--custom", "sync=true", "--dry-run", "--output", "json"])
         #expect(result.status == 0, "\(result.stderr)")
         let line = try #require(try jsonLines(result).first)
         #expect(line["headers"]?["apns-push-type"] == "background")
@@ -109,35 +109,35 @@ struct PushDryRunTests {
     }
 
     @Test("tokens from a file and from stdin: blank lines and # comments skipped")
-    func tokenFiles() throws {
+    func tokenFiles() async throws {
         let file = try files.write("tokens.txt", "# my devices\n\n\(Self.token1)\n  \(Self.token2)  \n# end\n")
-        let fromFile = try HeraldProcess.run(["push", "--tokens-file", file, "aabb", "--sandbox", "--topic", "com.x", "--alert", "a", "--dry-run", "--output", "json"])
+        let fromFile = try await HeraldProcess.run(["push", "--tokens-file", file, "aabb", "--sandbox", "--topic", "com.x", "--alert", "a", "--dry-run", "--output", "json"])
         #expect(fromFile.status == 0, "\(fromFile.stderr)")
         #expect(try jsonLines(fromFile).map { $0["token"] } == ["aabb", .string(Self.token1), .string(Self.token2)])
 
-        let fromStdin = try HeraldProcess.run(["push", "--tokens-file", "-", "--sandbox", "--topic", "com.x", "--alert", "a", "--dry-run", "--output", "json"], stdin: "\(Self.token2)\n#x\n\(Self.token1)")
+        let fromStdin = try await HeraldProcess.run(["push", "--tokens-file", "-", "--sandbox", "--topic", "com.x", "--alert", "a", "--dry-run", "--output", "json"], stdin: "\(Self.token2)\n#x\n\(Self.token1)")
         #expect(fromStdin.status == 0, "\(fromStdin.stderr)")
         #expect(try jsonLines(fromStdin).map { $0["token"] } == [.string(Self.token2), .string(Self.token1)])
     }
 
     @Test("a raw payload file passes through unchanged (compacted onto one line in json output)")
-    func rawPayload() throws {
+    func rawPayload() async throws {
         let raw = "{\n  \"zeta\": [1, 2.50],\n  \"aps\": { \"alert\": \"Hi \\\"you\\\"\" }\n}\n"
         let file = try files.write("payload.json", raw)
-        let json = try HeraldProcess.run(["push", Self.token1, "--payload", file, "--sandbox", "--topic", "com.x", "--dry-run", "--output", "json"])
+        let json = try await HeraldProcess.run(["push", Self.token1, "--payload", file, "--sandbox", "--topic", "com.x", "--dry-run", "--output", "json"])
         #expect(json.status == 0, "\(json.stderr)")
         #expect(json.stdout.contains(#""payload":{"zeta":[1,2.50],"aps":{"alert":"Hi \"you\""}}}"#))
-        let text = try HeraldProcess.run(["push", Self.token1, "--payload", "-", "--sandbox", "--topic", "com.x", "--dry-run"], stdin: raw)
+        let text = try await HeraldProcess.run(["push", Self.token1, "--payload", "-", "--sandbox", "--topic", "com.x", "--dry-run"], stdin: raw)
         #expect(text.status == 0)
         #expect(text.stdout.hasSuffix("\n\n" + raw))
-        let notObject = try HeraldProcess.run(["push", Self.token1, "--payload", "-", "--sandbox", "--topic", "com.x", "--dry-run"], stdin: "[1]")
+        let notObject = try await HeraldProcess.run(["push", Self.token1, "--payload", "-", "--sandbox", "--topic", "com.x", "--dry-run"], stdin: "[1]")
         #expect(notObject.status == 2)
         #expect(notObject.stderr.contains("must be a JSON object"))
     }
 
     @Test("a bad token is reported on one line and the other tokens are still printed; exit 2")
-    func badTokenAmongGood() throws {
-        let result = try HeraldProcess.run(["push", Self.token1, "12x4", Self.token2, "abc", "--sandbox", "--topic", "com.x", "--alert", "a", "--dry-run", "--output", "json"])
+    func badTokenAmongGood() async throws {
+        let result = try await HeraldProcess.run(["push", Self.token1, "12x4", Self.token2, "abc", "--sandbox", "--topic", "com.x", "--alert", "a", "--dry-run", "--output", "json"])
         #expect(result.status == 2)
         #expect(try jsonLines(result).map { $0["token"] } == [.string(Self.token1), .string(Self.token2)])
         #expect(result.stderrLines == [
@@ -171,8 +171,8 @@ struct PushDryRunTests {
         (["--sandbox", "--topic", "com.x", "--alert", "a", "--auth-key", "/dev/null"], "missing --key-id, --team-id"),
         (["--sandbox", "--topic", "com.x", "--alert", "a", "--bogus"], "Unknown option '--bogus'"),
     ])
-    func usageErrors(arguments: [String], message: String) throws {
-        let result = try HeraldProcess.run(["push", Self.token1, "--dry-run"] + arguments)
+    func usageErrors(arguments: [String], message: String) async throws {
+        let result = try await HeraldProcess.run(["push", Self.token1, "--dry-run"] + arguments)
         #expect(result.status == 2)
         #expect(result.stderrLines.count == 1, "\(result.stderr)")
         #expect(result.stderr.hasPrefix("herald: "))
@@ -181,30 +181,30 @@ struct PushDryRunTests {
     }
 
     @Test("a key that is not a P-256 .p8 is refused naming what it is")
-    func wrongKey() throws {
+    func wrongKey() async throws {
         let p384 = try files.write("p384.p8", "-----BEGIN EC PRIVATE KEY-----\nMAA=\n-----END EC PRIVATE KEY-----\n")
-        let result = try HeraldProcess.run(["push", Self.token1, "--sandbox", "--topic", "com.x", "--alert", "a", "--dry-run", "--auth-key", p384, "--key-id", "K", "--team-id", "T"])
+        let result = try await HeraldProcess.run(["push", Self.token1, "--sandbox", "--topic", "com.x", "--alert", "a", "--dry-run", "--auth-key", p384, "--key-id", "K", "--team-id", "T"])
         #expect(result.status == 2)
         #expect(result.stderr.contains("SEC1"))
     }
 
     @Test("no tokens at all is a usage error; --apns-id with two tokens too")
-    func tokenCounts() throws {
-        let none = try HeraldProcess.run(["push", "--sandbox", "--topic", "com.x", "--alert", "a", "--dry-run"])
+    func tokenCounts() async throws {
+        let none = try await HeraldProcess.run(["push", "--sandbox", "--topic", "com.x", "--alert", "a", "--dry-run"])
         #expect(none.status == 2)
         #expect(none.stderr.contains("no device tokens"))
         let id = "123e4567-e89b-12d3-a456-426614174000"
-        let one = try HeraldProcess.run(["push", Self.token1, "--sandbox", "--topic", "com.x", "--alert", "a", "--apns-id", id.uppercased(), "--dry-run", "--output", "json"])
+        let one = try await HeraldProcess.run(["push", Self.token1, "--sandbox", "--topic", "com.x", "--alert", "a", "--apns-id", id.uppercased(), "--dry-run", "--output", "json"])
         #expect(one.status == 0)
         #expect(try jsonLines(one).first?["headers"]?["apns-id"] == .string(id))
-        let two = try HeraldProcess.run(["push", Self.token1, Self.token2, "--sandbox", "--topic", "com.x", "--alert", "a", "--apns-id", id, "--dry-run"])
+        let two = try await HeraldProcess.run(["push", Self.token1, Self.token2, "--sandbox", "--topic", "com.x", "--alert", "a", "--apns-id", id, "--dry-run"])
         #expect(two.status == 2)
         #expect(two.stderr.contains("--apns-id names one notification"))
     }
 
     @Test("--help exits 0 and lists the options")
-    func help() throws {
-        let result = try HeraldProcess.run(["push", "--help"])
+    func help() async throws {
+        let result = try await HeraldProcess.run(["push", "--help"])
         #expect(result.status == 0)
         #expect(result.stdout.contains("--dry-run"))
         #expect(result.stdout.contains("--tokens-file"))

@@ -20,14 +20,14 @@ struct SendingCommandsTests {
     static let bad = String(repeating: "c3", count: 32)
 
     /// `herald mock` with the test key registered, one token unregistered and one failing.
-    func startMock(extra: [String] = []) throws -> (mock: BackgroundHerald, url: String, ca: String) {
+    func startMock(extra: [String] = []) async throws -> (mock: BackgroundHerald, url: String, ca: String) {
         let publicKey = try files.write("key.pub.pem", key.publicKey.pemRepresentation)
         let ca = files.path + "/mock-ca.pem"
         let mock = try BackgroundHerald([
             "mock", "--port", "0", "--write-ca", ca, "--auth-key-public", "\(key.keyID)=\(publicKey)", "--team-id", key.teamID,
             "--unregistered", Self.gone, "--fail", "\(Self.bad)=BadDeviceToken", "--record-limit", "100",
         ] + extra)
-        let url = try mock.wait(for: #"https://127\.0\.0\.1:\d+"#)
+        let url = try await mock.wait(for: #"https://127\.0\.0\.1:\d+"#)
         return (mock, url, ca)
     }
 
@@ -39,10 +39,10 @@ struct SendingCommandsTests {
     }
 
     @Test("push sends to the mock: one JSON object per token with status, apns-id, reason, timestamp; exit 1 when some are rejected")
-    func pushJSON() throws {
-        let (mock, url, ca) = try startMock()
-        defer { mock.stop() }
-        let result = try HeraldProcess.run(["push", Self.good, Self.gone, Self.bad, "--host", url, "--ca-file", ca, "--topic", "com.example.cli", "--alert", "Hello", "--output", "json"] + tokenAuth)
+    func pushJSON() async throws {
+        let (mock, url, ca) = try await startMock()
+        defer { mock.terminate() }
+        let result = try await HeraldProcess.run(["push", Self.good, Self.gone, Self.bad, "--host", url, "--ca-file", ca, "--topic", "com.example.cli", "--alert", "Hello", "--output", "json"] + tokenAuth)
         #expect(result.status == 1, "\(result.stderr)")
         let lines = try result.stdoutLines.map { try JSONValue(parsing: $0) }
         let byToken = Dictionary(uniqueKeysWithValues: lines.compactMap { line in line["token"]?.stringValue.map { ($0, line) } })
@@ -59,38 +59,38 @@ struct SendingCommandsTests {
     }
 
     @Test("push exits 0 when every notification is accepted; text lines and a summary")
-    func pushText() throws {
-        let (mock, url, ca) = try startMock()
-        defer { mock.stop() }
+    func pushText() async throws {
+        let (mock, url, ca) = try await startMock()
+        defer { mock.terminate() }
         let tokens = try files.write("tokens.txt", (1...50).map { String(format: "%064x", $0) }.joined(separator: "\n"))
-        let result = try HeraldProcess.run(["push", "--tokens-file", tokens, "--host", url, "--ca-file", ca, "--topic", "com.example.cli", "--title", "T", "--body", "B", "--connections", "2", "--concurrency", "10"] + tokenAuth)
+        let result = try await HeraldProcess.run(["push", "--tokens-file", tokens, "--host", url, "--ca-file", ca, "--topic", "com.example.cli", "--title", "T", "--body", "B", "--connections", "2", "--concurrency", "10"] + tokenAuth)
         #expect(result.status == 0, "\(result.stderr)")
         #expect(result.stdoutLines.filter { $0.contains(" accepted apns-id=") }.count == 50)
         #expect(result.stdoutLines.last == "summary: 50 sent, 50 accepted")
         // The mock runs until interrupted, then says what it saw.
-        #expect(mock.stop() == 0)
+        await #expect(mock.stop() == 0)
         #expect(mock.text.contains("mock APNs stopped: 50 accepted, 0 rejected"))
     }
 
     @Test("push with a legacy .p12 client certificate, the password from HERALD_CERT_PASSWORD")
-    func pushWithCertificate() throws {
+    func pushWithCertificate() async throws {
         let authority = try MockCertificateAuthority(name: "CLI test CA")
         let identity = try authority.issuePushCertificate(topic: "com.example.certcli")
-        let p12 = try files.p12(
+        let p12 = try await files.p12(
             certificatePEM: identity.certificate.serializeAsPEM().pemString, keyPEM: identity.privateKey.serializeAsPEM().pemString,
             legacy: true, password: "topsecret", name: "cert"
         )
         let clientCA = try files.write("client-ca.pem", authority.certificatePEM)
-        let (mock, url, ca) = try startMock(extra: ["--client-ca", clientCA])
-        defer { mock.stop() }
+        let (mock, url, ca) = try await startMock(extra: ["--client-ca", clientCA])
+        defer { mock.terminate() }
         setenv("HERALD_CERT_PASSWORD", "topsecret", 1)
         defer { unsetenv("HERALD_CERT_PASSWORD") }
-        let result = try HeraldProcess.run(["push", Self.good, "--host", url, "--ca-file", ca, "--alert", "hi", "--cert", p12])
+        let result = try await HeraldProcess.run(["push", Self.good, "--host", url, "--ca-file", ca, "--alert", "hi", "--cert", p12])
         #expect(result.status == 0, "\(result.stderr)")
         #expect(result.stdout.contains("accepted"))
         #expect(!result.stdout.contains("topsecret") && !result.stderr.contains("topsecret"))
 
-        let wrong = try HeraldProcess.run(["push", Self.good, "--host", url, "--ca-file", ca, "--alert", "hi", "--cert", p12, "--cert-password", "nope"])
+        let wrong = try await HeraldProcess.run(["push", Self.good, "--host", url, "--ca-file", ca, "--alert", "hi", "--cert", p12, "--cert-password", "nope"])
         #expect(wrong.status == 2)
         #expect(wrong.stderrLines.count == 1)
         #expect(wrong.stderr.contains("wrong password"))
@@ -98,18 +98,18 @@ struct SendingCommandsTests {
     }
 
     @Test("push without credentials, or with both kinds, is a usage error")
-    func pushCredentialErrors() throws {
-        let none = try HeraldProcess.run(["push", Self.good, "--sandbox", "--topic", "com.x", "--alert", "a"])
+    func pushCredentialErrors() async throws {
+        let none = try await HeraldProcess.run(["push", Self.good, "--sandbox", "--topic", "com.x", "--alert", "a"])
         #expect(none.status == 2)
         #expect(none.stderr.contains("sending needs credentials"))
-        let both = try HeraldProcess.run(["push", Self.good, "--sandbox", "--topic", "com.x", "--alert", "a", "--cert", "/dev/null"] + tokenAuth)
+        let both = try await HeraldProcess.run(["push", Self.good, "--sandbox", "--topic", "com.x", "--alert", "a", "--cert", "/dev/null"] + tokenAuth)
         #expect(both.status == 2)
         #expect(both.stderr.contains("not both"))
     }
 
     @Test("demo: the mock, the real client, scripted faults, every outcome as expected")
-    func demo() throws {
-        let result = try HeraldProcess.run(["demo", "--count", "3000"], timeout: .seconds(240))
+    func demo() async throws {
+        let result = try await HeraldProcess.run(["demo", "--count", "3000"], timeout: .seconds(240))
         #expect(result.status == 0, "\(result.stderr)")
         #expect(result.stdout.contains("rejected    5 (BadDeviceToken 2, Unregistered 3)"))
         #expect(result.stdout.contains("accepted    2995"))
@@ -117,8 +117,8 @@ struct SendingCommandsTests {
     }
 
     @Test("demo --gateway --exit: the whole gateway imports, sends to a user, a tag and everyone, retires what APNs refused")
-    func gatewayDemo() throws {
-        let result = try HeraldProcess.run(["demo", "--gateway", "--exit", "--devices", "10000"], timeout: .seconds(240))
+    func gatewayDemo() async throws {
+        let result = try await HeraldProcess.run(["demo", "--gateway", "--exit", "--devices", "10000"], timeout: .seconds(240))
         #expect(result.status == 0, "\(result.stdout)\n\(result.stderr)")
         let lines = result.stdout.split(separator: "\n").map(String.init)
         func line(_ prefix: String) -> String { lines.first { $0.hasPrefix(prefix) } ?? "no line \(prefix)" }
@@ -136,8 +136,8 @@ struct SendingCommandsTests {
     }
 
     @Test("bench reports rate, latency, CPU and memory as JSON")
-    func bench() throws {
-        let result = try HeraldProcess.run(["bench", "--count", "3000", "--connections", "2", "--concurrency", "50", "--output", "json"], timeout: .seconds(240))
+    func bench() async throws {
+        let result = try await HeraldProcess.run(["bench", "--count", "3000", "--connections", "2", "--concurrency", "50", "--output", "json"], timeout: .seconds(240))
         #expect(result.status == 0, "\(result.stderr)")
         let json = try JSONValue(parsing: result.stdout)
         #expect(json["accepted"] == 3000)
@@ -147,11 +147,11 @@ struct SendingCommandsTests {
     }
 
     @Test("mock usage errors exit 2 with one line")
-    func mockErrors() throws {
-        let result = try HeraldProcess.run(["mock", "--tls-cert", "/dev/null"])
+    func mockErrors() async throws {
+        let result = try await HeraldProcess.run(["mock", "--tls-cert", "/dev/null"])
         #expect(result.status == 2)
         #expect(result.stderr.contains("--tls-cert and --tls-key go together"))
-        let typo = try HeraldProcess.run(["mock", "--fail", "\(Self.bad)=BadDeviceTokn"])
+        let typo = try await HeraldProcess.run(["mock", "--fail", "\(Self.bad)=BadDeviceTokn"])
         #expect(typo.status == 2)
         #expect(typo.stderr.contains("'BadDeviceTokn' is not an APNs reason; use one of BadCollapseId, BadDeviceToken"), "\(typo.stderr)")
     }

@@ -53,9 +53,9 @@ struct ServeCommandTests {
         }
 
         /// Starts `herald serve`; returns it and its base URL once it listens.
-        func serve(_ extra: [String] = []) throws -> (BackgroundHerald, String) {
+        func serve(_ extra: [String] = []) async throws -> (BackgroundHerald, String) {
             let process = try BackgroundHerald(["serve", "--config", configFile] + extra)
-            let line = try process.wait(for: "listening on http://127\\.0\\.0\\.1:[0-9]+")
+            let line = try await process.wait(for: "listening on http://127\\.0\\.0\\.1:[0-9]+")
             return (process, String(line.split(separator: " ").last!))
         }
 
@@ -118,9 +118,9 @@ struct ServeCommandTests {
         // 30 ms an answer, 20 at a time on the gateway's one connection: the broadcast takes 6 s,
         // so the kill lands mid-way on a loaded machine too. (With 10 ms one CI run sent all 4,000
         // between the look and the kill; with 100 streams, 1.2 s in all, another did.)
-        let setup = try await Setup(database: try backend.storeURL(scratch: scratch), delay: .milliseconds(30), streams: 20)
+        let setup = try await Setup(database: try await backend.storeURL(scratch: scratch), delay: .milliseconds(30), streams: 20)
         let devices = 4000
-        let (first, base) = try setup.serve()
+        let (first, base) = try await setup.serve()
         let id = try await Self.importAndBroadcast(base, count: devices, alert: "crash")
         // Bounded wait for the broadcast to be under way, then kill -9: no chance to record anything.
         try await setup.mock.accepted(atLeast: 500)
@@ -128,7 +128,7 @@ struct ServeCommandTests {
         let sentBeforeKill = setup.mock.acceptedCount
         #expect(sentBeforeKill >= 500 && sentBeforeKill < devices, "killed mid-broadcast (\(sentBeforeKill) sent)")
 
-        let (second, again) = try setup.serve()
+        let (second, again) = try await setup.serve()
         let done = try await Self.waitUntilDone(again, id)
         #expect(done?["accepted"]?.intValue == devices && done?["failed"]?.intValue == 0, "\(done?.jsonString ?? "")")
         if done?["status"]?.stringValue != "done" {
@@ -136,7 +136,7 @@ struct ServeCommandTests {
         }
         let received = setup.received(alert: "crash")
         #expect(received.count == devices, "every device at least once: \(received.count) of \(devices)")
-        #expect(second.stop() == 0, "SIGTERM ends it cleanly")
+        await #expect(second.stop() == 0, "SIGTERM ends it cleanly")
         try await setup.mock.shutdown()
     }
 
@@ -144,9 +144,9 @@ struct ServeCommandTests {
     func killedWhilePacedAndScheduled(backend: Backend) async throws {
         if backend == .postgres, let reason = PostgresCluster.unavailableReason, !PostgresCluster.isRequired { try Test.cancel(Comment(rawValue: reason)) }
         let scratch = try ScratchDirectory()
-        let setup = try await Setup(database: try backend.storeURL(scratch: scratch))
+        let setup = try await Setup(database: try await backend.storeURL(scratch: scratch))
         let devices = 1500
-        let (first, base) = try setup.serve()
+        let (first, base) = try await setup.serve()
         let lines = (0..<devices).map { #"{"token": "\#(Self.token($0))"}"# }.joined(separator: "\n")
         let (imported, _) = try await Self.call("POST", "\(base)/v1/apps/shop/devices", body: lines, contentType: "application/x-ndjson")
         #expect(imported == 200)
@@ -161,7 +161,7 @@ struct ServeCommandTests {
         let sentBeforeKill = setup.received(alert: "paced").count
         #expect(sentBeforeKill < devices, "killed mid-way (\(sentBeforeKill) sent)")
 
-        let (second, again) = try setup.serve()
+        let (second, again) = try await setup.serve()
         for id in [pacedAnswer?["id"]?.stringValue, laterAnswer?["id"]?.stringValue].compactMap({ $0 }) {
             let done = try await Self.waitUntilDone(again, id)
             #expect(done?["accepted"]?.intValue == devices, "\(done?.jsonString ?? "")")
@@ -171,7 +171,7 @@ struct ServeCommandTests {
         // What the second process sent of the paced one still came at its pace, not at once.
         let times = setup.mock.accepted.filter { (try? JSONValue(parsing: $0.payload))?["aps"]?["alert"]?.stringValue == "paced" }.map(\.receivedAt).sorted()
         if let last = times.last { #expect(last.timeIntervalSince(queued) >= 5, "the last received \(last.timeIntervalSince(queued)) s after queueing") }
-        #expect(second.stop() == 0, "SIGTERM ends it cleanly")
+        await #expect(second.stop() == 0, "SIGTERM ends it cleanly")
         try await setup.mock.shutdown()
     }
 
@@ -184,9 +184,9 @@ struct ServeCommandTests {
         // 100 streams the first once sent all 4,000 alone in CI; a wake-up sent before the second
         // process listened went unheard until its idle poll, which listening now covers by
         // looking once).
-        let setup = try await Setup(database: try Backend.postgres.storeURL(scratch: scratch), leaseSeconds: 30, delay: .milliseconds(30), streams: 20)
-        let (one, base) = try setup.serve()
-        let (two, other) = try setup.serve(["--workers-only"])
+        let setup = try await Setup(database: try await Backend.postgres.storeURL(scratch: scratch), leaseSeconds: 30, delay: .milliseconds(30), streams: 20)
+        let (one, base) = try await setup.serve()
+        let (two, other) = try await setup.serve(["--workers-only"])
         let id = try await Self.importAndBroadcast(base, count: 4000, alert: "shared")
         let done = try await Self.waitUntilDone(base, id)
         #expect(done?["accepted"]?.intValue == 4000, "\(done?.jsonString ?? "")")
@@ -198,16 +198,16 @@ struct ServeCommandTests {
             let sent = metrics.split(separator: "\n").filter { $0.hasPrefix("herald_deliveries_total{") && $0.contains(#"outcome="accepted""#) }
                 .compactMap { Double($0.split(separator: " ").last ?? "") }.reduce(0, +)
             #expect(sent > 0 && sent < 4000, "\(process.arguments): \(sent) sent")
-            #expect(process.stop() == 0)
+            await #expect(process.stop() == 0)
         }
         try await setup.mock.shutdown()
     }
 
     @Test("a configuration error is refused at start with the file, the field and what is wrong")
-    func configurationError() throws {
+    func configurationError() async throws {
         let scratch = try ScratchDirectory()
         let file = try scratch.write("herald.json", #"{ "database": "sqlite:x.db", "apps": [ { "id": "shop", "topic": "com.example.shop", "environment": "staging" } ], "apiKeys": [] }"#)
-        let result = try HeraldProcess.run(["serve", "--config", file], timeout: .seconds(60))
+        let result = try await HeraldProcess.run(["serve", "--config", file], timeout: .seconds(60))
         #expect(result.status != 0)
         #expect(result.stderr.contains(file) && result.stderr.contains("apps[0].environment") && result.stderr.contains("staging"), "\(result.stderr)")
     }
@@ -217,15 +217,15 @@ struct ServeCommandTests {
         let scratch = try ScratchDirectory()
         let setup = try await Setup(database: "sqlite:" + scratch.file("from-config.db"))
         let urlFile = try scratch.write("database-url", "sqlite:\(scratch.file("from-file.db"))\n")
-        let (process, _) = try setup.serve(["--database-file", urlFile])
+        let (process, _) = try await setup.serve(["--database-file", urlFile])
         #expect(process.text.contains("from-file.db"), "\(process.text)")
-        #expect(process.stop() == 0)
+        await #expect(process.stop() == 0)
 
         let secret = "s3cret-\(UUID().uuidString)"
         let badFile = try scratch.write("bad-url", "postgres://herald:\(secret)@db.internal/push?sslmode=bogus")
-        let fromFile = try HeraldProcess.run(["serve", "--config", setup.configFile, "--database-file", badFile], timeout: .seconds(60))
+        let fromFile = try await HeraldProcess.run(["serve", "--config", setup.configFile, "--database-file", badFile], timeout: .seconds(60))
         #expect(fromFile.status != 0 && fromFile.stderr.contains("--database-file") && fromFile.stderr.contains("sslmode"), "\(fromFile.stderr)")
-        let fromEnvironment = try HeraldProcess.run(
+        let fromEnvironment = try await HeraldProcess.run(
             ["serve", "--config", setup.configFile], environment: ["HERALD_DATABASE_URL": "postgres://herald:\(secret)@db.internal/push?sslmode=bogus"],
             timeout: .seconds(60)
         )
@@ -256,10 +256,13 @@ struct ServeCommandTests {
             "{ \"tls\": { \"certificateFile\": \"\(scratch.file("api.pem"))\", \"keyFile\": \"\(scratch.file("api-key.pem"))\" }," + text.drop { $0 != "{" }.dropFirst()
         )
         let process = try BackgroundHerald(["serve", "--config", config])
-        let line = try process.wait(for: "listening on https://127\\.0\\.0\\.1:[0-9]+")
+        let line = try await process.wait(for: "listening on https://127\\.0\\.0\\.1:[0-9]+")
         let port = String(line.split(separator: ":").last!)
         // openssl s_client as an independent TLS peer: the chain verifies against one CA only.
-        func verifies(_ caFile: String) throws -> Bool {
+        @Sendable func verifies(_ caFile: String) async throws -> Bool {
+            try await onOwnThread { try verifiesBlocking(caFile) }
+        }
+        @Sendable func verifiesBlocking(_ caFile: String) throws -> Bool {
             let openssl = Process()
             openssl.executableURL = URL(fileURLWithPath: "/usr/bin/env")
             openssl.arguments = ["openssl", "s_client", "-connect", "127.0.0.1:\(port)", "-CAfile", caFile, "-verify_return_error", "-brief"]
@@ -272,15 +275,15 @@ struct ServeCommandTests {
             openssl.waitUntilExit()
             return openssl.terminationStatus == 0 && printed.contains("Verification: OK")
         }
-        #expect(try verifies(firstCA))
-        #expect(try !verifies(secondCA))
+        #expect(try await verifies(firstCA))
+        #expect(try await !verifies(secondCA))
         try install(second)
         process.send(SIGHUP)
-        let reloaded = await eventually(within: .seconds(20), every: .milliseconds(200)) { (try? verifies(secondCA)) == true }
+        let reloaded = await eventually(within: .seconds(20), every: .milliseconds(200)) { (try? await verifies(secondCA)) == true }
         #expect(reloaded, "\(process.text.suffix(2000))")
-        #expect(try !verifies(firstCA))
+        await #expect(try !verifies(firstCA))
         #expect(process.text.contains("reloaded the TLS certificate"))
-        #expect(process.stop() == 0)
+        await #expect(process.stop() == 0)
         try await setup.mock.shutdown()
     }
 
@@ -288,14 +291,14 @@ struct ServeCommandTests {
     func configurationReloadOnSIGHUP() async throws {
         let scratch = try ScratchDirectory()
         let setup = try await Setup(database: "sqlite:" + scratch.file("reload.db"))
-        let (process, base) = try setup.serve()
+        let (process, base) = try await setup.serve()
         let original = try String(contentsOfFile: setup.configFile, encoding: .utf8)
         #expect(try await Self.call("GET", "\(base)/v1/apps").0 == 200)
 
         // A mistake: refused with the field and what is wrong, as at start; the old key still works.
         try original.replacingOccurrences(of: #""connections": 1"#, with: #""connections": "many""#).write(toFile: setup.configFile, atomically: true, encoding: .utf8)
         process.send(SIGHUP)
-        _ = try process.wait(for: "the configuration was not reloaded", timeout: .seconds(20))
+        _ = try await process.wait(for: "the configuration was not reloaded", timeout: .seconds(20))
         #expect(process.text.contains("apps[0].connections"), "\(process.text.suffix(2000))")
         #expect(try await Self.call("GET", "\(base)/v1/apps").0 == 200)
 
@@ -306,17 +309,17 @@ struct ServeCommandTests {
         try original.replacingOccurrences(of: oldDigest, with: digest).replacingOccurrences(of: #""name": "tests""#, with: #""name": "rotated""#)
             .write(toFile: setup.configFile, atomically: true, encoding: .utf8)
         process.send(SIGHUP)
-        _ = try process.wait(for: "configuration reloaded", timeout: .seconds(20))
+        _ = try await process.wait(for: "configuration reloaded", timeout: .seconds(20))
         #expect(try await Self.call("GET", "\(base)/v1/apps", key: newKey).0 == 200)
         #expect(try await Self.call("GET", "\(base)/v1/apps").0 == 401, "the key taken out no longer works")
         #expect(!process.text.contains(newKey), "a key never reaches the log")
-        #expect(process.stop() == 0)
+        await #expect(process.stop() == 0)
         try await setup.mock.shutdown()
     }
 
     @Test("herald api-key prints a fresh key and the configuration entry holding only its SHA-256")
-    func apiKey() throws {
-        let result = try HeraldProcess.run(["api-key", "--name", "backend", "--app", "shop"], timeout: .seconds(60))
+    func apiKey() async throws {
+        let result = try await HeraldProcess.run(["api-key", "--name", "backend", "--app", "shop"], timeout: .seconds(60))
         #expect(result.status == 0, "\(result.stderr)")
         let key = try #require(result.stdout.firstMatch(of: /hk_[A-Za-z0-9_-]{20,}/).map { String($0.output) })
         let digest = SHA256.hash(data: Data(key.utf8)).map { String(format: "%02x", $0) }.joined()

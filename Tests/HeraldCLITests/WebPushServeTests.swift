@@ -17,7 +17,7 @@ struct WebPushServeTests {
     func killedMidBroadcast(backend: Backend) async throws {
         if backend == .postgres, let reason = PostgresCluster.unavailableReason, !PostgresCluster.isRequired { try Test.cancel(Comment(rawValue: reason)) }
         let scratch = try ScratchDirectory()
-        let setup = try await ServeCommandTests.Setup(database: try backend.storeURL(scratch: scratch))
+        let setup = try await ServeCommandTests.Setup(database: try await backend.storeURL(scratch: scratch))
         let vapid = VAPIDKey.generate()
         try await withMockFCMServer { android in
         try await withMockWebPushServer { browsers in
@@ -34,7 +34,7 @@ struct WebPushServeTests {
             )
             _ = try setup.scratch.write("herald.json", text)
             let devices = 600
-            let (first, base) = try setup.serve()
+            let (first, base) = try await setup.serve()
             var subscriptions: [WebPushSubscription] = []
             for _ in 0..<devices {
                 let subscription = browsers.subscribe(applicationServerKey: Array(vapid.publicKey.x963Representation))
@@ -52,7 +52,7 @@ struct WebPushServeTests {
             let beforeKill = (browsers.receivedCount, android.receivedCount)
             #expect(started && (beforeKill.0 < devices || beforeKill.1 < devices), "killed mid-way through the browsers and Android devices (\(beforeKill) of \(devices))")
 
-            let (second, again) = try setup.serve()
+            let (second, again) = try await setup.serve()
             let done = try await ServeCommandTests.waitUntilDone(again, id)
             #expect(done?["accepted"]?.intValue == 3 * devices && done?["failed"]?.intValue == 0, "\(done?.jsonString ?? "")")
             if done?["status"]?.stringValue != "done" {
@@ -64,7 +64,7 @@ struct WebPushServeTests {
             let reached = Set(android.received.map(\.token))
             #expect(phones.allSatisfy(reached.contains), "every Android device at least once: \(phones.filter { !reached.contains($0) }.count) missing")
             #expect(!first.text.contains("Fatal error") && !second.text.contains("Fatal error"))
-            #expect(second.stop() == 0, "SIGTERM ends it cleanly")
+            await #expect(second.stop() == 0, "SIGTERM ends it cleanly")
         }
         }
         try await setup.mock.shutdown()

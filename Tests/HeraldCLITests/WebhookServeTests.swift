@@ -15,9 +15,9 @@ struct WebhookServeTests {
     func killedWithEventsPending(backend: Backend) async throws {
         if backend == .postgres, let reason = PostgresCluster.unavailableReason, !PostgresCluster.isRequired { try Test.cancel(Comment(rawValue: reason)) }
         let scratch = try ScratchDirectory()
-        let setup = try await ServeCommandTests.Setup(database: try backend.storeURL(scratch: scratch))
+        let setup = try await ServeCommandTests.Setup(database: try await backend.storeURL(scratch: scratch))
         // Refuses everything until allowed: the events stay in the outbox across the kill.
-        let receiver = try WebhookReceiver(scratch: scratch, secret: Self.secret, untilAllowed: true)
+        let receiver = try await WebhookReceiver(scratch: scratch, secret: Self.secret, untilAllowed: true)
         defer { receiver.stop() }
         // The setup's configuration, with a webhook for its app, retried every second.
         let base = try String(contentsOfFile: setup.configFile, encoding: .utf8)
@@ -33,13 +33,13 @@ struct WebhookServeTests {
         configuration = .object(root)
         let configFile = try scratch.write("webhooks.json", configuration.jsonString)
         let environment = ["HERALD_TEST_WEBHOOK_SECRET": Self.secret]
-        func serve() throws -> (BackgroundHerald, String) {
+        func serve() async throws -> (BackgroundHerald, String) {
             let process = try BackgroundHerald(["serve", "--config", configFile], environment: environment)
-            let line = try process.wait(for: "listening on http://127\\.0\\.0\\.1:[0-9]+")
+            let line = try await process.wait(for: "listening on http://127\\.0\\.0\\.1:[0-9]+")
             return (process, String(line.split(separator: " ").last!))
         }
 
-        let (first, url) = try serve()
+        let (first, url) = try await serve()
         let lines = (0..<3).map { #"{"token": "\#(ServeCommandTests.token($0))"}"# }.joined(separator: "\n")
         let (imported, _) = try await ServeCommandTests.call("POST", "\(url)/v1/apps/shop/devices", body: lines, contentType: "application/x-ndjson")
         #expect(imported == 200)
@@ -58,7 +58,7 @@ struct WebhookServeTests {
         first.kill()
         receiver.allow()
 
-        let (second, _) = try serve()
+        let (second, _) = try await serve()
         var completed: Set<String> = []
         let arrived = await eventually(within: .seconds(60), every: .milliseconds(100)) {
             completed = []
@@ -79,7 +79,7 @@ struct WebhookServeTests {
             eventIDs[notification, default: []].insert(id)
         }
         #expect(eventIDs.values.allSatisfy { $0.count == 1 }, "\(eventIDs)")
-        #expect(second.stop() == 0, "SIGTERM ends it cleanly")
+        await #expect(second.stop() == 0, "SIGTERM ends it cleanly")
         #expect(!first.text.contains(Self.secret) && !second.text.contains(Self.secret), "the secret is never logged")
         try await setup.mock.shutdown()
     }

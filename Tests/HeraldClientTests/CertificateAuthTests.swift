@@ -27,24 +27,24 @@ struct CertificateAuthTests {
 
     /// A `.p12` made by openssl: `legacy` uses RC2-40 and 3DES with a SHA-1 MAC (macOS Keychain
     /// exports), otherwise OpenSSL 3's AES-256-CBC with PBKDF2.
-    func p12(_ identity: CertificateIdentity, legacy: Bool, password: String, name: String) throws -> String {
-        let output = try files.p12(
+    func p12(_ identity: CertificateIdentity, legacy: Bool, password: String, name: String) async throws -> String {
+        let output = try await files.p12(
             certificatePEM: identity.certificate.serializeAsPEM().pemString, keyPEM: identity.privateKey.serializeAsPEM().pemString,
             legacy: legacy, password: password, name: name
         )
         if legacy {
             // openssl prints the encryption on standard error.
-            let info = try runCommand("openssl", ["pkcs12", "-in", output, "-info", "-noout", "-legacy", "-passin", "pass:\(password)"]).all
+            let info = try await runCommand("openssl", ["pkcs12", "-in", output, "-info", "-noout", "-legacy", "-passin", "pass:\(password)"]).all
             #expect(info.contains("40BitRC2"), "really the legacy encryption")
         }
         return output
     }
 
     @Test("legacy (RC2-40/3DES) and modern (AES-256/PBKDF2) .p12 files load, EC and RSA keys")
-    func p12Encryptions() throws {
+    func p12Encryptions() async throws {
         let ec = try authority.issuePushCertificate(topic: "com.example.ec")
         for legacy in [true, false] {
-            let loaded = try CertificateIdentity(file: p12(ec, legacy: legacy, password: "s3cret", name: "ec-\(legacy)"), password: "s3cret")
+            let loaded = try CertificateIdentity(file: await p12(ec, legacy: legacy, password: "s3cret", name: "ec-\(legacy)"), password: "s3cret")
             #expect(loaded.subjectUID == "com.example.ec")
             #expect(loaded.defaultTopic == "com.example.ec")
             #expect(loaded.certificate == ec.certificate)
@@ -53,11 +53,11 @@ struct CertificateAuthTests {
         // Apple issues RSA 2048 certificates.
         let key = files.file("rsa.key.pem")
         let certificate = files.file("rsa.crt.pem")
-        try runCommand("openssl", ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", certificate, "-days", "30",
+        try await runCommand("openssl", ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", certificate, "-days", "30",
                             "-subj", "/UID=com.example.rsa/CN=Apple Push Services: com.example.rsa/OU=TEAM123456/C=US"])
         for legacy in [true, false] {
             let output = files.file("rsa-\(legacy).p12")
-            try runCommand("openssl", ["pkcs12", "-export"] + (legacy ? ["-legacy"] : []) + ["-in", certificate, "-inkey", key, "-passout", "pass:pw", "-out", output])
+            try await runCommand("openssl", ["pkcs12", "-export"] + (legacy ? ["-legacy"] : []) + ["-in", certificate, "-inkey", key, "-passout", "pass:pw", "-out", output])
             let loaded = try CertificateIdentity(file: output, password: "pw")
             #expect(loaded.subjectUID == "com.example.rsa")
             #expect(loaded.organizationalUnit == "TEAM123456")
@@ -67,8 +67,8 @@ struct CertificateAuthTests {
     }
 
     @Test("a wrong or missing .p12 password is named as such, never echoed")
-    func wrongPassword() throws {
-        let path = try p12(authority.issuePushCertificate(topic: "com.example.pw"), legacy: true, password: "right-password", name: "pw")
+    func wrongPassword() async throws {
+        let path = try await p12(authority.issuePushCertificate(topic: "com.example.pw"), legacy: true, password: "right-password", name: "pw")
         let wrong = #expect(throws: IdentityError.self) { try CertificateIdentity(file: path, password: "wrong-password") }
         #expect(wrong?.code == .wrongPassword)
         #expect(wrong?.message.contains("wrong-password") == false)
@@ -78,8 +78,8 @@ struct CertificateAuthTests {
     }
 
     @Test("a .p12 with an empty password loads with no password given")
-    func emptyPassword() throws {
-        let path = try p12(authority.issuePushCertificate(topic: "com.example.empty"), legacy: false, password: "", name: "empty")
+    func emptyPassword() async throws {
+        let path = try await p12(authority.issuePushCertificate(topic: "com.example.empty"), legacy: false, password: "", name: "empty")
         #expect(try CertificateIdentity(file: path).subjectUID == "com.example.empty")
         #expect(try CertificateIdentity(file: path, password: "").subjectUID == "com.example.empty")
     }
@@ -144,7 +144,7 @@ struct CertificateAuthTests {
     func certificateAuthentication() async throws {
         let server = try await mockRequiringCertificates()
         let identity = try CertificateIdentity(
-            file: p12(authority.issuePushCertificate(topic: "com.example.cert"), legacy: true, password: "pw", name: "auth"), password: "pw"
+            file: await p12(authority.issuePushCertificate(topic: "com.example.cert"), legacy: true, password: "pw", name: "auth"), password: "pw"
         )
         var withoutTopic = try notification(to: token(1))
         withoutTopic.headers.topic = nil

@@ -76,13 +76,13 @@ struct ProviderTokenTests {
     }
 
     @Test("anything but a PKCS#8 P-256 PEM key is refused with what it is")
-    func refusesOtherKeys() throws {
+    func refusesOtherKeys() async throws {
         let directory = try ScratchDirectory()
-        let rsa = try runCommand("openssl", ["genpkey", "-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:1024"]).standardOutput
-        let ed25519 = try runCommand("openssl", ["genpkey", "-algorithm", "ed25519"]).standardOutput
-        let sec1 = try runCommand("openssl", ["ecparam", "-name", "prime256v1", "-genkey", "-noout"]).standardOutput
+        let rsa = try await runCommand("openssl", ["genpkey", "-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:1024"]).standardOutput
+        let ed25519 = try await runCommand("openssl", ["genpkey", "-algorithm", "ed25519"]).standardOutput
+        let sec1 = try await runCommand("openssl", ["ecparam", "-name", "prime256v1", "-genkey", "-noout"]).standardOutput
         let p256Path = try directory.write("p256.pem", sec1)
-        let encrypted = try runCommand("openssl", ["pkcs8", "-topk8", "-in", p256Path, "-passout", "pass:secret", "-v2", "aes-256-cbc"]).standardOutput
+        let encrypted = try await runCommand("openssl", ["pkcs8", "-topk8", "-in", p256Path, "-passout", "pass:secret", "-v2", "aes-256-cbc"]).standardOutput
         let p384 = P384.Signing.PrivateKey().pemRepresentation
         let certificateLike = "-----BEGIN CERTIFICATE-----\nMAA=\n-----END CERTIFICATE-----\n"
         let garbage = "-----BEGIN PRIVATE KEY-----\nMAMCAQA=\n-----END PRIVATE KEY-----\n"

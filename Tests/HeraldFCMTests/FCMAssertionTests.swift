@@ -19,7 +19,7 @@ struct FCMAssertionTests {
     static let now = Date(timeIntervalSince1970: 1_790_000_000)
 
     @Test("the assertion has Google's header and claims, and verifies in Python's cryptography (RSA PKCS#1 v1.5, SHA-256)")
-    func assertionShapeAndPythonCheck() throws {
+    func assertionShapeAndPythonCheck() async throws {
         let account = try TestAccount.make()
         let assertion = try FCMAssertion.sign(for: account, now: Self.now)
         let claims = try FCMAssertion.verify(
@@ -45,7 +45,7 @@ struct FCMAssertionTests {
                 pass
             print(json.dumps({'header': json.loads(b(h)), 'claims': json.loads(b(c))}, sort_keys=True))
             """
-        let output = try runCommand("python3", ["-c", script, assertion, account.publicKey.pemRepresentation]).standardOutput
+        let output = try await runCommand("python3", ["-c", script, assertion, account.publicKey.pemRepresentation]).standardOutput
         let parsed = try JSONValue(parsing: output)
         #expect(parsed["header"] == ["alg": "RS256", "typ": "JWT", "kid": "key-1"])
         let seconds = Int(Self.now.timeIntervalSince1970)

@@ -9,13 +9,13 @@ import Testing
 struct FCMBenchCommandTests {
     /// Runs herald under coreutils' `timeout`, so a hung run ends; throws if it exits non-zero
     /// (which it does when any message was not accepted).
-    static func bench(_ arguments: [String]) throws -> CommandOutput {
-        try runCommand("timeout", ["240", FCMCommandTests.herald, "bench", "fcm", "--count", "200", "--firebase-admin-count", "20"] + arguments)
+    static func bench(_ arguments: [String]) async throws -> CommandOutput {
+        try await runCommand("timeout", ["240", FCMCommandTests.herald, "bench", "fcm", "--count", "200", "--firebase-admin-count", "20"] + arguments)
     }
 
     @Test("text: every message accepted by the mock FCM, the mock APNs and firebase-admin; rates, CPU per message and both ratios printed")
-    func text() throws {
-        let output = try Self.bench([])
+    func text() async throws {
+        let output = try await Self.bench([])
         let lines = output.standardOutput.split(separator: "\n").map(String.init)
         func line(_ prefix: String) -> String { lines.first { $0.hasPrefix(prefix) } ?? "" }
         #expect(line("herald bench fcm: ").hasPrefix("herald bench fcm: 200 messages to 1000 registration tokens at the in-process mock FCM"))
@@ -27,8 +27,8 @@ struct FCMBenchCommandTests {
     }
 
     @Test("json: counts, rates, CPU and ratios as one object")
-    func json() throws {
-        let output = try Self.bench(["--output", "json", "--tokens", "7", "--concurrency", "50"])
+    func json() async throws {
+        let output = try await Self.bench(["--output", "json", "--tokens", "7", "--concurrency", "50"])
         let json = try JSONValue(parsing: Array(output.standardOutput.utf8))
         #expect(json["count"] == 200 && json["tokens"] == 7 && json["concurrency"] == 50 && json["mock"] == "in-process")
         for side in ["fcm", "apns"] {

@@ -12,24 +12,21 @@ struct FCMCommandTests {
 
     /// Runs herald on a thread of its own; returns its exit status and output.
     static func herald(_ arguments: [String]) async -> (status: Int32, output: String) {
-        await withCheckedContinuation { continuation in
-            Thread.detachNewThread {
-                let process = Process()
-                process.executableURL = URL(fileURLWithPath: herald)
-                process.arguments = arguments
-                let pipe = Pipe()
-                process.standardOutput = pipe
-                process.standardError = pipe
-                do {
-                    try process.run()
-                } catch {
-                    continuation.resume(returning: (-1, "\(error)"))
-                    return
-                }
-                let data = pipe.fileHandleForReading.readDataToEndOfFile()
-                process.waitUntilExit()
-                continuation.resume(returning: (process.terminationStatus, String(decoding: data, as: UTF8.self)))
+        await onOwnThread {
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: herald)
+            process.arguments = arguments
+            let pipe = Pipe()
+            process.standardOutput = pipe
+            process.standardError = pipe
+            do {
+                try process.run()
+            } catch {
+                return (-1, "\(error)")
             }
+            let data = pipe.fileHandleForReading.readDataToEndOfFile()
+            process.waitUntilExit()
+            return (process.terminationStatus, String(decoding: data, as: UTF8.self))
         }
     }
 

@@ -159,7 +159,7 @@ struct MockFCMServerTests {
                 batch = [messaging.Message(token=token, data={'i': str(i)}) for i in range(3)]
                 print(asyncio.run(messaging.send_each_async(batch, dry_run=False, app=app)).success_count)
                 """
-            let output = try await Self.run("python3", ["-c", script, caFile, accountFile, server.origin, Self.token])
+            let output = try await runCommand("python3", ["-c", script, caFile, accountFile, server.origin, Self.token])
             #expect(output.standardOutput == "projects/herald-mock/messages/1\nunregistered\n3\n", "\(output.all)")
             let received = try #require(server.received.first)
             #expect(received.title == "From Python" && received.data == ["k": "v"])
@@ -170,12 +170,4 @@ struct MockFCMServerTests {
         }
     }
 
-    /// `runCommand` on a thread of its own, not one of the cooperative pool the mock answers on.
-    static func run(_ command: String, _ arguments: [String]) async throws -> CommandOutput {
-        try await withCheckedThrowingContinuation { continuation in
-            Thread.detachNewThread {
-                continuation.resume(with: Result { try runCommand(command, arguments) })
-            }
-        }
-    }
 }

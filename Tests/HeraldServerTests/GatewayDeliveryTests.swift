@@ -230,7 +230,7 @@ struct GatewayDeliveryTests {
     @Test("cancel: what is not sent is never sent, and counts as failed with reason Cancelled", arguments: Backend.allCases)
     func cancel(backend: Backend) async throws {
         let scratch = try ScratchDirectory()
-        let database = try backend.storeURL(scratch: scratch)
+        let database = try await backend.storeURL(scratch: scratch)
         // An API-only gateway queues; nothing sends until a full one runs on the same database.
         try await GatewayHarness.run(backend) { harness in
             var configuration = harness.gateway.configuration
@@ -270,7 +270,7 @@ struct GatewayDeliveryTests {
             configuration.apps[0].environment = .custom(host: "127.0.0.1", port: port)
             configuration.apps[0].trustRoots = .only([try authority.tlsCertificate])
             let scratch = try ScratchDirectory()
-            configuration.database = try StoreURL(try backend.storeURL(scratch: scratch))
+            configuration.database = try StoreURL(try await backend.storeURL(scratch: scratch))
             try await withGateway(configuration) { _, apiPort in
                 try await harness.against(port: apiPort) { gateway in
                     try await gateway.register(0..<20)
@@ -300,9 +300,9 @@ struct DatabaseRestartTests {
     @Test("PostgreSQL down mid-broadcast: writes answer 503, readyz 503, workers pause; after it is back, nothing is lost")
     func restart() async throws {
         if let reason = PostgresCluster.unavailableReason, !PostgresCluster.isRequired { try Test.cancel(Comment(rawValue: reason)) }
-        let cluster = try PostgresCluster.dedicated()
+        let cluster = try await PostgresCluster.dedicated()
         defer { cluster.stop() }
-        let database = try cluster.createDatabase()
+        let database = try await cluster.createDatabase()
         try await GatewayHarness.run(.sqlite, gateway: { configuration in
             configuration.database = try StoreURL(database)
             configuration.queue.lease = .seconds(3)
@@ -319,7 +319,7 @@ struct DatabaseRestartTests {
             #expect(try await harness.raw(.get, "/readyz", nil, key: nil).status == 503)
             #expect(try await harness.raw(.get, "/healthz", nil, key: nil).status == 200, "the process is still up")
             try await Task.sleep(for: .seconds(2))
-            try cluster.resume()
+            try await cluster.resume()
 
             var after: String?
             for _ in 0..<100 where after == nil {

@@ -33,7 +33,7 @@ struct WebhookDeliveryTests {
         gateway configureGateway: (inout GatewayConfiguration, WebhookReceiver) -> Void, _ body: (GatewayHarness, WebhookReceiver) async throws -> Void
     ) async throws -> InMemoryLogHandler {
         let scratch = try ScratchDirectory()
-        let receiver = try WebhookReceiver(scratch: scratch, secret: secret, failing: Int.max / 2)
+        let receiver = try await WebhookReceiver(scratch: scratch, secret: secret, failing: Int.max / 2)
         defer { receiver.stop() }
         let logs = InMemoryLogHandler()
         var logger = Logger(label: "gateway", factory: { _ in logs })
@@ -73,7 +73,7 @@ struct WebhookDeliveryTests {
     @Test("a broadcast's events reach a receiver that fails at first: signed (checked by Python's hmac), re-sent with the same ID, counted", arguments: Backend.allCases)
     func delivered(backend: Backend) async throws {
         let scratch = try ScratchDirectory()
-        let receiver = try WebhookReceiver(scratch: scratch, secret: Self.secret, failing: 3)
+        let receiver = try await WebhookReceiver(scratch: scratch, secret: Self.secret, failing: 3)
         defer { receiver.stop() }
         try await GatewayHarness.run(
             backend,
@@ -171,9 +171,9 @@ struct WebhookDeliveryTests {
     @Test("hostile receivers: one that never answers is cut off at the timeout, its event dropped at the give-up time; one with an endless answer is read no further", arguments: Backend.allCases)
     func hostileReceivers(backend: Backend) async throws {
         let scratch = try ScratchDirectory()
-        let silent = try WebhookReceiver(scratch: scratch, secret: Self.secret, mode: .hang)
+        let silent = try await WebhookReceiver(scratch: scratch, secret: Self.secret, mode: .hang)
         defer { silent.stop() }
-        let flooding = try WebhookReceiver(scratch: scratch, secret: Self.secret, mode: .flood)
+        let flooding = try await WebhookReceiver(scratch: scratch, secret: Self.secret, mode: .flood)
         defer { flooding.stop() }
         try await GatewayHarness.run(
             backend,
@@ -201,7 +201,7 @@ struct WebhookDeliveryTests {
     @Test("an app without webhooks writes nothing to the outbox; a webhook added by a reload gets the events from then on", arguments: Backend.allCases)
     func addedByReload(backend: Backend) async throws {
         let scratch = try ScratchDirectory()
-        let receiver = try WebhookReceiver(scratch: scratch, secret: Self.secret)
+        let receiver = try await WebhookReceiver(scratch: scratch, secret: Self.secret)
         defer { receiver.stop() }
         try await GatewayHarness.run(backend) { harness in
             try await harness.register(0..<3)

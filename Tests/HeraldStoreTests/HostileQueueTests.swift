@@ -263,7 +263,7 @@ struct HostileQueueTests {
             ]
             // SQLite keeps what it is given: a real number no integer holds, in an integer column.
             if backend == .sqlite { sql.append(delivery(badBadge, 36, badge: "1e300")) }
-            try database.execute(sql.joined(separator: "\n"))
+            try await database.execute(sql.joined(separator: "\n"))
             let (good, _) = try await store.enqueue(NotificationRequest(app: app, audience: .tokens((0..<10).map(token)), payload: payload))
 
             var sent: [String] = []

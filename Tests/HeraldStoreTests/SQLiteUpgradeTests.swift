@@ -30,7 +30,7 @@ struct SQLiteUpgradeTests {
             script += "INSERT INTO device_tags (app, tag, token, hash) VALUES ('\(app)', 'vip', '\(token(number))', \(hash));\n"
         }
         let python = "import sqlite3, sys; c = sqlite3.connect(sys.argv[1]); c.executescript(sys.argv[2]); c.commit()"
-        _ = try runCommand("python3", ["-c", python, path, script])
+        _ = try await runCommand("python3", ["-c", python, path, script])
 
         try await withHeraldStore(configuration: try HeraldStore.Configuration(url: "sqlite:\(path)")) { store in
             try await store.checkReady()

@@ -10,7 +10,7 @@ struct SchemaTests {
     @Test("migrating twice is a no-op; a database migrated by a newer Herald is refused, saying so", arguments: Backend.allCases)
     func migrations(backend: Backend) async throws {
         let scratch = try ScratchDirectory()
-        let url = try backend.storeURL(scratch: scratch)
+        let url = try await backend.storeURL(scratch: scratch)
         let configuration = try HeraldStore.Configuration(url: url)
         try await withHeraldStore(configuration: configuration) { store in
             try await store.migrate()
@@ -19,8 +19,8 @@ struct SchemaTests {
         }
         // A newer Herald recorded schema 999.
         switch backend {
-        case .sqlite: try runCommand("python3", ["-c", "import sqlite3; c = sqlite3.connect('\(scratch.file("store.db"))'); c.execute('INSERT INTO herald_schema VALUES (999, 0)'); c.commit()"])
-        case .postgres: try PostgresCluster.shared().psql("INSERT INTO herald_schema VALUES (999, 0)", database: url)
+        case .sqlite: try await runCommand("python3", ["-c", "import sqlite3; c = sqlite3.connect('\(scratch.file("store.db"))'); c.execute('INSERT INTO herald_schema VALUES (999, 0)'); c.commit()"])
+        case .postgres: try await PostgresCluster.shared().psql("INSERT INTO herald_schema VALUES (999, 0)", database: url)
         }
         let error = await #expect(throws: StoreError.self) {
             try await withHeraldStore(configuration: configuration) { _ in }
@@ -32,7 +32,7 @@ struct SchemaTests {
     @Test("ten processes' stores starting at once on one PostgreSQL migrate it once")
     func concurrentMigrations() async throws {
         let scratch = try ScratchDirectory()
-        let url = try Backend.postgres.storeURL(scratch: scratch)
+        let url = try await Backend.postgres.storeURL(scratch: scratch)
         try await withThrowingTaskGroup(of: Void.self) { group in
             for _ in 0..<10 {
                 group.addTask {
@@ -42,7 +42,7 @@ struct SchemaTests {
             try await group.waitForAll()
         }
         // One row per migration: each applied once, as many rows as the last version's number.
-        let applied = try PostgresCluster.shared().psql("SELECT COUNT(*) || ' ' || MAX(version) FROM herald_schema", database: url)
+        let applied = try await PostgresCluster.shared().psql("SELECT COUNT(*) || ' ' || MAX(version) FROM herald_schema", database: url)
             .trimmingCharacters(in: .whitespacesAndNewlines).split(separator: " ").compactMap { Int($0) }
         #expect(applied.count == 2 && applied[0] == applied[1] && applied[0] >= 11, "\(applied)")
     }
@@ -50,7 +50,7 @@ struct SchemaTests {
     @Test("workers claiming one broadcast at once: every device exactly once, no batch claimed twice while its lease lives", arguments: Backend.allCases)
     func concurrentClaims(backend: Backend) async throws {
         let scratch = try ScratchDirectory()
-        let url = try backend.storeURL(scratch: scratch)
+        let url = try await backend.storeURL(scratch: scratch)
         let devices = 20_000
         let sent = try await withHeraldStore(configuration: try HeraldStore.Configuration(url: url)) { store -> [String] in
             let stream = AsyncStream<DeviceRegistration> { continuation in
@@ -93,9 +93,9 @@ struct SchemaTests {
         // A cluster with PostgreSQL's durable defaults: each import commit is on disk when it
         // returns, as users run it. (The shared test cluster commits with synchronous_commit
         // off, where the WAL writer decides when VACUUM may mark a page: under load, seconds.)
-        let cluster = try PostgresCluster.dedicated()
+        let cluster = try await PostgresCluster.dedicated()
         defer { cluster.stop() }
-        let url = try cluster.createDatabase()
+        let url = try await cluster.createDatabase()
         try await withHeraldStore(configuration: try HeraldStore.Configuration(url: url)) { store in
             let stream = AsyncStream<DeviceRegistration> { continuation in
                 for number in 0..<12_000 { continuation.yield(try! registration(number)) }
@@ -105,11 +105,11 @@ struct SchemaTests {
             #expect(registered == 12_000)
         }
         // Every page of the table marked all-visible by the registration's VACUUM.
-        let visible = try cluster.psql("SELECT relpages || ' ' || relallvisible FROM pg_class WHERE relname = 'devices'", database: url)
+        let visible = try await cluster.psql("SELECT relpages || ' ' || relallvisible FROM pg_class WHERE relname = 'devices'", database: url)
         let pages = visible.trimmingCharacters(in: .whitespacesAndNewlines).split(separator: " ").compactMap { Int($0) }
         #expect(pages.count == 2 && pages[0] > 0 && pages[0] == pages[1], "relpages, relallvisible: \(visible)")
         // The range a broadcast reads (QueueStatements.rangeOfAll), as the planner runs it.
-        let plan = try cluster.psql(
+        let plan = try await cluster.psql(
             """
             EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) SELECT hash, token, environment FROM devices
             WHERE app = '\(app)' AND status = 0 AND kind = 0 AND (hash, token) > (-9223372036854775807, '') AND hash < 9223372036854775807

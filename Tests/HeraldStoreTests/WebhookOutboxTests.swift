@@ -202,7 +202,7 @@ struct WebhookOutboxTests {
     @Test("senders claiming at once (stores of their own, as processes): each event claimed once", arguments: Backend.allCases)
     func concurrentSenders(backend: Backend) async throws {
         let scratch = try ScratchDirectory()
-        let url = try backend.storeURL(scratch: scratch)
+        let url = try await backend.storeURL(scratch: scratch)
         try await withHeraldStore(configuration: try HeraldStore.Configuration(url: url)) { store in
             store.setWebhookInterest(Self.interest)
             try await registerAll(store, 300) { try registration($0) }

@@ -9,7 +9,7 @@ public enum Backend: String, CaseIterable, CustomTestStringConvertible, Sendable
     /// test process's cluster for PostgreSQL. PostgreSQL cases are cancelled (reported skipped)
     /// when its binaries are not installed, unless HERALD_REQUIRE_POSTGRES=1 (CI) makes that a
     /// failure.
-    public func storeURL(scratch: ScratchDirectory, name: String = "store.db") throws -> String {
+    public func storeURL(scratch: ScratchDirectory, name: String = "store.db") async throws -> String {
         switch self {
         case .sqlite:
             return "sqlite:" + scratch.file(name)
@@ -17,7 +17,7 @@ public enum Backend: String, CaseIterable, CustomTestStringConvertible, Sendable
             if let reason = PostgresCluster.unavailableReason, !PostgresCluster.isRequired {
                 try Test.cancel(Comment(rawValue: reason))
             }
-            return try PostgresCluster.shared().createDatabase()
+            return try await PostgresCluster.shared().createDatabase()
         }
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// A throwaway PostgreSQL cluster for the tests, from the installed binaries (Debian's
 /// `postgresql`): initdb in a temporary directory, a free port on 127.0.0.1, trust authentication
@@ -29,19 +30,24 @@ public final class PostgresCluster: @unchecked Sendable {
         binaries == nil ? "PostgreSQL's binaries are not installed (apt-get install postgresql); .ci/run installs them" : nil
     }
 
-    /// The process's cluster, started on first use.
-    public static func shared() throws -> PostgresCluster {
-        try sharedCluster.get()
+    /// The process's cluster, started on first use (on a thread of its own: initdb and the
+    /// server's start take seconds).
+    public static func shared() async throws -> PostgresCluster {
+        try await sharedCluster.value
     }
 
-    private static let sharedCluster: Result<PostgresCluster, any Error> = Result {
-        let cluster = try PostgresCluster()
+    private static let sharedCluster = Task<PostgresCluster, any Error> {
+        let cluster = try await onOwnThread { try PostgresCluster() }
+        started.withLock { $0 = cluster }
         atexit { PostgresCluster.stopShared() }
         return cluster
     }
 
+    /// The shared cluster once it has started, for the exit handler.
+    private static let started = Mutex<PostgresCluster?>(nil)
+
     private static func stopShared() {
-        if case .success(let cluster) = sharedCluster { cluster.stop() }
+        started.withLock { $0 }?.stop()
     }
 
     /// Whether commits reach the disk before they return (off for the shared cluster: fast, and
@@ -97,7 +103,11 @@ public final class PostgresCluster: @unchecked Sendable {
     }
 
     /// A new empty database, as a `postgres://` URL.
-    public func createDatabase() throws -> String {
+    public func createDatabase() async throws -> String {
+        try await onOwnThread { try self.createDatabaseBlocking() }
+    }
+
+    private func createDatabaseBlocking() throws -> String {
         let name = "herald_\(UUID().uuidString.prefix(12).lowercased().replacingOccurrences(of: "-", with: ""))"
         try Self.execute(binaries + "/psql", ["-h", "127.0.0.1", "-p", String(port), "-U", "herald", "-d", "postgres", "-q", "-c", "CREATE DATABASE \(name)"])
         return "postgres://herald@127.0.0.1:\(port)/\(name)?sslmode=disable"
@@ -105,7 +115,11 @@ public final class PostgresCluster: @unchecked Sendable {
 
     /// Runs `sql` in `database` with psql and returns what it printed (unaligned, tuples only).
     @discardableResult
-    public func psql(_ sql: String, database: String) throws -> String {
+    public func psql(_ sql: String, database: String) async throws -> String {
+        try await onOwnThread { try self.psqlBlocking(sql, database: database) }
+    }
+
+    private func psqlBlocking(_ sql: String, database: String) throws -> String {
         let name = database.split(separator: "/").last.map { String($0.split(separator: "?")[0]) } ?? database
         return try Self.execute(binaries + "/psql", ["-h", "127.0.0.1", "-p", String(port), "-U", "herald", "-d", name, "-qAt", "-c", sql])
     }
@@ -124,15 +138,15 @@ public final class PostgresCluster: @unchecked Sendable {
     }
 
     /// Starts the server again after ``halt()``, on the same port and files.
-    public func resume() throws {
-        try launch()
+    public func resume() async throws {
+        try await onOwnThread { try self.launch() }
     }
 
     /// A cluster of the caller's own, for a test that stops and starts it (the shared one serves
     /// tests running at the same time), with PostgreSQL's durable defaults: what was committed
     /// survives ``halt()``. Stop it with ``stop()``.
-    public static func dedicated() throws -> PostgresCluster {
-        try PostgresCluster(durable: true)
+    public static func dedicated() async throws -> PostgresCluster {
+        try await onOwnThread { try PostgresCluster(durable: true) }
     }
 
     @discardableResult

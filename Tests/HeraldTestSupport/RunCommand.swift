@@ -14,9 +14,14 @@ public struct CommandFailed: Error, CustomStringConvertible {
 }
 
 /// Runs `command` (found on the PATH: openssl, python3) with `arguments` and returns what it
-/// printed; throws, with its output, when it exits with a failure status.
+/// printed; throws, with its output, when it exits with a failure status. It waits on a thread
+/// of its own (``onOwnThread(_:)``), not the cooperative pool.
 @discardableResult
-public func runCommand(_ command: String, _ arguments: [String]) throws -> CommandOutput {
+public func runCommand(_ command: String, _ arguments: [String]) async throws -> CommandOutput {
+    try await onOwnThread { try runCommandBlocking(command, arguments) }
+}
+
+private func runCommandBlocking(_ command: String, _ arguments: [String]) throws -> CommandOutput {
     // Standard error goes to a file, so neither pipe can fill while the other is read.
     let errorFile = FileManager.default.temporaryDirectory.appendingPathComponent("herald-command-\(UUID().uuidString)")
     try Data().write(to: errorFile)

@@ -29,11 +29,11 @@ public final class ScratchDirectory {
 
     /// A `.p12` of a PEM certificate and key, made by openssl (which `.ci/run` installs): the legacy
     /// RC2-40/3DES encryption of older exports, or OpenSSL 3's AES-256-CBC with PBKDF2.
-    public func p12(certificatePEM: String, keyPEM: String, legacy: Bool, password: String, name: String) throws -> String {
+    public func p12(certificatePEM: String, keyPEM: String, legacy: Bool, password: String, name: String) async throws -> String {
         let certificate = try write("\(name).crt.pem", certificatePEM)
         let key = try write("\(name).key.pem", keyPEM)
         let output = file("\(name).p12")
-        try runCommand("openssl", ["pkcs12", "-export"] + (legacy ? ["-legacy"] : []) + ["-in", certificate, "-inkey", key, "-passout", "pass:\(password)", "-out", output])
+        try await runCommand("openssl", ["pkcs12", "-export"] + (legacy ? ["-legacy"] : []) + ["-in", certificate, "-inkey", key, "-passout", "pass:\(password)", "-out", output])
         return output
     }
 

@@ -75,7 +75,7 @@ public final class WebhookReceiver: @unchecked Sendable {
 
     /// Starts a receiver; it answers 500 to its first `failing` requests, and, when `untilAllowed`,
     /// to every request until ``allow()``.
-    public init(scratch: ScratchDirectory, secret: String, failing: Int = 0, untilAllowed: Bool = false, mode: Mode = .normal) throws {
+    public init(scratch: ScratchDirectory, secret: String, failing: Int = 0, untilAllowed: Bool = false, mode: Mode = .normal) async throws {
         let name = "receiver-\(UUID().uuidString)"
         let script = try scratch.write("\(name).py", Self.script)
         log = scratch.file("\(name).jsonl")
@@ -87,12 +87,15 @@ public final class WebhookReceiver: @unchecked Sendable {
         let output = Pipe()
         process.standardOutput = output
         try process.run()
-        // Its first line is its port (bounded: 30 s).
-        var text = ""
-        let deadline = Date().addingTimeInterval(30)
-        while !text.contains("\n"), Date() < deadline, process.isRunning {
-            let data = output.fileHandleForReading.availableData
-            if data.isEmpty { Thread.sleep(forTimeInterval: 0.01) } else { text += String(decoding: data, as: UTF8.self) }
+        // Its first line is its port (bounded: 30 s), waited for on a thread of its own.
+        let text = await onOwnThread { [process] in
+            var text = ""
+            let deadline = Date().addingTimeInterval(30)
+            while !text.contains("\n"), Date() < deadline, process.isRunning {
+                let data = output.fileHandleForReading.availableData
+                if data.isEmpty { Thread.sleep(forTimeInterval: 0.01) } else { text += String(decoding: data, as: UTF8.self) }
+            }
+            return text
         }
         guard let port = Int(text.split(separator: "\n").first ?? "") else {
             if process.isRunning { kill(process.processIdentifier, SIGKILL) }

@@ -430,7 +430,7 @@ struct MockWebPushServerTests {
                                    headers={"Urgency": "low", "Topic": "pywebpush0"}, requests_session=session, timeout=30)
                 print(response.status_code, response.headers.get("Location"))
                 """
-            let output = try await Self.run("python3", ["-c", script, caFile, server.origin, keyFile])
+            let output = try await runCommand("python3", ["-c", script, caFile, server.origin, keyFile])
             #expect(output.standardOutput.hasPrefix("201 /message/"), "\(output.all)")
             let message = try #require(server.received.first)
             #expect(message.text == "hello from pywebpush")
@@ -440,14 +440,6 @@ struct MockWebPushServerTests {
         }
     }
 
-    /// `runCommand` on a thread of its own, not one of the cooperative pool the mock answers on.
-    static func run(_ command: String, _ arguments: [String]) async throws -> CommandOutput {
-        try await withCheckedThrowingContinuation { continuation in
-            Thread.detachNewThread {
-                continuation.resume(with: Result { try runCommand(command, arguments) })
-            }
-        }
-    }
 }
 
 extension MockWebPushServerTests {

@@ -10,7 +10,7 @@ struct VAPIDTests {
     static let now = Date(timeIntervalSince1970: 1_790_000_000)
 
     @Test("a token has the RFC's header and claims, verifies here, and verifies in Python's cryptography")
-    func tokenShapeAndPythonCheck() throws {
+    func tokenShapeAndPythonCheck() async throws {
         let key = VAPIDKey.generate()
         let signer = try VAPIDSigner(key: key, subject: "mailto:ops@example.com")
         let header = try signer.authorization(origin: "https://web.push.apple.com", now: Self.now)
@@ -36,7 +36,7 @@ struct VAPIDTests {
             public.verify(utils.encode_dss_signature(int.from_bytes(sig[:32], 'big'), int.from_bytes(sig[32:], 'big')), (h + '.' + c).encode(), ec.ECDSA(hashes.SHA256()))
             print(json.dumps({'header': json.loads(b(h)), 'claims': json.loads(b(c))}, sort_keys=True))
             """
-        let output = try runCommand("python3", ["-c", script, header]).standardOutput
+        let output = try await runCommand("python3", ["-c", script, header]).standardOutput
         let parsed = try JSONValue(parsing: output)
         #expect(parsed["header"] == .object(["typ": .string("JWT"), "alg": .string("ES256")]))
         #expect(parsed["claims"]?["aud"] == .string("https://web.push.apple.com"))
@@ -109,12 +109,12 @@ struct VAPIDTests {
     }
 
     @Test("keys load from PKCS#8 and SEC1 PEM as openssl writes them; other keys are refused, naming the problem")
-    func keyFiles() throws {
+    func keyFiles() async throws {
         let scratch = try ScratchDirectory()
         let sec1 = scratch.file("sec1.pem")
-        try runCommand("openssl", ["ecparam", "-name", "prime256v1", "-genkey", "-noout", "-out", sec1])
+        try await runCommand("openssl", ["ecparam", "-name", "prime256v1", "-genkey", "-noout", "-out", sec1])
         let pkcs8 = scratch.file("pkcs8.pem")
-        try runCommand("openssl", ["pkcs8", "-topk8", "-nocrypt", "-in", sec1, "-out", pkcs8])
+        try await runCommand("openssl", ["pkcs8", "-topk8", "-nocrypt", "-in", sec1, "-out", pkcs8])
         let fromSEC1 = try VAPIDKey(contentsOfFile: sec1)
         let fromPKCS8 = try VAPIDKey(contentsOfFile: pkcs8)
         #expect(fromSEC1.publicKeyBase64URL == fromPKCS8.publicKeyBase64URL)
@@ -124,9 +124,9 @@ struct VAPIDTests {
         #expect(!"\(generated)".contains(generated.pemRepresentation) && "\(generated)".contains(generated.publicKeyBase64URL))
 
         let p384 = scratch.file("p384.pem")
-        try runCommand("openssl", ["ecparam", "-name", "secp384r1", "-genkey", "-noout", "-out", p384])
+        try await runCommand("openssl", ["ecparam", "-name", "secp384r1", "-genkey", "-noout", "-out", p384])
         let rsa = scratch.file("rsa.pem")
-        try runCommand("openssl", ["genpkey", "-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:2048", "-out", rsa])
+        try await runCommand("openssl", ["genpkey", "-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:2048", "-out", rsa])
         for path in [p384, rsa] {
             let error = #expect(throws: WebPushError.self) { _ = try VAPIDKey(contentsOfFile: path) }
             #expect(error?.message.contains("P-256") == true, "\(String(describing: error))")

@@ -70,7 +70,7 @@ struct WebPushEncryptionTests {
     }
 
     @Test("Python's http_ece (an independent implementation) decrypts what Herald encrypted")
-    func httpECEDecrypts() throws {
+    func httpECEDecrypts() async throws {
         let scratch = try ScratchDirectory()
         let browser = Browser()
         var lines: [String] = [Base64URL.encode(browser.privateKey.rawRepresentation), Base64URL.encode(browser.subscription.authSecret)]
@@ -91,7 +91,7 @@ struct WebPushEncryptionTests {
                 plain = http_ece.decrypt(b(line), private_key=key, auth_secret=b(lines[1]), version='aes128gcm')
                 print(base64.urlsafe_b64encode(plain).decode().rstrip('='))
             """
-        let output = try runCommand("python3", ["-c", script, input]).standardOutput
+        let output = try await runCommand("python3", ["-c", script, input]).standardOutput
         let decrypted = output.split(separator: "\n", omittingEmptySubsequences: false).dropLast().map { Base64URL.decode($0)! }
         #expect(decrypted == plaintexts)
     }

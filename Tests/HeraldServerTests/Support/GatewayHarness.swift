@@ -71,7 +71,7 @@ struct GatewayHarness {
         defer { Task { try? await mock.shutdown() } }
 
         let (key, entry) = APIKey.generate(name: "tests", apps: [appID])
-        var configuration = try configuration(database: try backend.storeURL(scratch: scratch), mock: mock, providerKey: providerKey, apiKey: entry)
+        var configuration = try configuration(database: try await backend.storeURL(scratch: scratch), mock: mock, providerKey: providerKey, apiKey: entry)
         try configureGateway(&configuration)
         try await body(configuration, mock, key)
         _ = scratch

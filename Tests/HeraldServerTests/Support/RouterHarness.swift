@@ -29,7 +29,7 @@ struct RouterHarness: Sendable {
             GatewayConfiguration.App(id: appID, topic: bundleID, environment: .sandbox, credentials: credentials),
             GatewayConfiguration.App(id: "other", topic: "com.example.other", environment: .sandbox, credentials: credentials),
         ]
-        var configuration = GatewayConfiguration(database: try StoreURL(backend.storeURL(scratch: scratch, name: "api.db")), apps: apps, apiKeys: [key.entry, otherKey.entry])
+        var configuration = GatewayConfiguration(database: try StoreURL(await backend.storeURL(scratch: scratch, name: "api.db")), apps: apps, apiKeys: [key.entry, otherKey.entry])
         configuration.limits.maximumBodySize = 64 << 10
         configuration.limits.maximumImportLineSize = 4096
         configure(&configuration)

@@ -11,7 +11,7 @@ func withStore(
     _ backend: Backend, _ configure: (inout HeraldStore.Configuration) -> Void = { _ in }, _ body: (HeraldStore) async throws -> Void
 ) async throws {
     let scratch = try ScratchDirectory()
-    var configuration = try HeraldStore.Configuration(url: try backend.storeURL(scratch: scratch))
+    var configuration = try HeraldStore.Configuration(url: try await backend.storeURL(scratch: scratch))
     configuration.initialRetryDelay = .seconds(5)
     configure(&configuration)
     try await withHeraldStore(configuration: configuration) { store in try await body(store) }
@@ -85,13 +85,13 @@ struct RawDatabase: Sendable {
     let backend: Backend
     let url: String
 
-    func execute(_ sql: String) throws {
+    func execute(_ sql: String) async throws {
         switch backend {
         case .sqlite:
             let script = "import sqlite3, sys; c = sqlite3.connect(sys.argv[1], timeout=10); c.executescript(sys.argv[2]); c.commit()"
-            try runCommand("python3", ["-c", script, String(url.dropFirst("sqlite:".count)), sql])
+            try await runCommand("python3", ["-c", script, String(url.dropFirst("sqlite:".count)), sql])
         case .postgres:
-            try PostgresCluster.shared().psql(sql, database: url)
+            try await PostgresCluster.shared().psql(sql, database: url)
         }
     }
 }
@@ -101,7 +101,7 @@ func withStore(
     _ backend: Backend, _ configure: (inout HeraldStore.Configuration) -> Void = { _ in }, _ body: (HeraldStore, RawDatabase) async throws -> Void
 ) async throws {
     let scratch = try ScratchDirectory()
-    let url = try backend.storeURL(scratch: scratch)
+    let url = try await backend.storeURL(scratch: scratch)
     var configuration = try HeraldStore.Configuration(url: url)
     configuration.initialRetryDelay = .seconds(5)
     configure(&configuration)
