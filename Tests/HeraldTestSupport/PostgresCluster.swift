@@ -74,6 +74,11 @@ public final class PostgresCluster: @unchecked Sendable {
     /// and statements slower than 3 s, with time, process and database.
     private static let diagnostics = ["-c", "log_lock_waits=on", "-c", "log_min_duration_statement=3000", "-c", "log_line_prefix=%m [%p] %d "]
 
+    /// The thread servers are started from. `--pdeathsig` kills a server when the *thread* that
+    /// started it ends, not the process, and ``onOwnThread(_:)``'s threads end: so one thread
+    /// that lasts as long as the test process starts them all.
+    private static let launcher = LauncherThread()
+
     /// Starts the server on the cluster's port and files; returns once it accepts connections.
     private func launch() throws {
         let server = Process()
@@ -91,7 +96,7 @@ public final class PostgresCluster: @unchecked Sendable {
         _ = try? log?.seekToEnd()
         server.standardOutput = log
         server.standardError = log
-        try server.run()
+        try Self.launcher.perform { try server.run() }
         lock.withLock { self.server = server }
         for _ in 0..<300 {
             if (try? Self.execute(binaries + "/pg_isready", ["-h", "127.0.0.1", "-p", String(port), "-U", "herald", "-q"])) != nil { return }
@@ -181,6 +186,45 @@ public final class PostgresCluster: @unchecked Sendable {
         }
         guard bound else { throw ClusterError("no free port") }
         return Int(UInt16(bigEndian: address.sin_port))
+    }
+
+    /// A thread that runs what it is given, one at a time, for as long as the process lives.
+    private final class LauncherThread: @unchecked Sendable {
+        private let condition = NSCondition()
+        private var jobs: [() -> Void] = []
+
+        init() {
+            Thread.detachNewThread { [self] in
+                while true {
+                    condition.lock()
+                    while jobs.isEmpty { condition.wait() }
+                    let job = jobs.removeFirst()
+                    condition.unlock()
+                    job()
+                }
+            }
+        }
+
+        /// Runs `body` on the thread; blocks the caller until it is done.
+        func perform(_ body: @escaping () throws -> Void) throws {
+            let done = NSCondition()
+            var finished = false
+            var failure: (any Error)?
+            condition.lock()
+            jobs.append {
+                do { try body() } catch { failure = error }
+                done.lock()
+                finished = true
+                done.signal()
+                done.unlock()
+            }
+            condition.signal()
+            condition.unlock()
+            done.lock()
+            while !finished { done.wait() }
+            done.unlock()
+            if let failure { throw failure }
+        }
     }
 
     public struct ClusterError: Error, CustomStringConvertible {
