@@ -226,3 +226,11 @@ struct BatchMessagesTests {
         #expect(BatchMessages.withBadge(1, array) == array)
     }
 }
+
+extension BatchMessages {
+    /// A batch's notifications as an array, with the tokens left out: what a test compares.
+    static func notifications(for batch: WorkBatch, topic bundleID: String) throws(PayloadError) -> (notifications: [PushNotification], invalid: [String]) {
+        let made = try BatchNotifications(for: batch, topic: bundleID)
+        return (Array(made.part(nil)), made.invalid)
+    }
+}

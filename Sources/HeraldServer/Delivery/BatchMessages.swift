@@ -2,7 +2,8 @@ import HeraldClient
 import HeraldCore
 import HeraldStore
 
-/// A claimed batch's notifications (``BatchMessages/notifications(for:topic:)``), made one at a
+/// A claimed batch's notifications, one per device in the batch's order (a token that is not
+/// valid hex, which the store never holds, is left out and listed in ``invalid``), made one at a
 /// time as the send takes them: each is made once and moved into its request. An array of them
 /// was copied out of element by element (a retain of each of a notification's strings, and a
 /// release when the array went), on the pool thread the event loops share those strings with.
@@ -16,7 +17,7 @@ struct BatchNotifications: Sendable {
     /// Each token's own payload when the badge increments and it has one (else empty).
     private let badged: [EncodedPayload?]
 
-    /// One notification per device of `batch` (``BatchMessages/notifications(for:topic:)``).
+    /// One notification per device of `batch`.
     ///
     /// When the caller set no collapse ID, the notification's ID is sent as one, on every send:
     /// a device that gets the notification twice (its first send was in flight when a worker
@@ -93,14 +94,6 @@ struct BatchNotifications: Sendable {
 
 /// The APNs requests for a claimed batch, and how each one's outcome is recorded.
 enum BatchMessages {
-    /// One notification per device of `batch`, in the batch's order (a token that is not valid
-    /// hex, which the store never holds, is left out and listed in `invalid`), each carrying the
-    /// notification's ID as its collapse ID when the caller set none (``BatchNotifications/init(for:topic:)``).
-    static func notifications(for batch: WorkBatch, topic bundleID: String) throws(PayloadError) -> (notifications: [PushNotification], invalid: [String]) {
-        let made = try BatchNotifications(for: batch, topic: bundleID)
-        return (Array(made.part(nil)), made.invalid)
-    }
-
     /// The positions of `items` (a batch's items that have a notification, in order) by the token
     /// environment of their devices; a device without one goes to `defaultEnvironment`.
     static func groups(of items: [WorkItem], defaultEnvironment: TokenEnvironment) -> [(TokenEnvironment, [Int])] {
