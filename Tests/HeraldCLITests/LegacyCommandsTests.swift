@@ -62,7 +62,7 @@ struct LegacyCommandsTests {
         #expect(byToken[Self.tooBig]?["attempts"] == 2)
         #expect(result.stderr.contains("summary: 3 sent, 1 accepted, 2 rejected"), "\(result.stderr)")
 
-        await #expect(mock.process.stop() == 0)
+        #expect(await mock.process.stop() == 0)
         #expect(mock.process.text.contains("legacy gateway stopped: 1 accepted, 2 rejected"), "\(mock.process.text)")
     }
 
@@ -80,7 +80,7 @@ struct LegacyCommandsTests {
             #expect(result.stdoutLines.filter { $0.hasSuffix(" accepted") && !$0.hasPrefix("summary") }.count == 40)
             #expect(result.stdoutLines.last == "summary: 40 sent, 40 accepted")
         }
-        await #expect(mock.process.stop() == 0)
+        #expect(await mock.process.stop() == 0)
         #expect(mock.process.text.contains("legacy gateway stopped: 120 accepted, 0 rejected"), "\(mock.process.text)")
     }
 

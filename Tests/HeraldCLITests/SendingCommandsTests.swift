@@ -68,7 +68,7 @@ struct SendingCommandsTests {
         #expect(result.stdoutLines.filter { $0.contains(" accepted apns-id=") }.count == 50)
         #expect(result.stdoutLines.last == "summary: 50 sent, 50 accepted")
         // The mock runs until interrupted, then says what it saw.
-        await #expect(mock.stop() == 0)
+        #expect(await mock.stop() == 0)
         #expect(mock.text.contains("mock APNs stopped: 50 accepted, 0 rejected"))
     }
 

@@ -136,7 +136,7 @@ struct ServeCommandTests {
         }
         let received = setup.received(alert: "crash")
         #expect(received.count == devices, "every device at least once: \(received.count) of \(devices)")
-        await #expect(second.stop() == 0, "SIGTERM ends it cleanly")
+        #expect(await second.stop() == 0, "SIGTERM ends it cleanly")
         try await setup.mock.shutdown()
     }
 
@@ -171,7 +171,7 @@ struct ServeCommandTests {
         // What the second process sent of the paced one still came at its pace, not at once.
         let times = setup.mock.accepted.filter { (try? JSONValue(parsing: $0.payload))?["aps"]?["alert"]?.stringValue == "paced" }.map(\.receivedAt).sorted()
         if let last = times.last { #expect(last.timeIntervalSince(queued) >= 5, "the last received \(last.timeIntervalSince(queued)) s after queueing") }
-        await #expect(second.stop() == 0, "SIGTERM ends it cleanly")
+        #expect(await second.stop() == 0, "SIGTERM ends it cleanly")
         try await setup.mock.shutdown()
     }
 
@@ -198,7 +198,7 @@ struct ServeCommandTests {
             let sent = metrics.split(separator: "\n").filter { $0.hasPrefix("herald_deliveries_total{") && $0.contains(#"outcome="accepted""#) }
                 .compactMap { Double($0.split(separator: " ").last ?? "") }.reduce(0, +)
             #expect(sent > 0 && sent < 4000, "\(process.arguments): \(sent) sent")
-            await #expect(process.stop() == 0)
+            #expect(await process.stop() == 0)
         }
         try await setup.mock.shutdown()
     }
@@ -219,7 +219,7 @@ struct ServeCommandTests {
         let urlFile = try scratch.write("database-url", "sqlite:\(scratch.file("from-file.db"))\n")
         let (process, _) = try await setup.serve(["--database-file", urlFile])
         #expect(process.text.contains("from-file.db"), "\(process.text)")
-        await #expect(process.stop() == 0)
+        #expect(await process.stop() == 0)
 
         let secret = "s3cret-\(UUID().uuidString)"
         let badFile = try scratch.write("bad-url", "postgres://herald:\(secret)@db.internal/push?sslmode=bogus")
@@ -281,9 +281,9 @@ struct ServeCommandTests {
         process.send(SIGHUP)
         let reloaded = await eventually(within: .seconds(20), every: .milliseconds(200)) { (try? await verifies(secondCA)) == true }
         #expect(reloaded, "\(process.text.suffix(2000))")
-        await #expect(try !verifies(firstCA))
+        #expect(try await !verifies(firstCA))
         #expect(process.text.contains("reloaded the TLS certificate"))
-        await #expect(process.stop() == 0)
+        #expect(await process.stop() == 0)
         try await setup.mock.shutdown()
     }
 
@@ -313,7 +313,7 @@ struct ServeCommandTests {
         #expect(try await Self.call("GET", "\(base)/v1/apps", key: newKey).0 == 200)
         #expect(try await Self.call("GET", "\(base)/v1/apps").0 == 401, "the key taken out no longer works")
         #expect(!process.text.contains(newKey), "a key never reaches the log")
-        await #expect(process.stop() == 0)
+        #expect(await process.stop() == 0)
         try await setup.mock.shutdown()
     }
 

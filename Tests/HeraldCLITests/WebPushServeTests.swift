@@ -64,7 +64,7 @@ struct WebPushServeTests {
             let reached = Set(android.received.map(\.token))
             #expect(phones.allSatisfy(reached.contains), "every Android device at least once: \(phones.filter { !reached.contains($0) }.count) missing")
             #expect(!first.text.contains("Fatal error") && !second.text.contains("Fatal error"))
-            await #expect(second.stop() == 0, "SIGTERM ends it cleanly")
+            #expect(await second.stop() == 0, "SIGTERM ends it cleanly")
         }
         }
         try await setup.mock.shutdown()

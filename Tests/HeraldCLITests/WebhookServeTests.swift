@@ -79,7 +79,7 @@ struct WebhookServeTests {
             eventIDs[notification, default: []].insert(id)
         }
         #expect(eventIDs.values.allSatisfy { $0.count == 1 }, "\(eventIDs)")
-        await #expect(second.stop() == 0, "SIGTERM ends it cleanly")
+        #expect(await second.stop() == 0, "SIGTERM ends it cleanly")
         #expect(!first.text.contains(Self.secret) && !second.text.contains(Self.secret), "the secret is never logged")
         try await setup.mock.shutdown()
     }
