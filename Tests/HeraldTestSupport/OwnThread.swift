@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// Runs `body`, which blocks (it waits for a process, a pipe or a sleep), on a thread of its own,
 /// and returns what it returns.
@@ -22,5 +23,38 @@ public func onOwnThread<T: Sendable>(_ body: @escaping @Sendable () -> T) async 
         Thread.detachNewThread {
             continuation.resume(returning: body())
         }
+    }
+}
+
+/// How late the cooperative pool runs a task, measured while a timing-sensitive part of a test
+/// runs: a late pool (a test helper that blocks it, as in ``onOwnThread(_:)``) explains a slow
+/// result that the code under test did not cause.
+public final class PoolLateness: Sendable {
+    private final class Worst: Sendable {
+        let value = Mutex<Duration>(.zero)
+    }
+
+    private let worst = Worst()
+    private let task: Task<Void, Never>
+
+    /// Starts measuring: a task wakes every 50 ms and records how far past its time it woke.
+    public init() {
+        let worst = self.worst
+        task = Task {
+            let clock = ContinuousClock()
+            let period = Duration.milliseconds(50)
+            while !Task.isCancelled {
+                let due = clock.now + period
+                try? await Task.sleep(until: due, clock: clock)
+                let late = clock.now - due
+                worst.value.withLock { $0 = max($0, late) }
+            }
+        }
+    }
+
+    /// Stops measuring; the longest the task waited past its time.
+    public func stop() -> Duration {
+        task.cancel()
+        return worst.value.withLock { $0 }
     }
 }
