@@ -27,6 +27,7 @@ import urllib.error
 import ssl
 import urllib.request
 from datetime import datetime
+from urllib.parse import urlsplit
 
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
@@ -581,6 +582,17 @@ class Run:
         expect(by("notification-schedule")).to_have_text(re.compile(r"^from \d{4}-\d\d-\d\d \d\d:\d\d:\d\d$"))
         expect(by("notification-cancel")).to_be_visible()
         self.shot(page, "notification-scheduled.png")
+        # Left open, the page reads a notification due in an hour again every 30 s, not every
+        # second as one under way (which read it 2 or 3 times in this wait).
+        reads = []
+        def count_read(request):
+            if request.method == "GET" and urlsplit(request.url).path.endswith(f"/notifications/{scheduled}"):
+                reads.append(request.url)
+        page.on("request", count_read)
+        page.wait_for_timeout(2500)
+        page.remove_listener("request", count_read)
+        check(not reads, f"a notification scheduled an hour ahead was read {len(reads)} times in 2.5 s")
+        expect(by("notification-live")).to_have_text("checked every 30 seconds until it is due")
         by("notification-cancel").click()
         by("notification-cancel").click()
         expect(by("notification-status")).to_have_text("cancelled")

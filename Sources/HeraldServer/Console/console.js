@@ -14,6 +14,9 @@
   const KEY_STORAGE = 'herald.apiKey';
   const SVG_NS = 'http://www.w3.org/2000/svg';
   const POLL_MS = 1000;
+  // A scheduled notification's detail is read again this often until its time is near: a page
+  // left open on one due next week would otherwise ask every second until then.
+  const SCHEDULED_POLL_MS = 30000;
   const OVERVIEW_REFRESH_MS = 15000;
   const PAGE_SIZE = 20;
   const STATUSES = ['active', 'unregistered', 'invalid'];
@@ -433,6 +436,7 @@
   // ---------------------------------------------------------------------------------------
   // Timers that belong to the view on screen
 
+  // Runs callback after milliseconds unless the page changed meanwhile; returns the timer.
   function later(callback, milliseconds) {
     const generation = state.generation;
     const timer = setTimeout(() => {
@@ -440,6 +444,7 @@
       if (generation === state.generation) callback();
     }, milliseconds);
     state.timers.add(timer);
+    return timer;
   }
 
   function stopTimers() {
@@ -813,12 +818,15 @@
   // ---------------------------------------------------------------------------------------
   // A notification
 
-  const detail = { id: null, seen: '' };
+  // poll: the timer of the next read of the notification, so that a read started at once (after
+  // a cancel) replaces it rather than adding a second chain of reads.
+  const detail = { id: null, seen: '', poll: null };
 
   function showNotification(id) {
     show($('notification-view'), true);
     detail.id = id;
     detail.seen = '';
+    detail.poll = null;
     setText($('notification-id'), id);
     setText($('notification-status'), '');
     $('notification-status').className = 'badge';
@@ -831,6 +839,11 @@
   }
 
   async function pollNotification(generation) {
+    if (detail.poll !== null) {
+      clearTimeout(detail.poll);
+      state.timers.delete(detail.poll);
+      detail.poll = null;
+    }
     let notification;
     try {
       notification = await api(['notifications', detail.id]);
@@ -838,7 +851,7 @@
       if (!current(generation)) return;
       showError($('notification-error'), error.message);
       // A network blip while following a send: keep trying; a refusal (404, 403) is final.
-      if (error.status === 0 || error.status >= 500) later(() => pollNotification(generation), POLL_MS * 3);
+      if (error.status === 0 || error.status >= 500) detail.poll = later(() => pollNotification(generation), POLL_MS * 3);
       return;
     }
     if (!current(generation)) return;
@@ -849,6 +862,7 @@
     const active = notification.status === 'queued' || notification.status === 'scheduled' || notification.status === 'sending' ||
       (notification.status === 'cancelled' && Number(notification.pending) > 0);
     show($('notification-live'), active);
+    setText($('notification-live'), notification.status === 'scheduled' ? `checked every ${SCHEDULED_POLL_MS / 1000} seconds until it is due` : 'updating every second');
     // The device lists change only when the counts do; read them again only then.
     const seen = `${rejectedTotal(notification)}/${notification.failed}`;
     if (seen !== detail.seen) {
@@ -856,7 +870,17 @@
       loadOutcomeList(generation, 'rejected', $('rejected-devices'));
       loadOutcomeList(generation, 'failed', $('failed-devices'));
     }
-    if (active) later(() => pollNotification(generation), POLL_MS);
+    if (active) detail.poll = later(() => pollNotification(generation), nextPoll(notification));
+  }
+
+  // How long until the notification is read again: every second while it is under way; while
+  // it is scheduled, every SCHEDULED_POLL_MS, or at its time (sendAt) when that comes sooner.
+  function nextPoll(notification) {
+    if (notification.status !== 'scheduled') return POLL_MS;
+    const schedule = notification.schedule && typeof notification.schedule === 'object' ? notification.schedule : {};
+    const at = typeof schedule.sendAt === 'string' ? Date.parse(schedule.sendAt) : NaN;
+    const until = Number.isFinite(at) ? at - Date.now() : SCHEDULED_POLL_MS;
+    return Math.min(SCHEDULED_POLL_MS, Math.max(POLL_MS, until));
   }
 
   function renderNotification(notification) {
