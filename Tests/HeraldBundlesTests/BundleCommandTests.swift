@@ -15,29 +15,9 @@ struct BundleCommandTests {
         pki = try TestPKI()
     }
 
-    static var herald: URL {
-        URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent().appendingPathComponent("herald")
-    }
-
-    /// Runs `herald` with `arguments` on a thread of its own (not the cooperative pool).
-    func herald(_ arguments: [String], environment: [String: String] = [:]) async throws -> (status: Int32, stdout: String, stderr: String) {
-        try await onOwnThread { try Self.heraldBlocking(arguments, environment: environment) }
-    }
-
-    static func heraldBlocking(_ arguments: [String], environment: [String: String]) throws -> (status: Int32, stdout: String, stderr: String) {
-        let process = Process()
-        process.executableURL = Self.herald
-        process.arguments = arguments
-        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
-        let out = Pipe()
-        let err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        try process.run()
-        let stdout = out.fileHandleForReading.readDataToEndOfFile()
-        let stderr = err.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (process.terminationStatus, String(decoding: stdout, as: UTF8.self), String(decoding: stderr, as: UTF8.self))
+    /// Runs `herald` with `arguments` (``HeraldProcess``).
+    func herald(_ arguments: [String], environment: [String: String] = [:]) async throws -> HeraldProcess.Result {
+        try await HeraldProcess.run(arguments, environment: environment)
     }
 
     @Test("pass sign with the password from HERALD_CERT_PASSWORD, verify against the root, tampering caught")

@@ -10,7 +10,7 @@ struct FCMBenchCommandTests {
     /// Runs herald under coreutils' `timeout`, so a hung run ends; throws if it exits non-zero
     /// (which it does when any message was not accepted).
     static func bench(_ arguments: [String]) async throws -> CommandOutput {
-        try await runCommand("timeout", ["240", FCMCommandTests.herald, "bench", "fcm", "--count", "200", "--firebase-admin-count", "20"] + arguments)
+        try await runCommand("timeout", ["240", HeraldProcess.executable.path, "bench", "fcm", "--count", "200", "--firebase-admin-count", "20"] + arguments)
     }
 
     @Test("text: every message accepted by the mock FCM, the mock APNs and firebase-admin; rates, CPU per message and both ratios printed")

@@ -7,26 +7,15 @@ import Testing
 /// `herald fcm send` end to end: the built binary as a subprocess against the mock FCM.
 @Suite("herald fcm send", .timeLimit(.minutes(6)))
 struct FCMCommandTests {
-    static let herald = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent().appendingPathComponent("herald").path
     static let token = "cli-device:APA91b" + String(repeating: "c", count: 50)
 
-    /// Runs herald on a thread of its own; returns its exit status and output.
+    /// Runs herald (``HeraldProcess``); returns its exit status and all it printed.
     static func herald(_ arguments: [String]) async -> (status: Int32, output: String) {
-        await onOwnThread {
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: herald)
-            process.arguments = arguments
-            let pipe = Pipe()
-            process.standardOutput = pipe
-            process.standardError = pipe
-            do {
-                try process.run()
-            } catch {
-                return (-1, "\(error)")
-            }
-            let data = pipe.fileHandleForReading.readDataToEndOfFile()
-            process.waitUntilExit()
-            return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+        do {
+            let result = try await HeraldProcess.run(arguments)
+            return (result.status, result.stdout + result.stderr)
+        } catch {
+            return (-1, "\(error)")
         }
     }
 
