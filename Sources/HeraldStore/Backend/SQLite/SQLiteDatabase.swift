@@ -76,8 +76,9 @@ final class SQLiteDatabase: SQLDatabase {
                 _ = try await opened.query(pragma)
             }
         } catch {
-            // A connection is closed before it is dropped, whatever failed.
-            try? await opened.close()
+            // A connection is closed before it is dropped, whatever failed (a cancelled task's
+            // own query would be skipped: see `unstoppable`).
+            await Task { try? await opened.close() }.value
             throw StoreError(.unavailable, "cannot set up the SQLite database \(path): \(error)")
         }
         connection.withLock { $0 = opened }
@@ -109,15 +110,45 @@ final class SQLiteDatabase: SQLDatabase {
         try await exclusive { connection in
             if kind == .statements { return try await body(connection) }
             try await connection.query("BEGIN IMMEDIATE")
+            let result: Result
             do {
-                let result = try await body(connection)
-                try await connection.query("COMMIT")
-                return result
+                result = try await body(connection)
             } catch {
-                _ = try? await connection.query("ROLLBACK")
+                await end(connection, "ROLLBACK")
                 throw error
             }
+            do {
+                try await Self.unstoppable("COMMIT", on: connection)
+            } catch {
+                await end(connection, "ROLLBACK")
+                throw error
+            }
+            return result
         }
+    }
+
+    /// Ends the connection's transaction with `statement`; when even that fails, closes the
+    /// connection (which rolls back what is open), and the next use opens it again. Whatever
+    /// happened, no transaction is left open for the next caller.
+    private func end(_ connection: SQLiteSQLConnection, _ statement: String) async {
+        do {
+            try await Self.unstoppable(statement, on: connection)
+        } catch {
+            logger.warning("cannot end an SQLite transaction; opening the database again", metadata: ["database": "\(path)", "error": "\(error)"])
+            let open = self.connection.withLock { open in
+                defer { if open === connection.connection { open = nil } }
+                return open
+            }
+            if open === connection.connection { await Task { try? await connection.connection.close() }.value }
+        }
+    }
+
+    /// Runs `statement` even when the calling task is cancelled. sqlite-nio skips the query of a
+    /// cancelled task (it throws `CancellationError` without running it): a COMMIT or ROLLBACK
+    /// skipped that way would leave the one connection inside its transaction, and every later
+    /// `BEGIN` would fail. A task of its own is not cancelled with the caller.
+    private static func unstoppable(_ statement: String, on connection: SQLiteSQLConnection) async throws {
+        try await Task { _ = try await connection.query(statement) }.value
     }
 
     /// Workers of other processes do not share an SQLite file's queue: nothing to announce.
