@@ -146,9 +146,14 @@ final class SQLiteDatabase: SQLDatabase {
     /// Runs `statement` even when the calling task is cancelled. sqlite-nio skips the query of a
     /// cancelled task (it throws `CancellationError` without running it): a COMMIT or ROLLBACK
     /// skipped that way would leave the one connection inside its transaction, and every later
-    /// `BEGIN` would fail. A task of its own is not cancelled with the caller.
+    /// `BEGIN` would fail. Skipped, it runs again in a task of its own, which is not cancelled
+    /// with the caller.
     private static func unstoppable(_ statement: String, on connection: SQLiteSQLConnection) async throws {
-        try await Task { _ = try await connection.query(statement) }.value
+        do {
+            try await connection.query(statement)
+        } catch is CancellationError {
+            try await Task { _ = try await connection.query(statement) }.value
+        }
     }
 
     /// Workers of other processes do not share an SQLite file's queue: nothing to announce.
