@@ -18,6 +18,8 @@
 # run to run holds every earlier import's index churn: re-registering the same 300,000 tokens
 # again and again grew `devices_hash` to 2.6 times its fresh size here, and the broadcast's range
 # reads with it. REUSE_POSTGRES=1 runs on POSTGRES (and POSTGRES_BEFORE) as they are instead.
+# ONLY_IMPORT=1: each case only imports its devices (its rate and CPU per device), no broadcast.
+# PERF_IMPORT=PREFIX: a profile of each import, as PERF gives of each broadcast (below).
 # WORKERS and BATCH set the gateway's workers.count (default 4) and workers.batchSize (default: the build's).
 # Each broadcast line also gives the mock's CPU per notification and how busy the machine's cores
 # were: at ~90 % or more the run is bound by CPU, and the ratio is the ratio of CPU per notification.
@@ -74,7 +76,7 @@ def token(n):
     digest = hashlib.sha256(b"bench device %d" % n).hexdigest()
     return "0" + digest[1:] if app == "skewed" else digest
 c = connect()
-if mode == "import":
+if mode in ("import", "write-import"):
     # The body is written to a file first (once per registry), then sent from it: the import is
     # timed from the request's first byte to its answer, and the client's own hashing is not in it.
     count, path = int(sys.argv[4]), sys.argv[5]
@@ -83,6 +85,7 @@ if mode == "import":
             for start in range(0, count, 10000):
                 f.write("".join('{"token":"%s"}\n' % token(n) for n in range(start, min(count, start + 10000))))
         os.rename(path + ".part", path)
+    if mode == "write-import": sys.exit(0)
     def chunks():
         with open(path, "rb") as f:
             while True:
@@ -161,7 +164,7 @@ busy_percent() {  # "BUSY IDLE" before: the share of all cores busy since then
 per_notification() {  # PID TICKS-BEFORE: its CPU since then, in µs per notification of COUNT
     python3 -c "print('%.1f' % (($(ticks "$1") - $2) * 1e6 / $(getconf CLK_TCK) / $COUNT))"
 }
-declare -A CPU_US MOCK_US
+declare -A CPU_US MOCK_US IMPORTS
 # THREADS=1: each broadcast also prints the gateway's CPU by thread name (the event loops of the
 # APNs connections, Swift's cooperative pool, the SQLite thread pool…), in µs per notification.
 thread_ticks() {  # PID: "NAME TICKS" per thread
@@ -192,8 +195,26 @@ run_gateway() {  # LABEL DATABASE [second process: yes]; APP=skewed for the skew
     local first=$SERVE_PID
     if [ -n "$second" ]; then serve "$database" "$API_PORT2" --workers-only; fi
     local seconds import_rate
+    # PERF_IMPORT=PREFIX: a profile of the gateway over its import's first PERF_SECONDS (4),
+    # PREFIX-N.data as for PERF below (the import file is written before the request starts).
+    if [ -n "${PERF_IMPORT:-}" ]; then
+        PERF_IMPORT_RUN=$((${PERF_IMPORT_RUN:-0} + 1))
+        echo "$label: profile of the import $PERF_IMPORT-$PERF_IMPORT_RUN.data"
+        if [ ! -e "$WORK/import-${APP:-bench}-$COUNT.ndjson" ]; then
+            drive "$API_PORT" "$KEY" write-import "$COUNT" "$WORK/import-${APP:-bench}-$COUNT.ndjson"
+        fi
+        perf record --call-graph "${PERF_GRAPH:-fp}" -o "$PERF_IMPORT-$PERF_IMPORT_RUN.data" -p "$first" -- sleep "${PERF_SECONDS:-4}" >/dev/null 2>&1 &
+    fi
+    local import_ticks
+    import_ticks=$(ticks "$first")
     read -r seconds import_rate < <(drive "$API_PORT" "$KEY" import "$COUNT" "$WORK/import-${APP:-bench}-$COUNT.ndjson")
-    echo "$label: import of $COUNT devices (NDJSON, one request): $seconds s, $import_rate/s, peak RSS so far $(hwm "$first") MiB"
+    echo "$label: import of $COUNT devices (NDJSON, one request): $seconds s, $import_rate/s, CPU $(per_notification "$first" "$import_ticks") µs per device, peak RSS so far $(hwm "$first") MiB"
+    IMPORTS["$label"]=$import_rate
+    if [ -n "${ONLY_IMPORT:-}" ]; then
+        BROADCAST_RATE=0
+        stop_gateway "$first" "$second"
+        return
+    fi
     local rate
     # The direct send right before the broadcast and right after it, and the case's ratios to the
     # mean of the two: on this machine the same `herald bench` moved from 118,000/s to 187,000/s
@@ -243,9 +264,13 @@ run_gateway() {  # LABEL DATABASE [second process: yes]; APP=skewed for the skew
         read -r p50 p99 post99 < <(drive "$API_PORT" "$KEY" latency "$RATE")
         echo "$label: single token at $RATE/s for 10 s: stored to answered p50 ${p50} ms, p99 ${p99} ms; POST answered p99 ${post99} ms"
     fi
-    kill "$first" ${second:+$SERVE_PID} 2>/dev/null || true
-    wait "$first" 2>/dev/null || true
-    if [ -n "$second" ]; then wait "$SERVE_PID" 2>/dev/null || true; fi
+    stop_gateway "$first" "$second"
+}
+
+stop_gateway() {  # FIRST-PID SECOND ("yes": the second process is $SERVE_PID)
+    kill "$1" ${2:+$SERVE_PID} 2>/dev/null || true
+    wait "$1" 2>/dev/null || true
+    if [ -n "$2" ]; then wait "$SERVE_PID" 2>/dev/null || true; fi
 }
 
 # Order matters on PostgreSQL: the second run of a pair comes after the first's writes (its
@@ -307,6 +332,21 @@ for round in $(seq 1 "$ROUNDS"); do
     fi
 done
 
+for label in "${!IMPORTS[@]}"; do echo "import rate, $label: ${IMPORTS[$label]}"; done | sort | tee "$WORK/import-rates.txt"
+if [ -n "${ONLY_IMPORT:-}" ]; then
+    if [ "$ROUNDS" -gt 1 ]; then
+        python3 -c '
+import re, statistics, sys
+rows = {}
+for line in open(sys.argv[1]):
+    label, value = line.rstrip().rsplit(": ", 1)
+    rows.setdefault(re.sub(r" \[round [0-9]+\]", "", label), []).append(float(value))
+for label, values in rows.items():
+    print("median of %d rounds, %s: %.0f/s (%s)" % (len(values), label, statistics.median(values), ", ".join("%.0f" % v for v in values)))
+' "$WORK/import-rates.txt"
+    fi
+    exit 0
+fi
 for label in "${!CPU_US[@]}"; do
     python3 -c "print('CPU per notification, %s ÷ herald bench: %.2f' % ('$label', ${CPU_US[$label]} / ${DIRECT_CPU[$label]}))"
 done | sort | tee "$WORK/cpu-ratios.txt"

@@ -189,10 +189,13 @@ struct DeviceRoutes {
     static let kinds = TokenKind.allCases.map(\.rawValue).joined(separator: ", ")
 
     /// `user`, `tags`, `badge`, `kind`, `activityType`, `environment` and `platform` of a device object.
+    /// The fields of a device's registration, and of an import's line (which names its token).
+    private static let deviceFieldNames = ["user", "tags", "badge", "kind", "activityType", "environment", "platform", "timeZone"]
+    private static let importFieldNames = ["token"] + deviceFieldNames
+
     static func deviceFields(_ fields: JSONFields, allowsToken: Bool) throws(APIError) -> DeviceFields {
         do throws(FieldError) {
-            let names = ["user", "tags", "badge", "kind", "activityType", "environment", "platform", "timeZone"]
-            try fields.only(Set(allowsToken ? ["token"] + names : names))
+            try fields.only(allowsToken ? importFieldNames : deviceFieldNames)
             var device = DeviceFields()
             device.user = fields.has("user") ? .some(try fields.string("user")) : nil
             device.tags = try fields.strings("tags").map(Set.init)

@@ -35,20 +35,39 @@ enum InputScreen {
     /// The path (`payload.aps.alert`, `to.users[3]`) of the first string or key in `value` that
     /// holds a NUL, or `nil` when there is none. The parser already refused raw control bytes
     /// and invalid UTF-8; `\u0000` is valid JSON, but no field of the API may carry it.
-    static func pathOfNUL(in value: JSONValue, path: String = "") -> String? {
+    static func pathOfNUL(in value: JSONValue) -> String? {
+        // Looked for first without making paths: a path string per member was most of the time
+        // this took for each line of a bulk import, where none has a NUL.
+        containsNUL(value) ? locateNUL(in: value, path: "") : nil
+    }
+
+    private static func containsNUL(_ value: JSONValue) -> Bool {
+        switch value {
+        case .string(let text): hasNUL(text)
+        case .array(let items): items.contains(where: containsNUL)
+        case .object(let members): members.contains { hasNUL($0.key) || containsNUL($0.value) }
+        case .null, .bool, .int, .double: false
+        }
+    }
+
+    private static func hasNUL(_ text: String) -> Bool {
+        text.utf8.withContiguousStorageIfAvailable { $0.contains(0) } ?? text.utf8.contains(0)
+    }
+
+    private static func locateNUL(in value: JSONValue, path: String) -> String? {
         switch value {
         case .string(let text):
-            return text.utf8.contains(0) ? (path.isEmpty ? "the body" : path) : nil
+            return hasNUL(text) ? (path.isEmpty ? "the body" : path) : nil
         case .array(let items):
             for (index, item) in items.enumerated() {
-                if let found = pathOfNUL(in: item, path: "\(path)[\(index)]") { return found }
+                if let found = locateNUL(in: item, path: "\(path)[\(index)]") { return found }
             }
             return nil
         case .object(let members):
             for (key, member) in members {
                 let memberPath = path.isEmpty ? key : "\(path).\(key)"
-                if key.utf8.contains(0) { return "a key in \(path.isEmpty ? "the body" : path)" }
-                if let found = pathOfNUL(in: member, path: memberPath) { return found }
+                if hasNUL(key) { return "a key in \(path.isEmpty ? "the body" : path)" }
+                if let found = locateNUL(in: member, path: memberPath) { return found }
             }
             return nil
         case .null, .bool, .int, .double:

@@ -174,7 +174,7 @@ extension GatewayConfiguration.App {
         }
         var byKind: [TokenKind: APNSCredentials] = [:]
         if let kinds = try fields.object("credentialsByKind") {
-            try kinds.only(Set(TokenKind.allCases.map(\.rawValue)))
+            try kinds.only(TokenKind.allCases.map(\.rawValue))
             for kind in TokenKind.allCases {
                 switch kinds.members[kind.rawValue] {
                 case nil: continue
@@ -204,7 +204,7 @@ extension GatewayConfiguration.App {
         credentialsByKind = byKind
         // Hosts per token environment (mocks and tests); caFile applies to each.
         if let hosts = try fields.object("environments") {
-            try hosts.only(Set(TokenEnvironment.allCases.map(\.rawValue)))
+            try hosts.only(TokenEnvironment.allCases.map(\.rawValue))
             for tokenEnvironment in TokenEnvironment.allCases {
                 guard let url = try hosts.string(tokenEnvironment.rawValue) else { continue }
                 do {
