@@ -38,6 +38,27 @@ struct JSONTests {
         #expect(try JSONValue(parsing: #""\"\\\/\b\f\n\r\t\u00e9\ud83d\ude00""#) == .string("\"\\/\u{8}\u{C}\n\r\té😀"))
     }
 
+    @Test("strings: ASCII, raw UTF-8 and escapes in any mix decode; bytes that are not UTF-8 are refused, escaped or not")
+    func utf8Strings() throws {
+        func parse(_ bytes: [UInt8]) throws -> JSONValue { try JSONValue(parsing: [UInt8(ascii: "\"")] + bytes + [UInt8(ascii: "\"")]) }
+        #expect(try parse(Array("plain ascii".utf8)) == .string("plain ascii"))
+        #expect(try parse(Array("café 😀".utf8)) == .string("café 😀"))
+        #expect(try parse(Array(#"café\n😀\t"#.utf8)) == .string("café\n😀\t"))
+        #expect(try parse(Array(#"\u00e9 then é"#.utf8)) == .string("é then é"))
+        #expect(try parse([]) == .string(""))
+        // A lone continuation byte, a truncated sequence, an overlong encoding, a byte never in
+        // UTF-8, a surrogate: each alone, after an escape, before one, and after other UTF-8.
+        for bad: [UInt8] in [[0x80], [0xC3], [0xC0, 0xAF], [0xFF], [0xED, 0xA0, 0x80]] {
+            for bytes in [bad, Array(#"a\n"#.utf8) + bad, bad + Array(#"\tz"#.utf8), Array("é".utf8) + bad] {
+                let error = #expect(throws: JSONParseError.self, "\(bytes)") { try parse(bytes) }
+                #expect(error?.message == "string is not valid UTF-8" && error?.offset == 0, "\(bytes)")
+            }
+        }
+        // Thousands of escapes in one string: each appended where it is, the rest kept.
+        let many = String(repeating: #"ab\n"#, count: 5000)
+        #expect(try parse(Array(many.utf8)) == .string(String(repeating: "ab\n", count: 5000)))
+    }
+
     @Test("numbers: integers stay integers, others become doubles")
     func numbers() throws {
         #expect(try JSONValue(parsing: "0") == .int(0))

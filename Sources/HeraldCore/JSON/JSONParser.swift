@@ -127,29 +127,44 @@ struct JSONParser {
     private mutating func parseString() throws(JSONParseError) -> String {
         let start = position
         position += 1
-        var scalars: [UInt8] = []
+        // Bytes are copied out only once an escape is met; until then the string is the input's
+        // run itself. All bits of the run's bytes: below 0x80, it is ASCII, valid as it stands.
+        var scalars: [UInt8]?
+        var bits: UInt8 = 0
         var runStart = position
         while position < input.count {
             let byte = input[position]
             switch byte {
             case UInt8(ascii: "\""):
-                scalars.append(contentsOf: input[runStart..<position])
+                let run = UnsafeBufferPointer(rebasing: input[runStart..<position])
                 position += 1
-                guard let string = String(validating: scalars, as: UTF8.self) else {
-                    throw JSONParseError(offset: start, message: "string is not valid UTF-8")
+                if var escaped = scalars {
+                    escaped.append(contentsOf: run)
+                    return try Self.string(escaped, start: start)
                 }
-                return string
+                // Names, tokens and most values: ASCII, decoded without a second look.
+                if bits < 0x80 { return String(decoding: run, as: UTF8.self) }
+                return try Self.string(run, start: start)
             case UInt8(ascii: "\\"):
-                scalars.append(contentsOf: input[runStart..<position])
-                try parseEscape(into: &scalars)
+                if scalars == nil { scalars = [] }
+                scalars!.append(contentsOf: UnsafeBufferPointer(rebasing: input[runStart..<position]))
+                try parseEscape(into: &scalars!)
                 runStart = position
             case 0..<0x20:
                 throw error("control character \(describe(byte)) inside a string must be escaped")
             default:
+                bits |= byte
                 position += 1
             }
         }
         throw JSONParseError(offset: start, message: "unterminated string")
+    }
+
+    private static func string(_ bytes: some Collection<UInt8>, start: Int) throws(JSONParseError) -> String {
+        guard let string = String(validating: bytes, as: UTF8.self) else {
+            throw JSONParseError(offset: start, message: "string is not valid UTF-8")
+        }
+        return string
     }
 
     private mutating func parseEscape(into output: inout [UInt8]) throws(JSONParseError) {
