@@ -138,9 +138,9 @@ struct JSONParser {
             case UInt8(ascii: "\""):
                 let run = UnsafeBufferPointer(rebasing: input[runStart..<position])
                 position += 1
-                if var escaped = scalars {
-                    escaped.append(contentsOf: run)
-                    return try Self.string(escaped, start: start)
+                if scalars != nil {
+                    scalars!.append(contentsOf: run)
+                    return try Self.string(scalars!, start: start)
                 }
                 // Names, tokens and most values: ASCII, decoded without a second look.
                 if bits < 0x80 { return String(decoding: run, as: UTF8.self) }

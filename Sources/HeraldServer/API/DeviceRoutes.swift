@@ -188,11 +188,11 @@ struct DeviceRoutes {
     /// The token kinds, as the API names them.
     static let kinds = TokenKind.allCases.map(\.rawValue).joined(separator: ", ")
 
-    /// `user`, `tags`, `badge`, `kind`, `activityType`, `environment` and `platform` of a device object.
     /// The fields of a device's registration, and of an import's line (which names its token).
     private static let deviceFieldNames = ["user", "tags", "badge", "kind", "activityType", "environment", "platform", "timeZone"]
     private static let importFieldNames = ["token"] + deviceFieldNames
 
+    /// `user`, `tags`, `badge`, `kind`, `activityType`, `environment`, `platform` and `timeZone` of a device object.
     static func deviceFields(_ fields: JSONFields, allowsToken: Bool) throws(APIError) -> DeviceFields {
         do throws(FieldError) {
             try fields.only(allowsToken ? importFieldNames : deviceFieldNames)
