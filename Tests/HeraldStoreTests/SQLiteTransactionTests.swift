@@ -74,6 +74,23 @@ struct SQLiteTransactionTests {
         try await database.close()
     }
 
+    @Test("a transaction left open by a bug is rolled back at the next one, which runs")
+    func orphanedTransaction() async throws {
+        let scratch = try ScratchDirectory()
+        let database = try await Self.database(scratch)
+        // Statements run on their own: a BEGIN among them is left open, as a bug would leave it.
+        try await database.write(.statements) { connection in
+            try await connection.query("BEGIN")
+            try await connection.query("INSERT INTO t VALUES (1)")
+            return ()
+        }
+        try await Self.insert(database, "INSERT INTO t VALUES (2)")
+        #expect(try await Self.count(database) == 1, "the orphan's row is rolled back, the new transaction's kept")
+        try await Self.insert(database, "INSERT INTO t VALUES (3)")
+        #expect(try await Self.count(database) == 2)
+        try await database.close()
+    }
+
     @Test("a body that fails: rolled back, and the connection is usable; many in a row, each alone")
     func failedBodies() async throws {
         let scratch = try ScratchDirectory()

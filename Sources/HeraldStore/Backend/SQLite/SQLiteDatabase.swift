@@ -109,7 +109,7 @@ final class SQLiteDatabase: SQLDatabase {
     func write<Result: Sendable>(_ kind: WriteKind, _ body: @escaping @Sendable (any SQLConnection) async throws -> Result) async throws -> Result {
         try await exclusive { connection in
             if kind == .statements { return try await body(connection) }
-            try await connection.query("BEGIN IMMEDIATE")
+            try await begin(connection)
             let result: Result
             do {
                 result = try await body(connection)
@@ -124,6 +124,19 @@ final class SQLiteDatabase: SQLDatabase {
                 throw error
             }
             return result
+        }
+    }
+
+    /// Begins a transaction. One found still open is an orphan (transactions run one at a time,
+    /// and none is running now): a bug, which must not stop the store for good. It is rolled
+    /// back, logged as an error, and the transaction begun again.
+    private func begin(_ connection: SQLiteSQLConnection) async throws {
+        do {
+            try await connection.query("BEGIN IMMEDIATE")
+        } catch let error as SQLiteError where error.message.contains("within a transaction") {
+            logger.error("an SQLite transaction was left open; rolled back", metadata: ["database": "\(path)"])
+            try await Self.unstoppable("ROLLBACK", on: connection)
+            try await connection.query("BEGIN IMMEDIATE")
         }
     }
 
