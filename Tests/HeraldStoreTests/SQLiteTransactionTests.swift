@@ -12,11 +12,19 @@ import Testing
 /// batch ended, wedged a restarted gateway).
 @Suite("SQLite transactions", .timeLimit(.minutes(2)))
 struct SQLiteTransactionTests {
-    /// A database on a fresh file with one table `t (n INTEGER)`.
-    static func database(_ scratch: ScratchDirectory) async throws -> SQLiteDatabase {
+    /// Runs `body` with a database on a fresh file with one table `t (n INTEGER)`, closed after.
+    static func withDatabase(_ body: (SQLiteDatabase) async throws -> Void) async throws {
+        let scratch = try ScratchDirectory()
         let database = SQLiteDatabase.shared(path: scratch.file("store.db"), logger: Logger(label: "test"))
-        try await Self.insert(database, "CREATE TABLE t (n INTEGER)")
-        return database
+        try await insert(database, "CREATE TABLE t (n INTEGER)")
+        try await body(database)
+        try await database.close()
+    }
+
+    /// A write after what the test did runs and commits: the table then holds `rows` rows.
+    static func expectNextWriteCommits(_ database: SQLiteDatabase, rows: Int64, _ comment: Comment? = nil) async throws {
+        try await insert(database, "INSERT INTO t VALUES (0)")
+        #expect(try await count(database) == rows, comment)
     }
 
     /// Runs one statement in its own durable transaction.
@@ -38,74 +46,63 @@ struct SQLiteTransactionTests {
 
     @Test("a task cancelled between two statements: the transaction is rolled back, and the next one runs")
     func cancelledMidway() async throws {
-        let scratch = try ScratchDirectory()
-        let database = try await Self.database(scratch)
-        let cut = await Task {
-            try await database.write(.durable) { connection in
-                try await connection.query("INSERT INTO t VALUES (1)")
-                Self.cancelSelf()
-                try await connection.query("INSERT INTO t VALUES (2)")
-            }
-        }.result
-        #expect(throws: (any Error).self, "the cancelled write fails") { try cut.get() }
-        #expect(try await Self.count(database) == 0, "neither row of the cut transaction is kept")
-
-        try await Self.insert(database, "INSERT INTO t VALUES (3)")
-        #expect(try await Self.count(database) == 1, "the next transaction runs and commits")
-        try await database.close()
+        try await Self.withDatabase { database in
+            let cut = await Task {
+                try await database.write(.durable) { connection in
+                    try await connection.query("INSERT INTO t VALUES (1)")
+                    Self.cancelSelf()
+                    try await connection.query("INSERT INTO t VALUES (2)")
+                }
+            }.result
+            #expect(throws: (any Error).self, "the cancelled write fails") { try cut.get() }
+            #expect(try await Self.count(database) == 0, "neither row of the cut transaction is kept")
+            try await Self.expectNextWriteCommits(database, rows: 1, "the next transaction runs and commits")
+        }
     }
 
     @Test("a task cancelled after its last statement: the transaction commits, and its result is returned")
     func cancelledAtTheEnd() async throws {
-        let scratch = try ScratchDirectory()
-        let database = try await Self.database(scratch)
-        let result = try await Task {
-            try await database.write(.bookkeeping) { connection in
-                try await connection.query("INSERT INTO t VALUES (1)")
-                Self.cancelSelf()
-                return "written"
-            }
-        }.value
-        #expect(result == "written")
-        #expect(try await Self.count(database) == 1, "the finished transaction is committed")
-
-        try await Self.insert(database, "INSERT INTO t VALUES (2)")
-        #expect(try await Self.count(database) == 2, "the next transaction runs and commits")
-        try await database.close()
+        try await Self.withDatabase { database in
+            let result = try await Task {
+                try await database.write(.bookkeeping) { connection in
+                    try await connection.query("INSERT INTO t VALUES (1)")
+                    Self.cancelSelf()
+                    return "written"
+                }
+            }.value
+            #expect(result == "written")
+            #expect(try await Self.count(database) == 1, "the finished transaction is committed")
+            try await Self.expectNextWriteCommits(database, rows: 2, "the next transaction runs and commits")
+        }
     }
 
     @Test("a transaction left open by a bug is rolled back at the next one, which runs")
     func orphanedTransaction() async throws {
-        let scratch = try ScratchDirectory()
-        let database = try await Self.database(scratch)
-        // Statements run on their own: a BEGIN among them is left open, as a bug would leave it.
-        try await database.write(.statements) { connection in
-            try await connection.query("BEGIN")
-            try await connection.query("INSERT INTO t VALUES (1)")
-            return ()
+        try await Self.withDatabase { database in
+            // Statements run on their own: a BEGIN among them is left open, as a bug would leave it.
+            try await database.write(.statements) { connection in
+                try await connection.query("BEGIN")
+                try await connection.query("INSERT INTO t VALUES (1)")
+                return ()
+            }
+            try await Self.expectNextWriteCommits(database, rows: 1, "the orphan's row is rolled back, the new transaction's kept")
+            try await Self.expectNextWriteCommits(database, rows: 2)
         }
-        try await Self.insert(database, "INSERT INTO t VALUES (2)")
-        #expect(try await Self.count(database) == 1, "the orphan's row is rolled back, the new transaction's kept")
-        try await Self.insert(database, "INSERT INTO t VALUES (3)")
-        #expect(try await Self.count(database) == 2)
-        try await database.close()
     }
 
     @Test("a body that fails: rolled back, and the connection is usable; many in a row, each alone")
     func failedBodies() async throws {
-        let scratch = try ScratchDirectory()
-        let database = try await Self.database(scratch)
-        for round in 0..<20 {
-            await #expect(throws: (any Error).self) {
-                try await database.write(.durable) { connection in
-                    try await connection.query("INSERT INTO t VALUES ($1)", [.int(round)])
-                    try await connection.query("INSERT INTO no_such_table VALUES (1)")
+        try await Self.withDatabase { database in
+            for round in 0..<20 {
+                await #expect(throws: (any Error).self) {
+                    try await database.write(.durable) { connection in
+                        try await connection.query("INSERT INTO t VALUES ($1)", [.int(round)])
+                        try await connection.query("INSERT INTO no_such_table VALUES (1)")
+                    }
                 }
             }
+            #expect(try await Self.count(database) == 0)
+            try await Self.expectNextWriteCommits(database, rows: 1)
         }
-        #expect(try await Self.count(database) == 0)
-        try await Self.insert(database, "INSERT INTO t VALUES (1)")
-        #expect(try await Self.count(database) == 1)
-        try await database.close()
     }
 }

@@ -148,11 +148,12 @@ final class SQLiteDatabase: SQLDatabase {
             try await Self.unstoppable(statement, on: connection)
         } catch {
             logger.warning("cannot end an SQLite transaction; opening the database again", metadata: ["database": "\(path)", "error": "\(error)"])
-            let open = self.connection.withLock { open in
-                defer { if open === connection.connection { open = nil } }
-                return open
+            let dropped = self.connection.withLock { open -> Bool in
+                guard open === connection.connection else { return false }
+                open = nil
+                return true
             }
-            if open === connection.connection { await Task { try? await connection.connection.close() }.value }
+            if dropped { await Task { try? await connection.connection.close() }.value }
         }
     }
 
