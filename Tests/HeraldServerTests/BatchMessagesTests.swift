@@ -121,9 +121,21 @@ struct BatchMessagesTests {
         #expect(BatchMessages.reason(.expired) == .gateway(.clientExpired))
     }
 
-    @Test("an acceptance keeps APNs's apns-id")
+    @Test("an acceptance keeps APNs's apns-id when its batch's rows keep it, and only then")
     func accepted() {
         #expect(BatchMessages.outcome(.accepted(APNSResponse(apnsID: "0a1b"))) == .accepted(apnsID: "0a1b"))
+        #expect(BatchMessages.outcome(.accepted(APNSResponse(apnsID: "0a1b")), keepingID: true) == .accepted(apnsID: "0a1b"))
+        #expect(BatchMessages.outcome(.accepted(APNSResponse(apnsID: "0a1b")), keepingID: false) == .accepted(apnsID: nil))
+        // A rejection keeps what it says whatever the batch.
+        let error = APNSError(status: 410, reason: .unregistered, timestamp: Self.now, apnsID: "a1")
+        #expect(BatchMessages.outcome(.rejected(error), keepingID: false) == BatchMessages.outcome(.rejected(error)))
+        // Single deliveries store each acceptance's ID; a broadcast's range counts them.
+        var single = batch([(token(1), nil)])
+        #expect(single.keepsAcceptanceIDs)
+        single = WorkBatch(
+            notification: single.notification, items: single.items, isResend: false, owner: "w",
+            source: .segment(number: 0, after: .start, exhausted: true))
+        #expect(!single.keepsAcceptanceIDs)
     }
 
     // MARK: Requests

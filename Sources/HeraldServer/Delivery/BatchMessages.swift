@@ -122,10 +122,13 @@ enum BatchMessages {
     /// gateway-side problem (credentials, connectivity, APNs overloaded) is retried with back-off
     /// until the notification expires, so fixing the configuration delivers it. A notification
     /// Herald's own validation refused fails: sending it again would be refused again.
-    static func outcome(_ result: APNSOutcome.Result) -> DeliveryOutcome.Result {
+    ///
+    /// An acceptance carries its APNs ID only when `keepingID` (``WorkBatch/keepsAcceptanceIDs``):
+    /// a broadcast's 5,000 IDs a batch would each be copied on to the store, which drops them.
+    static func outcome(_ result: APNSOutcome.Result, keepingID: Bool = true) -> DeliveryOutcome.Result {
         switch result {
         case .accepted(let response):
-            return .accepted(apnsID: response.apnsID)
+            return .accepted(apnsID: keepingID ? response.apnsID : nil)
         case .rejected(let error):
             if error.origin == .local {
                 return .failed(reason: .apns(error.reason))

@@ -194,6 +194,7 @@ final class DeliveryWorkers: Service, Sendable {
         let appID = app.id
         // The kind's own credential's clients, if it has one (a VoIP certificate).
         let kind = TokenKind(for: queued.pushType).flatMap { app.credentialsByKind[$0] == nil ? nil : $0 }
+        let keepsIDs = whole.keepsAcceptanceIDs
         let sender = Task { [logger] in
             await withTaskGroup(of: Void.self) { senders in
                 for (environment, indices) in groups {
@@ -202,7 +203,7 @@ final class DeliveryWorkers: Service, Sendable {
                         let part = messages.part(indices.count == messages.count ? nil : indices)
                         do {
                             for try await outcome in client.send(contentsOf: part, logger: logger) {
-                                collector.record(BatchMessages.outcome(outcome.result), at: indices[outcome.index])
+                                collector.record(BatchMessages.outcome(outcome.result, keepingID: keepsIDs), at: indices[outcome.index])
                             }
                         } catch {
                             logger.error("the send ended early", metadata: ["error": "\(error)", "environment": "\(environment)"])

@@ -21,6 +21,13 @@ public struct WorkBatch: Sendable {
     public var owner: String
     let source: Source
 
+    /// Whether the store keeps each acceptance's APNs ID (a single delivery's row does). A
+    /// broadcast range's acceptances are only counted: its sender need not carry their IDs.
+    public var keepsAcceptanceIDs: Bool {
+        if case .deliveries = source { return true }
+        return false
+    }
+
     enum Source: Sendable, Hashable {
         /// Delivery rows, by ID.
         case deliveries([Int64])

@@ -88,7 +88,9 @@ extension QueueEngine {
                     if reportsFailures { failures.append(FailedDevice(token: row.token, state: row.state, reason: row.reason)) }
                 }
                 // Accepted range devices keep no row: counted from the outcomes.
-                for outcome in outcomes { if case .accepted = outcome.result { others.count(outcome.token, .accepted) } }
+                for index in outcomes.indices {
+                    if case .accepted = outcomes[index].result { others.count(outcomes[index].token, .accepted) }
+                }
             }
             let rejectedCount = rejected.values.reduce(0, +)
             if accepted + rejectedCount + failed > 0 {
