@@ -172,6 +172,8 @@ thread_ticks() {  # PID: "NAME TICKS" per thread
         printf '%s %s\n' "$(tr ' ' _ <"$task/comm")" "$(awk '{ print $14 + $15 }' "$task/stat")"
     done 2>/dev/null
 }
+# The process's context switches so far (voluntary and not, over its threads, those alive now).
+switches() { cat /proc/$1/task/*/status 2>/dev/null | awk '/ctxt_switches/ { n += $2 } END { print n + 0 }'; }
 threads_report() {  # BEFORE AFTER (thread_ticks outputs)
     python3 - "$1" "$2" "$COUNT" "$(getconf CLK_TCK)" <<'PY'
 import collections, re, sys
@@ -244,9 +246,14 @@ run_gateway() {  # LABEL DATABASE [second process: yes]; APP=skewed for the skew
     local machine
     machine=$(busy)
     local threads_before=""
-    if [ -n "${THREADS:-}" ]; then threads_before=$(thread_ticks "$first"); fi
+    local switches_before=""
+    if [ -n "${THREADS:-}" ]; then threads_before=$(thread_ticks "$first"); switches_before=$(switches "$first"); fi
     rate=$(drive "$API_PORT" "$KEY" broadcast)
-    if [ -n "${THREADS:-}" ]; then echo "$label: the gateway's CPU by thread:"; threads_report "$threads_before" "$(thread_ticks "$first")"; fi
+    if [ -n "${THREADS:-}" ]; then
+        echo "$label: the gateway's CPU by thread:"
+        threads_report "$threads_before" "$(thread_ticks "$first")"
+        echo "    context switches             $(python3 -c "print('%.1f' % (($(switches "$first") - $switches_before) * 1000 / $COUNT))") per 1000 notifications"
+    fi
     machine=$(busy_percent "$machine")
     local us mock_us
     us=$(per_notification "$first" "$before_ticks")
@@ -307,7 +314,11 @@ direct() {  # WHEN
         --auth-key "$WORK/AuthKey_BENCHKEY01.p8" --key-id BENCHKEY01 --team-id BENCHTEAM1 --output json)
     DIRECT_RATE=$(printf '%s' "$result" | python3 -c 'import json,sys; d=json.load(sys.stdin); print("%.0f" % d["rate"])')
     DIRECT_US=$(printf '%s' "$result" | python3 -c "import json,sys; d=json.load(sys.stdin); print('%.1f' % (d['cpu_seconds'] * 1e6 / $COUNT))")
-    echo "herald bench, straight to the mock ($1): $DIRECT_RATE/s, CPU $DIRECT_US µs per notification (the mock $(per_notification "$MOCK_PID" "$before_mock") µs; all cores $(busy_percent "$machine") % busy)"
+    local switches=""
+    if [ -n "${THREADS:-}" ]; then
+        switches=", $(printf '%s' "$result" | python3 -c "import json,sys; d=json.load(sys.stdin); print('%.1f' % (d.get('context_switches', 0) * 1000 / $COUNT))") context switches per 1000"
+    fi
+    echo "herald bench, straight to the mock ($1): $DIRECT_RATE/s, CPU $DIRECT_US µs per notification$switches (the mock $(per_notification "$MOCK_PID" "$before_mock") µs; all cores $(busy_percent "$machine") % busy)"
 }
 
 # ROUNDS=N: every case N times over (each PostgreSQL round on fresh databases), rounds after

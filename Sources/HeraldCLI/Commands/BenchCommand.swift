@@ -33,6 +33,11 @@ struct BenchCommand: AsyncParsableCommand {
     @Option(help: "How many notifications to send.")
     var count: Int = 100_000
 
+    @Option(help: ArgumentHelp(
+        "How many devices the notifications go to, in turn (each a token of its own, made before the clock starts).",
+        discussion: "At --count, every notification goes to a device of its own, as a broadcast's do."))
+    var devices: Int = 1024
+
     @OptionGroup(title: "Connections") var tuning: ConnectionTuningOptions
     @OptionGroup(title: "Token authentication") var credentials: CredentialOptions
     @OptionGroup(title: "Certificate authentication") var certificate: CertificateOptions
@@ -47,6 +52,9 @@ struct BenchCommand: AsyncParsableCommand {
 
     func validate() throws {
         guard count >= 1 else { throw ValidationError("--count must be at least 1") }
+        guard (1...Self.maximumDevices).contains(devices) else {
+            throw ValidationError("--devices must be from 1 to \(Self.maximumDevices) (each device's token is held in memory)")
+        }
     }
 
     func run() async throws {
@@ -77,7 +85,7 @@ struct BenchCommand: AsyncParsableCommand {
 
         let payload = try makePayload()
         let headers = PushHeaders(pushType: .alert, topic: topic)
-        let tokens = try (0..<1024).map { i in try DeviceToken(bytes: (0..<32).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ i &* 13) }) }
+        let tokens = try Self.tokens(min(devices, count))
         let notifications = GeneratedSequence(count: count) { PushNotification(token: tokens[$0 % tokens.count], headers: headers, payload: payload) }
 
         var configuration = APNSClient.Configuration(
@@ -132,6 +140,24 @@ struct BenchCommand: AsyncParsableCommand {
         }
         Terminal.flush()
         if tally.accepted != count { throw ExitCode(1) }
+    }
+
+    /// The most devices `--devices` takes: 10 million tokens hold about 1 GiB.
+    static let maximumDevices = 10_000_000
+
+    /// `count` distinct 32-byte tokens, the same on every run (spread over the key space, as real
+    /// tokens are).
+    static func tokens(_ count: Int) throws -> [DeviceToken] {
+        var random = SplitMix64(seed: 0x4845_5241_4C44)  // "HERALD"
+        var tokens: [DeviceToken] = []
+        tokens.reserveCapacity(count)
+        for _ in 0..<count {
+            var bytes: [UInt8] = []
+            bytes.reserveCapacity(32)
+            for _ in 0..<4 { withUnsafeBytes(of: random.next()) { bytes.append(contentsOf: $0) } }
+            tokens.append(try DeviceToken(bytes: bytes))
+        }
+        return tokens
     }
 
     private func makePayload() throws -> EncodedPayload {

@@ -12,6 +12,8 @@ struct ProcessStats {
     var systemSeconds: Double
     /// Peak resident set size in bytes.
     var peakResidentBytes: Int
+    /// Context switches, voluntary (waiting) and not (preempted), of all the process's threads.
+    var contextSwitches: Int
 
     static func now() -> ProcessStats {
         var usage = rusage()
@@ -26,7 +28,8 @@ struct ProcessStats {
         #else
         let peak = Int(usage.ru_maxrss)
         #endif
-        return ProcessStats(userSeconds: seconds(usage.ru_utime), systemSeconds: seconds(usage.ru_stime), peakResidentBytes: peak)
+        return ProcessStats(userSeconds: seconds(usage.ru_utime), systemSeconds: seconds(usage.ru_stime), peakResidentBytes: peak,
+            contextSwitches: Int(usage.ru_nvcsw) + Int(usage.ru_nivcsw))
     }
 
     var cpuSeconds: Double { userSeconds + systemSeconds }
@@ -38,9 +41,10 @@ struct ProcessStats {
         Terminal.line("peak memory \(format(Double(peakResidentBytes) / 1_048_576)) MiB")
     }
 
-    /// The same as JSON keys: `cpu_seconds` and `peak_memory_bytes`.
+    /// The same as JSON keys: `cpu_seconds`, `peak_memory_bytes` and `context_switches`.
     func writeUsage(since before: ProcessStats, into writer: inout JSONWriter) {
         writer.key("cpu_seconds"); writer.double(cpuSeconds - before.cpuSeconds)
         writer.key("peak_memory_bytes"); writer.int(peakResidentBytes)
+        writer.key("context_switches"); writer.int(contextSwitches - before.contextSwitches)
     }
 }
