@@ -144,6 +144,20 @@ struct SendingCommandsTests {
         #expect((json["rate"]?.doubleValue ?? 0) > 0)
         #expect((json["latency_ms"]?["p99"]?.doubleValue ?? 0) > 0)
         #expect((json["peak_memory_bytes"]?.intValue ?? 0) > 0)
+        #expect((json["context_switches"]?.intValue ?? -1) >= 0)
+    }
+
+    @Test("bench --devices takes a device per notification, and refuses a count it cannot hold")
+    func benchDevices() async throws {
+        // Each of the 2,000 notifications to a device of its own: the in-process mock accepts every one.
+        let result = try await HeraldProcess.run(["bench", "--count", "2000", "--devices", "2000", "--output", "json"], timeout: .seconds(240))
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(try JSONValue(parsing: result.stdout)["accepted"] == 2000)
+        for bad in ["0", "10000001"] {
+            let refused = try await HeraldProcess.run(["bench", "--devices", bad])
+            #expect(refused.status == 2)
+            #expect(refused.stderr.contains("--devices must be from 1 to 10000000"), "\(refused.stderr)")
+        }
     }
 
     @Test("mock usage errors exit 2 with one line")
