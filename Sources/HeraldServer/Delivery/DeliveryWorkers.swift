@@ -184,12 +184,14 @@ final class DeliveryWorkers: Service, Sendable {
                 start: start)
             return
         }
-        let collector = OutcomeCollector(count: messages.count)
-        grace.watch(collector)
         // Each device goes to its own environment's client (most batches: all to one).
         // The items that have a notification (a token that is not hex has none), in its order.
         let invalid = Set(messages.invalid)
         let sent = invalid.isEmpty ? batch.items : batch.items.filter { !invalid.contains($0.token) }
+        // The batch's own token strings, in the notifications' order, not each token encoded to
+        // hex again: the store matches outcomes to rows by them.
+        let collector = OutcomeCollector(tokens: sent.map(\.token), missing: .retry(reason: .gateway(.shutdown)))
+        grace.watch(collector)
         let groups = BatchMessages.groups(of: sent, defaultEnvironment: app.defaultEnvironment)
         let appID = app.id
         // The kind's own credential's clients, if it has one (a VoIP certificate).
@@ -216,11 +218,7 @@ final class DeliveryWorkers: Service, Sendable {
         await collector.wait()
         let browserOutcomes = await browsers.outcomes() + android.outcomes()
         _ = sender  // left to finish on its own if the grace period ran out
-        let results = collector.results(missing: .retry(reason: .gateway(.shutdown)))
-        // The batch's own token strings, in the notifications' order (those that are not hex left
-        // out), not each token encoded to hex again: the store matches outcomes to rows by them.
-        let tokens = sent.lazy.map(\.token)
-        var outcomes = zip(tokens, results).map { DeliveryOutcome(token: $0, result: $1) }
+        var outcomes = collector.take()
         outcomes += messages.invalid.map { DeliveryOutcome(token: $0, result: .failed(reason: .apns(.badDeviceToken))) }
         outcomes += browserOutcomes
         await record(whole, outcomes, logger: logger, start: start)

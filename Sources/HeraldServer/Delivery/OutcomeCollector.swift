@@ -3,9 +3,15 @@ import Synchronization
 
 /// The outcomes of one batch as they arrive, and a wait that ends when all are in or when the
 /// worker stops waiting (the process is stopping and its grace period is over).
+///
+/// It holds the batch's outcomes themselves, each device's made once with its token and
+/// `missing` as its result until its own comes in, and hands them over whole: a batch of 5,000
+/// is not copied from results into outcomes after its send.
 final class OutcomeCollector: Sendable {
     private struct State {
-        var results: [DeliveryOutcome.Result?]
+        var outcomes: [DeliveryOutcome]
+        /// Which outcomes are in (each is recorded once).
+        var received: [Bool]
         var remaining: Int
         var stopped = false
         var waiter: CheckedContinuation<Void, Never>?
@@ -13,14 +19,18 @@ final class OutcomeCollector: Sendable {
 
     private let state: Mutex<State>
 
-    init(count: Int) {
-        state = Mutex(State(results: Array(repeating: nil, count: count), remaining: count))
+    /// Outcomes for `tokens`, in their order, each `missing` until recorded.
+    init(tokens: [String], missing: DeliveryOutcome.Result) {
+        let outcomes = tokens.map { DeliveryOutcome(token: $0, result: missing) }
+        state = Mutex(State(outcomes: outcomes, received: Array(repeating: false, count: outcomes.count), remaining: outcomes.count))
     }
 
+    /// The `index`th device's outcome; a second one for it, or one after ``take()``, is ignored.
     func record(_ result: DeliveryOutcome.Result, at index: Int) {
         let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
-            guard index >= 0, index < state.results.count, state.results[index] == nil else { return nil }
-            state.results[index] = result
+            guard index >= 0, index < state.received.count, !state.received[index] else { return nil }
+            state.received[index] = true
+            state.outcomes[index].result = result
             state.remaining -= 1
             guard state.remaining == 0 else { return nil }
             defer { state.waiter = nil }
@@ -29,7 +39,7 @@ final class OutcomeCollector: Sendable {
         waiter?.resume()
     }
 
-    /// Stops waiting: outcomes not in yet are counted as `missing` by ``results(missing:)``.
+    /// Stops waiting: outcomes not in yet stay `missing`.
     func stop() {
         let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
             state.stopped = true
@@ -51,9 +61,16 @@ final class OutcomeCollector: Sendable {
         }
     }
 
-    /// Every outcome, `missing` where none came.
-    func results(missing: DeliveryOutcome.Result) -> [DeliveryOutcome.Result] {
-        state.withLock { state in state.results.map { $0 ?? missing } }
+    /// Every outcome, `missing` where none came, in the tokens' order; the collector keeps none
+    /// (an outcome that comes later is not counted).
+    func take() -> [DeliveryOutcome] {
+        state.withLock { state in
+            defer {
+                state.outcomes = []
+                state.received = []
+            }
+            return state.outcomes
+        }
     }
 }
 
@@ -83,17 +100,15 @@ final class GracePeriod: Sendable {
 /// A batch's browsers or Android devices, sent beside its APNs devices: their outcomes once all
 /// are in, or, when the grace period ends first, those not in as `shutdown` (retried).
 struct OtherSends {
-    private let tokens: [String]
     private let collector: OutcomeCollector?
 
     /// Starts `send` (which answers each of `items` once, in any order) unless `items` is empty.
     init(items: [WorkItem], grace: GracePeriod, send: @escaping @Sendable () async -> [DeliveryOutcome]) {
-        tokens = items.map(\.token)
         guard !items.isEmpty else {
             collector = nil
             return
         }
-        let collector = OutcomeCollector(count: items.count)
+        let collector = OutcomeCollector(tokens: items.map(\.token), missing: .retry(reason: .gateway(.shutdown)))
         self.collector = collector
         grace.watch(collector)
         let position = Dictionary(items.enumerated().map { ($1.token, $0) }, uniquingKeysWith: { first, _ in first })
@@ -108,6 +123,6 @@ struct OtherSends {
     func outcomes() async -> [DeliveryOutcome] {
         guard let collector else { return [] }
         await collector.wait()
-        return zip(tokens, collector.results(missing: .retry(reason: .gateway(.shutdown)))).map { DeliveryOutcome(token: $0, result: $1) }
+        return collector.take()
     }
 }

@@ -251,19 +251,20 @@ extension QueueEngine {
     /// order then decides, and a database may order text otherwise than Swift does.
     static func lastKey(of tokens: [String], maximumHash: Int64?) -> RangeCursor? {
         var largest: Int64 = .min
-        var holder: String?
+        var holder: Int?
         var shared = false
-        for (token, hash) in zip(tokens, KeySpace.hashes(tokens)) {
+        // The holder by index: its token is copied once, not every token as the loop passes it.
+        for (index, hash) in KeySpace.hashes(tokens).enumerated() {
             if hash > largest {
                 largest = hash
-                holder = token
+                holder = index
                 shared = false
             } else if hash == largest {
                 shared = true
             }
         }
         guard let holder, !shared, largest == maximumHash else { return nil }
-        return RangeCursor(hash: largest, token: holder)
+        return RangeCursor(hash: largest, token: tokens[holder])
     }
 
     /// Splits the leased range with the most keys left above what its holder read, when no range

@@ -104,23 +104,30 @@ struct OutcomePlan {
         if case .segment = batch.source { keepsAccepted = false }
         // Attempt numbers are looked up only for retries, and only in batches that have them.
         var attempts: [String: Int]?
-        for outcome in outcomes {
+        // By index: a copy of each outcome (`for outcome in outcomes`) retains and releases its
+        // token, and most (a range's acceptances) need no more than their result.
+        for index in outcomes.indices {
             var attempt = 1
             // Jitter is drawn for retries only: a random draw per accepted device would cost more than deciding.
             var jitter = 0.0
-            if case .retry = outcome.result {
+            if case .retry = outcomes[index].result {
                 if attempts == nil { attempts = Dictionary(batch.items.map { ($0.token, $0.attempt) }, uniquingKeysWith: max) }
-                attempt = attempts?[outcome.token] ?? 1
+                attempt = attempts?[outcomes[index].token] ?? 1
                 jitter = random()
             }
             let decision = DeliveryDecision.decide(
-                outcome: outcome.result, attempt: attempt, deadline: batch.notification.deadline, cancelled: cancelled, now: now, settings: settings,
-                random: jitter
+                outcome: outcomes[index].result, attempt: attempt, deadline: batch.notification.deadline, cancelled: cancelled, now: now,
+                settings: settings, random: jitter
             )
+            if case .accept = decision, !keepsAccepted {
+                accepted += 1
+                continue
+            }
+            let outcome = outcomes[index]
             switch decision {
             case .accept(let apnsID):
                 accepted += 1
-                if keepsAccepted { rows.append(Row(token: outcome.token, state: .accepted, apnsID: apnsID)) }
+                rows.append(Row(token: outcome.token, state: .accepted, apnsID: apnsID))
             case .retry(let at, let reason):
                 rows.append(Row(token: outcome.token, state: .pending, reason: reason.description, nextAttemptAt: at.milliseconds))
             case .retireDevice(let reason, let since):
