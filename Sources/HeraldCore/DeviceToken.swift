@@ -29,7 +29,7 @@ public struct DeviceToken: Sendable, Hashable, Comparable, CustomStringConvertib
         }
         // Already lower-case hex of even length (every token from the registry): kept as it is,
         // its storage shared, not copied.
-        if text.utf8.count % 2 == 0, !text.containsUTF8Byte(where: { Self.lowerHex($0) != $0 }) {
+        if text.utf8.count % 2 == 0, text.utf8.withContiguousStorageIfAvailable(Self.isLowerHex) ?? false {
             hex = text
             return
         }
@@ -101,6 +101,19 @@ public struct DeviceToken: Sendable, Hashable, Comparable, CustomStringConvertib
     /// Whether `text` is hex digits only (any case): an APNs token's alphabet, whatever its length.
     public static func isHexDigits(_ text: some StringProtocol) -> Bool {
         text.utf8.allSatisfy { lowerHex($0) != nil }
+    }
+
+    /// Whether every byte is a lower-case hex digit: the check each token from the registry gets,
+    /// once per device a notification goes to. Without a branch or a call per byte (the general
+    /// `contains(where:)` called its predicate for each), so the compiler can check many at once.
+    private static func isLowerHex(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+        var other: UInt8 = 0
+        for byte in bytes {
+            let digit: UInt8 = byte &- UInt8(ascii: "0") < 10 ? 1 : 0
+            let letter: UInt8 = byte &- UInt8(ascii: "a") < 6 ? 1 : 0
+            other |= (digit | letter) ^ 1
+        }
+        return other == 0
     }
 
     private static func lowerHex(_ ascii: UInt8) -> UInt8? {

@@ -41,6 +41,27 @@ struct DeviceTokenTests {
         #expect(error?.reason == .badDeviceToken)
     }
 
+    @Test("every byte value, at the start, middle and end of a token: hex digits kept (upper case lowered), anything else refused")
+    func everyByte() throws {
+        for position in [0, 31, 63] {
+            for value in 0...255 {
+                var bytes = Array(repeating: UInt8(ascii: "a"), count: 64)
+                bytes[position] = UInt8(value)
+                let text = String(decoding: bytes, as: UTF8.self)
+                let scalar = Unicode.Scalar(UInt8(value))
+                switch scalar {
+                case "0"..."9", "a"..."f":
+                    #expect(try DeviceToken(text).hex == text, "\(value) at \(position)")
+                case "A"..."F":
+                    #expect(try DeviceToken(text).hex == text.lowercased(), "\(value) at \(position)")
+                default:
+                    let error = #expect(throws: APNSError.self, "\(value) at \(position)") { try DeviceToken(text) }
+                    #expect(error?.reason == .badDeviceToken)
+                }
+            }
+        }
+    }
+
     @Test("an empty token is BadDeviceToken")
     func empty() {
         let error = #expect(throws: APNSError.self) { try DeviceToken("") }
