@@ -23,7 +23,7 @@ public struct WorkBatch: Sendable {
 
     /// Whether the store keeps each acceptance's APNs ID (a single delivery's row does). A
     /// broadcast range's acceptances are only counted: its sender need not carry their IDs.
-    public var keepsAcceptanceIDs: Bool {
+    package var keepsAcceptanceIDs: Bool {
         if case .deliveries = source { return true }
         return false
     }
