@@ -318,12 +318,13 @@ direct() {  # WHEN
     if "$HERALD" bench client --help 2>/dev/null | grep -q -- --devices; then devices=(--devices "$COUNT"); fi
     result=$("$HERALD" bench client --host "https://127.0.0.1:$MOCK_PORT" --ca-file "$WORK/ca.pem" --count "$COUNT" "${devices[@]}" \
         --auth-key "$WORK/AuthKey_BENCHKEY01.p8" --key-id BENCHKEY01 --team-id BENCHTEAM1 --output json)
-    DIRECT_RATE=$(printf '%s' "$result" | python3 -c 'import json,sys; d=json.load(sys.stdin); print("%.0f" % d["rate"])')
-    DIRECT_US=$(printf '%s' "$result" | python3 -c "import json,sys; d=json.load(sys.stdin); print('%.1f' % (d['cpu_seconds'] * 1e6 / $COUNT))")
-    local switches=""
-    if [ -n "${THREADS:-}" ]; then
-        switches=$(printf '%s' "$result" | python3 -c "import json,sys; d=json.load(sys.stdin); print(', %.1f context switches per 1000' % (d['context_switches'] * 1000 / $COUNT) if 'context_switches' in d else '')")
-    fi
+    # The rate, the CPU per notification, and (THREADS=1, a build that reports them) the context switches.
+    local switches
+    IFS=$'\t' read -r DIRECT_RATE DIRECT_US switches < <(printf '%s' "$result" | python3 -c "
+import json, sys
+d = json.load(sys.stdin)
+switches = ', %.1f context switches per 1000' % (d['context_switches'] * 1000 / $COUNT) if '${THREADS:-}' and 'context_switches' in d else ''
+print('%.0f\t%.1f\t%s' % (d['rate'], d['cpu_seconds'] * 1e6 / $COUNT, switches))")
     echo "herald bench, straight to the mock ($1): $DIRECT_RATE/s, CPU $DIRECT_US µs per notification$switches (the mock $(per_notification "$MOCK_PID" "$before_mock") µs; all cores $(busy_percent "$machine") % busy)"
 }
 
@@ -349,19 +350,24 @@ for round in $(seq 1 "$ROUNDS"); do
     fi
 done
 
-for label in "${!IMPORTS[@]}"; do echo "import rate, $label: ${IMPORTS[$label]}"; done | sort | tee "$WORK/import-rates.txt"
-if [ -n "${ONLY_IMPORT:-}" ]; then
-    if [ "$ROUNDS" -gt 1 ]; then
-        python3 -c '
+# Lines "LABEL [round N]: VALUE" on standard input: each label's median over its rounds, and the
+# rounds' values, each printed with FORMAT and followed by UNIT.
+medians() {  # FORMAT UNIT
+    python3 -c '
 import re, statistics, sys
+form, unit = sys.argv[1], sys.argv[2]
 rows = {}
-for line in open(sys.argv[1]):
+for line in sys.stdin:
     label, value = line.rstrip().rsplit(": ", 1)
     rows.setdefault(re.sub(r" \[round [0-9]+\]", "", label), []).append(float(value))
 for label, values in rows.items():
-    print("median of %d rounds, %s: %.0f/s (%s)" % (len(values), label, statistics.median(values), ", ".join("%.0f" % v for v in values)))
-' "$WORK/import-rates.txt"
-    fi
+    print("median of %d rounds, %s: %s%s (%s)" % (len(values), label, form % statistics.median(values), unit, ", ".join(form % v for v in values)))
+' "$1" "$2"
+}
+
+for label in "${!IMPORTS[@]}"; do echo "import rate, $label: ${IMPORTS[$label]}"; done | sort | tee "$WORK/import-rates.txt"
+if [ -n "${ONLY_IMPORT:-}" ]; then
+    if [ "$ROUNDS" -gt 1 ]; then medians '%.0f' '/s' <"$WORK/import-rates.txt"; fi
     exit 0
 fi
 for label in "${!CPU_US[@]}"; do
@@ -376,14 +382,4 @@ done | sort | tee "$WORK/rate-ratios.txt"
 for label in "${!MOCK_US[@]}"; do
     python3 -c "print('gateway CPU ÷ the mock CPU, %s: %.2f' % ('$label', ${CPU_US[$label]} / max(${MOCK_US[$label]}, 0.1)))"
 done | sort | tee "$WORK/mock-ratios.txt"
-if [ "$ROUNDS" -gt 1 ]; then
-    cat "$WORK/cpu-ratios.txt" "$WORK/rate-ratios.txt" "$WORK/mock-ratios.txt" | python3 -c '
-import re, statistics, sys
-rows = {}
-for line in sys.stdin:
-    label, value = line.rstrip().rsplit(": ", 1)
-    rows.setdefault(re.sub(r" \[round [0-9]+\]", "", label), []).append(float(value))
-for label, values in rows.items():
-    print("median of %d rounds, %s: %.2f (%s)" % (len(values), label, statistics.median(values), ", ".join("%.2f" % v for v in values)))
-'
-fi
+if [ "$ROUNDS" -gt 1 ]; then cat "$WORK/cpu-ratios.txt" "$WORK/rate-ratios.txt" "$WORK/mock-ratios.txt" | medians '%.2f' ''; fi

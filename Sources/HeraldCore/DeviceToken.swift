@@ -104,8 +104,9 @@ public struct DeviceToken: Sendable, Hashable, Comparable, CustomStringConvertib
     }
 
     /// Whether every byte is a lower-case hex digit: the check each token from the registry gets,
-    /// once per device a notification goes to. Without a branch or a call per byte (the general
-    /// `contains(where:)` called its predicate for each), so the compiler can check many at once.
+    /// once per device a notification goes to. Without a branch per byte (`containsUTF8Byte`
+    /// stops at the first match, a test and a branch for each), so the compiler can check many
+    /// at once.
     private static func isLowerHex(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
         var other: UInt8 = 0
         for byte in bytes {

@@ -2,9 +2,7 @@ extension StringProtocol {
     /// Whether any of the string's UTF-8 bytes satisfies `predicate`: one pass over its own
     /// storage where it has one (a native `String`), not the view's index walk. The checks that
     /// run for every notification (a collapse ID's controls, text a peer sent) read their bytes
-    /// this way. Inlinable, so that a caller in another module has its predicate inlined into
-    /// the loop, not called for each byte.
-    @inlinable
+    /// this way.
     package func containsUTF8Byte(where predicate: (UInt8) -> Bool) -> Bool {
         utf8.withContiguousStorageIfAvailable { $0.contains(where: predicate) } ?? utf8.contains(where: predicate)
     }

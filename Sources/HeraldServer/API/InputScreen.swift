@@ -51,7 +51,7 @@ enum InputScreen {
     }
 
     private static func hasNUL(_ text: String) -> Bool {
-        text.utf8.withContiguousStorageIfAvailable { $0.contains(0) } ?? text.utf8.contains(0)
+        text.containsUTF8Byte { $0 == 0 }
     }
 
     private static func locateNUL(in value: JSONValue, path: String) -> String? {

@@ -119,31 +119,26 @@ struct OutcomePlan {
                 outcome: outcomes[index].result, attempt: attempt, deadline: batch.notification.deadline, cancelled: cancelled, now: now,
                 settings: settings, random: jitter
             )
-            if case .accept = decision, !keepsAccepted {
-                accepted += 1
-                continue
-            }
-            let outcome = outcomes[index]
             switch decision {
             case .accept(let apnsID):
                 accepted += 1
-                rows.append(Row(token: outcome.token, state: .accepted, apnsID: apnsID))
+                if keepsAccepted { rows.append(Row(token: outcomes[index].token, state: .accepted, apnsID: apnsID)) }
             case .retry(let at, let reason):
-                rows.append(Row(token: outcome.token, state: .pending, reason: reason.description, nextAttemptAt: at.milliseconds))
+                rows.append(Row(token: outcomes[index].token, state: .pending, reason: reason.description, nextAttemptAt: at.milliseconds))
             case .retireDevice(let reason, let since):
                 rejected[reason.description, default: 0] += 1
-                rows.append(Row(token: outcome.token, state: .rejected, reason: reason.description))
-                invalidations.append(Invalidation(token: outcome.token, reason: reason.description, timestamp: since))
+                rows.append(Row(token: outcomes[index].token, state: .rejected, reason: reason.description))
+                invalidations.append(Invalidation(token: outcomes[index].token, reason: reason.description, timestamp: since))
             case .invalidateDevice(let reason):
                 rejected[reason.description, default: 0] += 1
-                rows.append(Row(token: outcome.token, state: .rejected, reason: reason.description))
-                invalidations.append(Invalidation(token: outcome.token, reason: reason.description, timestamp: now))
+                rows.append(Row(token: outcomes[index].token, state: .rejected, reason: reason.description))
+                invalidations.append(Invalidation(token: outcomes[index].token, reason: reason.description, timestamp: now))
             case .reject(let reason):
                 rejected[reason.description, default: 0] += 1
-                rows.append(Row(token: outcome.token, state: .rejected, reason: reason.description))
+                rows.append(Row(token: outcomes[index].token, state: .rejected, reason: reason.description))
             case .fail(let reason):
                 failed += 1
-                rows.append(Row(token: outcome.token, state: .failed, reason: reason.description))
+                rows.append(Row(token: outcomes[index].token, state: .failed, reason: reason.description))
             }
         }
     }
