@@ -318,14 +318,17 @@ direct() {  # WHEN
     if "$HERALD" bench client --help 2>/dev/null | grep -q -- --devices; then devices=(--devices "$COUNT"); fi
     result=$("$HERALD" bench client --host "https://127.0.0.1:$MOCK_PORT" --ca-file "$WORK/ca.pem" --count "$COUNT" "${devices[@]}" \
         --auth-key "$WORK/AuthKey_BENCHKEY01.p8" --key-id BENCHKEY01 --team-id BENCHTEAM1 --output json)
-    # The rate, the CPU per notification, and (THREADS=1, a build that reports them) the context switches.
-    local switches
-    IFS=$'\t' read -r DIRECT_RATE DIRECT_US switches < <(printf '%s' "$result" | python3 -c "
+    # The rate, the CPU per notification, and (THREADS=1, a build that reports them) the context
+    # switches and the CPU by thread, as the gateway's.
+    local switches threads
+    IFS=$'\t' read -r DIRECT_RATE DIRECT_US switches threads < <(printf '%s' "$result" | python3 -c "
 import json, sys
 d = json.load(sys.stdin)
-switches = ', %.1f context switches per 1000' % (d['context_switches'] * 1000 / $COUNT) if '${THREADS:-}' and 'context_switches' in d else ''
-print('%.0f\t%.1f\t%s' % (d['rate'], d['cpu_seconds'] * 1e6 / $COUNT, switches))")
-    echo "herald bench, straight to the mock ($1): $DIRECT_RATE/s, CPU $DIRECT_US µs per notification$switches (the mock $(per_notification "$MOCK_PID" "$before_mock") µs; all cores $(busy_percent "$machine") % busy)"
+threads = '${THREADS:-}' != ''
+switches = ', %.1f context switches per 1000' % (d['context_switches'] * 1000 / $COUNT) if threads and 'context_switches' in d else ''
+by_thread = '; by thread: ' + ', '.join('%s %.2f' % (name, seconds * 1e6 / $COUNT) for name, seconds in sorted(d['cpu_seconds_by_thread'].items(), key=lambda x: -x[1]) if seconds > 0) if threads and 'cpu_seconds_by_thread' in d else ''
+print('%.0f\t%.1f\t%s\t%s' % (d['rate'], d['cpu_seconds'] * 1e6 / $COUNT, switches, by_thread))")
+    echo "herald bench, straight to the mock ($1): $DIRECT_RATE/s, CPU $DIRECT_US µs per notification$switches$threads (the mock $(per_notification "$MOCK_PID" "$before_mock") µs; all cores $(busy_percent "$machine") % busy)"
 }
 
 # ROUNDS=N: every case N times over (each PostgreSQL round on fresh databases), rounds after
