@@ -1,6 +1,4 @@
 import Logging
-import NIOCore
-import SQLiteNIO
 import Synchronization
 
 #if canImport(FoundationEssentials)
@@ -10,14 +8,16 @@ import Foundation
 #endif
 
 /// The embedded database: one SQLite file (WAL journal), one connection used by one transaction
-/// at a time. Workers of one process share it; several processes need PostgreSQL.
+/// at a time, on a thread of its own (``SQLiteExecutor``). Workers of one process share it;
+/// several processes need PostgreSQL.
 final class SQLiteDatabase: SQLDatabase {
     let dialect: any SQLDialect = SQLiteDialect()
     let work = WorkSignal()
     private let path: String
     private let logger: Logger
     private let access = SerialAccess()
-    private let connection = Mutex<SQLiteConnection?>(nil)
+    private let executor = SQLiteExecutor(label: "herald.sqlite")
+    private let connection = Mutex<SQLiteLink?>(nil)
 
     /// One database per file in a process: stores opened on the same file share its connection,
     /// its transactions' order and its work signal, so they behave as one.
@@ -47,16 +47,15 @@ final class SQLiteDatabase: SQLDatabase {
                 defer { connection = nil }
                 return connection
             }
-            try await open?.close()
+            open?.close()
         }
     }
 
-    private func open() async throws -> SQLiteConnection {
+    private func open() throws -> SQLiteLink {
         if let open = connection.withLock({ $0 }) { return open }
-        let storage: SQLiteConnection.Storage = path == ":memory:" ? .memory : .file(path: path)
-        let opened: SQLiteConnection
+        let opened: SQLiteLink
         do {
-            opened = try await SQLiteConnection.open(storage: storage, logger: logger)
+            opened = try SQLiteLink(path: path)
         } catch {
             throw StoreError(.unavailable, "cannot open the SQLite database \(path): \(error)")
         }
@@ -73,28 +72,28 @@ final class SQLiteDatabase: SQLDatabase {
                 "PRAGMA cache_size = -32000", "PRAGMA wal_autocheckpoint = 8192",
             ]
             for pragma in pragmas {
-                _ = try await opened.query(pragma)
+                _ = try opened.query(pragma, [], spell: { $0 })
             }
         } catch {
-            // A connection is closed before it is dropped, whatever failed (a cancelled task's
-            // own query would be skipped: see `unstoppable`).
-            await Task { try? await opened.close() }.value
+            opened.close()
             throw StoreError(.unavailable, "cannot set up the SQLite database \(path): \(error)")
         }
         connection.withLock { $0 = opened }
         return opened
     }
 
-    /// Runs `body` alone on the connection.
+    /// Runs `body` alone on the connection, on the database's own thread.
     private func exclusive<Result: Sendable>(_ body: (SQLiteSQLConnection) async throws -> Result) async throws -> Result {
         try await access.run {
-            let connection = SQLiteSQLConnection(connection: try await open(), dialect: dialect)
-            do {
-                return try await body(connection)
-            } catch let error as StoreError {
-                throw error
-            } catch {
-                throw StoreError(.databaseError, "SQLite \(path): \(error)")
+            try await withTaskExecutorPreference(executor) {
+                let connection = SQLiteSQLConnection(link: try open(), dialect: dialect)
+                do {
+                    return try await body(connection)
+                } catch let error as StoreError {
+                    throw error
+                } catch {
+                    throw StoreError(.databaseError, "SQLite \(path): \(error)")
+                }
             }
         }
     }
@@ -133,7 +132,7 @@ final class SQLiteDatabase: SQLDatabase {
     private func begin(_ connection: SQLiteSQLConnection) async throws {
         do {
             try await connection.query("BEGIN IMMEDIATE")
-        } catch let error as SQLiteError where error.message.contains("within a transaction") {
+        } catch let error as SQLiteFailure where error.message.contains("within a transaction") {
             logger.error("an SQLite transaction was left open; rolled back", metadata: ["database": "\(path)"])
             try await Self.unstoppable("ROLLBACK", on: connection)
             try await connection.query("BEGIN IMMEDIATE")
@@ -149,19 +148,18 @@ final class SQLiteDatabase: SQLDatabase {
         } catch {
             logger.warning("cannot end an SQLite transaction; opening the database again", metadata: ["database": "\(path)", "error": "\(error)"])
             let dropped = self.connection.withLock { open -> Bool in
-                guard open === connection.connection else { return false }
+                guard open === connection.link else { return false }
                 open = nil
                 return true
             }
-            if dropped { await Task { try? await connection.connection.close() }.value }
+            if dropped { connection.link.close() }
         }
     }
 
-    /// Runs `statement` even when the calling task is cancelled. sqlite-nio skips the query of a
-    /// cancelled task (it throws `CancellationError` without running it): a COMMIT or ROLLBACK
-    /// skipped that way would leave the one connection inside its transaction, and every later
-    /// `BEGIN` would fail. Skipped, it runs again in a task of its own, which is not cancelled
-    /// with the caller.
+    /// Runs `statement` even when the calling task is cancelled. A cancelled task's query is
+    /// skipped (``SQLiteSQLConnection/query(_:_:)``): a COMMIT or ROLLBACK skipped that way would
+    /// leave the one connection inside its transaction, and every later `BEGIN` would fail.
+    /// Skipped, it runs again in a task of its own, which is not cancelled with the caller.
     private static func unstoppable(_ statement: String, on connection: SQLiteSQLConnection) async throws {
         do {
             try await connection.query(statement)
@@ -208,33 +206,16 @@ final class SQLiteDatabase: SQLDatabase {
 
 /// An SQLite connection as the engine runs statements on it.
 struct SQLiteSQLConnection: SQLConnection {
-    let connection: SQLiteConnection
+    let link: SQLiteLink
     let dialect: any SQLDialect
 
+    /// Runs at once, on the calling thread (the database's own, in a transaction). As sqlite-nio
+    /// did before, a cancelled task's statement does not run: it throws `CancellationError`, and
+    /// its transaction is rolled back (``SQLiteDatabase/unstoppable(_:on:)`` still ends it).
     @discardableResult
     func query(_ sql: String, _ binds: [SQLValue]) async throws -> [SQLRow] {
-        let rows = try await connection.query(dialect.spell(sql), binds.map(Self.data))
-        return rows.map { row in SQLRow(values: row.columns.map { Self.value($0.data) }) }
-    }
-
-    static func data(_ value: SQLValue) -> SQLiteData {
-        switch value {
-        case .null: .null
-        case .int(let int): .integer(Int(int))
-        case .real(let real): .float(real)
-        case .text(let text): .text(text)
-        case .blob(let bytes): .blob(ByteBuffer(bytes: bytes))
-        }
-    }
-
-    static func value(_ data: SQLiteData) -> SQLValue {
-        switch data {
-        case .null: .null
-        case .integer(let int): .int(Int64(int))
-        case .float(let real): .real(real)
-        case .text(let text): .text(text)
-        case .blob(let buffer): .blob(Array(buffer.readableBytesView))
-        }
+        try Task.checkCancellation()
+        return try link.query(sql, binds, spell: dialect.spell)
     }
 }
 
