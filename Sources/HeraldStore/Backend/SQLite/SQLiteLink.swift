@@ -32,6 +32,9 @@ final class SQLiteLink: @unchecked Sendable {
     /// and prepared again as they come.
     static let maximumPrepared = 256
 
+    /// How many statements are kept now.
+    var preparedCount: Int { prepared.count }
+
     /// SQLite's `SQLITE_TRANSIENT`: SQLite copies a bound value before the call returns.
     private static let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
 

@@ -1,7 +1,7 @@
 import Synchronization
 
 /// One task at a time, in the order they asked, across suspension points: an SQLite connection
-/// runs one transaction at a time, and its queries hop to a thread pool and back.
+/// runs one transaction at a time, and a transaction hops to the database's own thread and back.
 final class SerialAccess: Sendable {
     private let state = Mutex<(busy: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
 
