@@ -47,6 +47,8 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
         .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift.git", from: "0.2.0"),
         .package(url: "https://github.com/weichsel/ZIPFoundation.git", from: "0.9.20"),
+        // SQLite itself: HeraldStore drives the copy sqlite-nio builds (its `VaporCSQLite` module)
+        // through SQLite's C API, to keep prepared statements and run a transaction on one thread.
         .package(url: "https://github.com/vapor/sqlite-nio.git", from: "1.13.2"),
         .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.2"),
         // No traits: the gateway reads its own JSON configuration (no swift-configuration).
