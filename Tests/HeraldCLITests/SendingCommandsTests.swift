@@ -145,6 +145,15 @@ struct SendingCommandsTests {
         #expect((json["latency_ms"]?["p99"]?.doubleValue ?? 0) > 0)
         #expect((json["peak_memory_bytes"]?.intValue ?? 0) > 0)
         #expect((json["context_switches"]?.intValue ?? -1) >= 0)
+        #if os(Linux)
+        // CPU by thread group: the event loops' among them, none negative, together no more than
+        // the process's (each group's figure counts whole clock ticks: 10 ms at most over).
+        let threads = try #require(json["cpu_seconds_by_thread"]?.objectValue, "\(result.stdout)")
+        #expect(threads.keys.contains { $0.hasPrefix("NIO-") }, "\(threads.keys.sorted())")
+        let seconds = threads.values.map { $0.doubleValue ?? -1 }
+        #expect(seconds.allSatisfy { $0 >= 0 })
+        #expect(seconds.reduce(0, +) <= (json["cpu_seconds"]?.doubleValue ?? 0) + 0.01 * Double(threads.count))
+        #endif
     }
 
     @Test("bench --devices takes a device per notification, and refuses a count it cannot hold")
