@@ -166,9 +166,10 @@ per_notification() {  # PID TICKS-BEFORE: its CPU since then, in µs per notific
 }
 declare -A CPU_US MOCK_US IMPORTS
 # THREADS=1: each broadcast also prints the gateway's CPU by thread name (the event loops of the
-# APNs connections, Swift's cooperative pool, the SQLite thread pool…), in µs per notification,
-# and its context switches per 1000 notifications, as each direct send does its own (a build
-# older than `context_switches` in `herald bench --output json` prints none).
+# APNs connections, Swift's cooperative pool, SQLite's thread: a dispatch queue's worker,
+# `-qos.overcommit`; SGLTN-TP, NIO's thread pool, before it), in µs per notification, and its
+# context switches per 1000 notifications, as each direct send does its own, with its CPU by
+# thread (a build older than `context_switches` in `herald bench --output json` prints none).
 thread_ticks() {  # PID: "NAME TICKS" per thread
     for task in /proc/$1/task/*; do
         printf '%s %s\n' "$(tr ' ' _ <"$task/comm")" "$(awk '{ print $14 + $15 }' "$task/stat")"
