@@ -7,9 +7,9 @@ import Testing
 /// A transaction on the SQLite connection always ends, whatever happens to the task that runs it.
 /// A cancelled task's query is skipped (it throws `CancellationError` without running it, as
 /// sqlite-nio's did and `SQLiteSQLConnection`'s does): a ROLLBACK or COMMIT skipped that way left
-/// the one connection inside its transaction, and every later transaction of the process failed with "cannot start a
-/// transaction within a transaction" (seen in CI: a worker's lease renewal, cancelled as its
-/// batch ended, wedged a restarted gateway).
+/// the one connection inside its transaction, and every later transaction of the process failed
+/// with "cannot start a transaction within a transaction" (seen in CI: a worker's lease renewal,
+/// cancelled as its batch ended, wedged a restarted gateway).
 @Suite("SQLite transactions", .timeLimit(.minutes(2)))
 struct SQLiteTransactionTests {
     /// Runs `body` with a database on a fresh file with one table `t (n INTEGER)`, closed after.
