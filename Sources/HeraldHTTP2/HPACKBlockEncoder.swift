@@ -1,4 +1,5 @@
 import NIOCore
+import Synchronization
 
 /// Writes HPACK header blocks (RFC 7541) without Huffman coding, keeping a mirror of the peer's
 /// dynamic table so it can choose per field: indexed, literal with incremental indexing, or
@@ -35,6 +36,12 @@ package struct HPACKBlockEncoder {
     private var size = 0
     private(set) var maximumSize: Int = HPACKBlockEncoder.preferredTableSize
     private var pendingSizeUpdate: Int?
+    /// The table's state: a number no other state of any encoder in the process had, taken anew
+    /// whenever the table changes (an entry added or evicted, a new size). Fields encoded while
+    /// it stayed the same encode to the same bytes again while it still is.
+    package private(set) var generation = HPACKBlockEncoder.nextGeneration()
+    private static let generations = Atomic<Int>(0)
+    private static func nextGeneration() -> Int { generations.add(1, ordering: .relaxed).newValue }
 
     package init() {}
 
@@ -44,6 +51,7 @@ package struct HPACKBlockEncoder {
         let newMaximum = min(Self.preferredTableSize, peerSize)
         guard newMaximum != maximumSize else { return }
         maximumSize = newMaximum
+        generation = Self.nextGeneration()
         evict(toFit: 0)
         pendingSizeUpdate = newMaximum
     }
@@ -137,6 +145,7 @@ package struct HPACKBlockEncoder {
     }
 
     private mutating func insert(name: String, value: String) {
+        generation = Self.nextGeneration()
         let entrySize = name.utf8.count + value.utf8.count + 32
         guard entrySize <= maximumSize else {
             // Larger than the table: inserting empties it (RFC 7541 §4.4).

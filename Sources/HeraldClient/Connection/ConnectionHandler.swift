@@ -40,6 +40,7 @@ final class ConnectionHandler: ChannelInboundHandler, RemovableChannelHandler {
     private var http2: HTTP2Connection
     private var context: ChannelHandlerContext?
     private var output: ByteBuffer
+    private var fieldsMemo = RequestEncoder.FieldsMemo()
     private var events: [HTTP2Connection.Event] = []
     /// Actions the state machine returned, performed in order; reused, so the hot path does not allocate.
     private var actions: [Machine.Action] = []
@@ -320,7 +321,8 @@ final class ConnectionHandler: ChannelInboundHandler, RemovableChannelHandler {
             if let body = other.body { http2.writeBody(streamID: streamID, body, into: &output) }
         case .notification(let notification, _, _):
             http2.writeHeaders(streamID: streamID, endStream: false, into: &output) { encoder, block in
-                RequestEncoder.writeFields(for: notification, authority: authority, authorization: authorization, encoder: &encoder, into: &block)
+                RequestEncoder.writeFields(
+                    for: notification, authority: authority, authorization: authorization, memo: &fieldsMemo, encoder: &encoder, into: &block)
             }
             http2.writeBody(streamID: streamID, notification.payload.bytes, into: &output)
         }
