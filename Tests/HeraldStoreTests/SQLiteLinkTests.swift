@@ -33,6 +33,25 @@ struct SQLiteLinkTests {
         #expect(link.preparedCount == 3, "three statements, each prepared once")
     }
 
+    @Test("a statement whose plan reads a bound value (a LIMIT in a subquery, as a claim's) is not prepared again on each run")
+    func notPreparedAgain() throws {
+        let link = try SQLiteLink(path: ":memory:")
+        _ = try Self.query(link, "CREATE TABLE t (n INTEGER PRIMARY KEY, s TEXT)")
+        _ = try Self.query(link, "INSERT INTO t SELECT value, 'row ' || value FROM json_each($1)", [.text("[" + (0..<100).map(String.init).joined(separator: ",") + "]")])
+        let sql = "UPDATE t SET s = $2 WHERE n IN (SELECT n FROM (SELECT n FROM t WHERE n >= $3 ORDER BY n LIMIT $1)) RETURNING n"
+        // SQLite 3.54 compiles a LIMIT's bound value into the statement, and prepares it again
+        // when a different one is bound: a claim's limit is the batch size, the same each time.
+        for run in 0..<20 {
+            let rows = try Self.query(link, sql, [.int(3), .text("run \(run)"), .int(Int64(run * 4))])
+            #expect(rows.map { $0.int(0) } == [Int64(run * 4), Int64(run * 4 + 1), Int64(run * 4 + 2)])
+        }
+        // Once, on its first run: SQLite prepares it without values, then with the first bound.
+        #expect(link.preparedAgain == 1)
+        // Another limit is still obeyed.
+        #expect(try Self.query(link, sql, [.int(5), .text("last"), .int(90)]).count == 5)
+        #expect(try Self.query(link, "SELECT s FROM t WHERE n IN (78, 94) ORDER BY n").map { $0.text(0) } == ["run 19", "last"])
+    }
+
     @Test("statements kept are bounded: past maximumPrepared they are dropped and prepared again as they come")
     func bounded() throws {
         let link = try SQLiteLink(path: ":memory:")
