@@ -10,11 +10,11 @@ enum RequestEncoder {
     /// Writes the header fields of a notification request into its header block (the frame
     /// around it is ``HTTP2Connection/writeHeaders(streamID:endStream:into:_:)``'s).
     ///
-    /// `memo` is the connection's: the notification's own fields (topic to `apns-id`) are written
-    /// as the last request's were, byte for byte, while they and the encoder's table are the same
-    /// (a broadcast's every request, or a bulk send's). Encoding fields was 9 % of the event
-    /// loops' samples in a profile of a gateway's broadcast, these most of it: a search of the
-    /// table and a few bytes written one at a time, for each field.
+    /// `memo` is the connection's: the notification's own fields (topic to collapse ID; not one
+    /// with an `apns-id`) are written as the last request's were, byte for byte, while they and
+    /// the encoder's table are the same (a broadcast's every request, or a bulk send's). HPACK
+    /// encoding was 9 % of the event loops' samples in a profile of a gateway's broadcast, most
+    /// of it these fields: a search of the table and a few bytes written one at a time, each.
     static func writeFields(
         for notification: PushNotification, authority: String, authorization: ByteBuffer?,
         memo: inout FieldsMemo, encoder: inout HPACKBlockEncoder, into block: inout ByteBuffer
