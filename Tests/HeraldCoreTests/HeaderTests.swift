@@ -20,6 +20,32 @@ struct HeaderTests {
         #expect(PushType.voip.topic(forBundleID: "com.x") == "com.x.voip")
     }
 
+    @Test("headers are values: a copy set anew leaves the original; equal fields are equal and hash alike, one object or two")
+    func valueSemantics() {
+        let original = PushHeaders(pushType: .alert, topic: "com.example.app", expiration: .at(Date(timeIntervalSince1970: 1_700_000_000)), collapseID: "c")
+        var copy = original
+        #expect(copy.isSameInstance(as: original))
+        copy.collapseID = "d"
+        #expect(!copy.isSameInstance(as: original))
+        #expect(original.collapseID == "c")
+        #expect(copy.collapseID == "d")
+        #expect(copy != original)
+        copy.collapseID = "c"
+        #expect(!copy.isSameInstance(as: original))
+        #expect(copy == original)
+        #expect(copy.hashValue == original.hashValue)
+        #expect(Set([copy, original]).count == 1)
+        var each = original
+        each.pushType = .background
+        each.topic = nil
+        each.priority = .throttled
+        each.expiration = .immediately
+        each.apnsID = UUID(uuidString: "123e4567-e89b-12d3-a456-426614174000")
+        #expect(each.pushType == .background && each.topic == nil && each.priority == .throttled && each.expiration == .immediately)
+        #expect(each.apnsID?.uuidString == "123E4567-E89B-12D3-A456-426614174000")
+        #expect(original == PushHeaders(pushType: .alert, topic: "com.example.app", expiration: .at(Date(timeIntervalSince1970: 1_700_000_000)), collapseID: "c"))
+    }
+
     @Test("each push type accepts the bundle ID plus its suffix and refuses a topic without it")
     func topicRules() throws {
         for (type, suffix) in Self.suffixes {

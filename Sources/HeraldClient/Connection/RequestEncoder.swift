@@ -24,11 +24,14 @@ enum RequestEncoder {
         writePath(token: notification.token, into: &block)
         encoder.indexing(name: ":authority", value: authority, staticNameIndex: HPACKBlockEncoder.Static.authority, into: &block)
         if var authorization { block.writeBuffer(&authorization) }
-        let fields = notification.headers
-        if memo.generation == encoder.generation, memo.headers == fields {
+        // Compared where they lie, not copied out first: a copy retains the fields' object,
+        // which every request of a broadcast shares with the threads that made and answer them.
+        // The same object is equal at the cost of two pointers compared (``PushHeaders/==``).
+        if memo.generation == encoder.generation, memo.headers == notification.headers {
             block.writeBytes(memo.bytes)
             return
         }
+        let fields = notification.headers
         let start = block.writerIndex
         let generation = encoder.generation
         if let topic = fields.topic { encoder.indexing(name: "apns-topic", value: topic, into: &block) }
@@ -50,7 +53,8 @@ enum RequestEncoder {
 
     /// A connection's last notification fields as encoded (``writeFields(for:authority:authorization:memo:encoder:into:)``).
     struct FieldsMemo {
-        fileprivate(set) var headers: PushHeaders?
+        /// Meaningless while ``generation`` is -1, which no encoder has: the memo is empty.
+        fileprivate(set) var headers = PushHeaders()
         fileprivate var generation = -1
         fileprivate(set) var bytes: [UInt8] = []
     }

@@ -5,20 +5,75 @@ import Foundation
 #endif
 
 /// The APNs request headers of one notification, apart from `authorization` (apns-spec §1.4).
+///
+/// The fields are kept in one shared, immutable object: a copy of the headers retains that one
+/// reference, however many of the fields are strings. A bulk send's every notification shares
+/// its headers, and each is copied several times on its way (into its request, its outcome), on
+/// threads that all count references to the same objects; setting a field makes a new object.
 public struct PushHeaders: Sendable, Hashable {
     /// `apns-push-type`. It must match the payload and the topic (§1.5).
-    public var pushType: PushType
+    public var pushType: PushType {
+        get { storage.values.pushType }
+        set { change { $0.pushType = newValue } }
+    }
     /// `apns-topic`: the bundle ID plus the push type's suffix. Required with token auth; with a
     /// single-topic certificate APNs defaults to the certificate's topic.
-    public var topic: String?
+    public var topic: String? {
+        get { storage.values.topic }
+        set { change { $0.topic = newValue } }
+    }
     /// `apns-priority`; `nil` sends ``PushPriority/default(for:)`` (5 for background, else 10).
-    public var priority: PushPriority?
+    public var priority: PushPriority? {
+        get { storage.values.priority }
+        set { change { $0.priority = newValue } }
+    }
     /// `apns-expiration`; `nil` leaves the header out (APNs's default storage policy).
-    public var expiration: PushExpiration?
+    public var expiration: PushExpiration? {
+        get { storage.values.expiration }
+        set { change { $0.expiration = newValue } }
+    }
     /// `apns-collapse-id`: notifications with the same value are merged on the device. At most 64 bytes.
-    public var collapseID: String?
+    public var collapseID: String? {
+        get { storage.values.collapseID }
+        set { change { $0.collapseID = newValue } }
+    }
     /// `apns-id`; `nil` lets APNs generate one and return it.
-    public var apnsID: UUID?
+    public var apnsID: UUID? {
+        get { storage.values.apnsID }
+        set { change { $0.apnsID = newValue } }
+    }
+
+    private var storage: Storage
+
+    private struct Values: Hashable, Sendable {
+        var pushType: PushType
+        var topic: String?
+        var priority: PushPriority?
+        var expiration: PushExpiration?
+        var collapseID: String?
+        var apnsID: UUID?
+    }
+
+    private final class Storage: Sendable {
+        let values: Values
+        init(_ values: Values) { self.values = values }
+    }
+
+    private mutating func change(_ body: (inout Values) -> Void) {
+        var values = storage.values
+        body(&values)
+        storage = Storage(values)
+    }
+
+    /// Whether `other` holds the very same fields object as these headers: a copy of them, made
+    /// without a field set since. Then they are equal, at the cost of comparing two pointers.
+    package func isSameInstance(as other: PushHeaders) -> Bool { storage === other.storage }
+
+    public static func == (lhs: PushHeaders, rhs: PushHeaders) -> Bool {
+        lhs.storage === rhs.storage || lhs.storage.values == rhs.storage.values
+    }
+
+    public func hash(into hasher: inout Hasher) { storage.values.hash(into: &hasher) }
 
     /// The largest `apns-collapse-id`, in UTF-8 bytes (§1.4).
     public static let maximumCollapseIDSize = 64
@@ -31,12 +86,8 @@ public struct PushHeaders: Sendable, Hashable {
         collapseID: String? = nil,
         apnsID: UUID? = nil
     ) {
-        self.pushType = pushType
-        self.topic = topic
-        self.priority = priority
-        self.expiration = expiration
-        self.collapseID = collapseID
-        self.apnsID = apnsID
+        storage = Storage(
+            Values(pushType: pushType, topic: topic, priority: priority, expiration: expiration, collapseID: collapseID, apnsID: apnsID))
     }
 
     /// The priority that is sent: the one set, or the push type's default.
