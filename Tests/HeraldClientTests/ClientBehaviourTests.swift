@@ -153,6 +153,44 @@ struct ClientBehaviourTests {
         try await fixture.stop()
     }
 
+    @Test("a bulk send checks headers it shares once, and every notification whose headers differ, or whose payload is too large")
+    func sharedHeadersChecked() async throws {
+        let fixture = try await MockFixture.start()
+        let payload = try Payload(aps: APS(alert: "x")).encode()
+        let tooLarge = EncodedPayload(unchecked: Array(repeating: UInt8(ascii: " "), count: PushType.alert.maximumPayloadSize + 1))
+        let shared = PushHeaders(pushType: .alert, topic: MockFixture.topic, collapseID: "shared")
+        var empty = shared
+        empty.collapseID = ""  // a new fields object: checked, and refused
+        var long = shared
+        long.collapseID = String(repeating: "c", count: PushHeaders.maximumCollapseIDSize + 1)
+        var background = shared
+        background.pushType = .background
+        background.priority = .immediate  // refused: background pushes must have priority 5
+        let plan: [(PushHeaders, EncodedPayload, APNSReason?)] = [
+            (shared, payload, nil), (shared, payload, nil), (empty, payload, .badCollapseId), (shared, payload, nil),
+            (long, payload, .badCollapseId), (long, payload, .badCollapseId), (shared, tooLarge, .payloadTooLarge),
+            (shared, payload, nil), (background, payload, .badPriority), (shared, payload, nil),
+        ]
+        let notifications = try plan.enumerated().map { index, step in
+            PushNotification(token: try DeviceToken(token(index)), headers: step.0, payload: step.1)
+        }
+        var outcomes: [Int: APNSOutcome] = [:]
+        try await withAPNSClient(configuration: fixture.clientConfiguration { $0.retry = .none }) { client in
+            for try await outcome in client.send(contentsOf: notifications) { outcomes[outcome.index] = outcome }
+        }
+        #expect(outcomes.count == plan.count)
+        for (index, step) in plan.enumerated() {
+            if let reason = step.2 {
+                #expect(outcomes[index]?.rejection?.reason == reason, "notification \(index)")
+                #expect(outcomes[index]?.rejection?.origin == .local, "notification \(index)")
+            } else {
+                #expect(outcomes[index]?.response != nil, "notification \(index)")
+            }
+        }
+        #expect(fixture.server.acceptedCount == plan.filter { $0.2 == nil }.count)
+        try await fixture.stop()
+    }
+
     @Test("stopping the iteration early stops sending; what was sent still completes")
     func abandonedIteration() async throws {
         let fixture = try await MockFixture.start()

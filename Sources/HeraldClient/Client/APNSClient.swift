@@ -128,7 +128,8 @@ public final class APNSClient: Sendable {
     ///   reason APNs would give; ``APNSClientError`` when it could not be delivered.
     public func send(_ notification: PushNotification, logger: Logger? = nil) async throws -> APNSResponse {
         var prepared = notification
-        try prepare(&prepared)
+        var validated: PushHeaders?  // one notification: no headers shared with others
+        try prepare(&prepared, validated: &validated)
         _ = try await limiter.acquire()
         defer { limiter.release() }
         let logger = self.logger(for: prepared, base: logger)
@@ -257,9 +258,10 @@ public final class APNSClient: Sendable {
     private func produce<Notifications: Sequence>(
         fromSequence notifications: Notifications, into sink: BulkSink<APNSOutcome>, logger base: Logger?
     ) async where Notifications.Element == PushNotification {
+        var validated: PushHeaders?
         await BulkProducer.run(
             notifications, limiter: limiter, sink: sink,
-            prepare: { prepared($0, index: $1, sink: sink, logger: base) },
+            prepare: { prepared($0, index: $1, validated: &validated, sink: sink, logger: base) },
             submit: submitBulk
         )
     }
@@ -267,9 +269,10 @@ public final class APNSClient: Sendable {
     private func produce<Notifications: AsyncSequence>(
         from notifications: Notifications, into sink: BulkSink<APNSOutcome>, logger base: Logger?
     ) async where Notifications.Element == PushNotification {
+        var validated: PushHeaders?
         await BulkProducer.run(
             notifications, limiter: limiter, sink: sink,
-            prepare: { prepared($0, index: $1, sink: sink, logger: base) },
+            prepare: { prepared($0, index: $1, validated: &validated, sink: sink, logger: base) },
             submit: submitBulk
         )
     }
@@ -283,10 +286,10 @@ public final class APNSClient: Sendable {
     /// A job for `notification`, or its outcome when it is refused before sending. Takes the
     /// notification, not a copy: the job holds it (each copy retains its strings).
     private func prepared(
-        _ notification: consuming PushNotification, index: Int, sink: BulkSink<APNSOutcome>, logger base: Logger?
+        _ notification: consuming PushNotification, index: Int, validated: inout PushHeaders?, sink: BulkSink<APNSOutcome>, logger base: Logger?
     ) -> BulkPreparation<RequestJob, APNSOutcome> {
         do {
-            try prepare(&notification)
+            try prepare(&notification, validated: &validated)
             let logger = logger(for: notification, base: base)
             return .job(RequestJob(notification: notification, index: index, completion: .bulk(sink), logger: logger))
         } catch {
@@ -300,7 +303,12 @@ public final class APNSClient: Sendable {
     /// and what the credentials allow. In place: a notification returned as a new value was a
     /// copy of it, a retain of each of its strings (and a release of the old), per notification.
     /// A notification refused is left as it came (its outcome carries it).
-    private func prepare(_ notification: inout PushNotification) throws {
+    ///
+    /// `validated` is the last headers of a bulk send that passed ``PushHeaders/validate()``:
+    /// the notifications after it that share them, the very same fields object (the usual bulk
+    /// send, and every batch of a gateway's broadcast), are not checked again. That object never
+    /// changes, so they would pass again; the payload's size is checked for each.
+    private func prepare(_ notification: inout PushNotification, validated: inout PushHeaders?) throws {
         if let identity {
             if notification.headers.pushType == .location {
                 throw APNSClientError(.invalidCredentials, "location pushes need token authentication, not a certificate (apns-spec §1.5)")
@@ -318,7 +326,12 @@ public final class APNSClient: Sendable {
         } else if notification.headers.topic == nil {
             throw APNSError(local: .missingTopic, "token authentication needs apns-topic: the app's bundle ID")
         }
+        if let validated, validated.isSameInstance(as: notification.headers) {
+            try notification.payload.checkSize(limit: notification.headers.pushType.maximumPayloadSize)
+            return
+        }
         try notification.validate()
+        validated = notification.headers
     }
 
     private func logger(for notification: PushNotification, base: Logger?) -> Logger {
