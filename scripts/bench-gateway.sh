@@ -237,7 +237,9 @@ run_gateway() {  # LABEL DATABASE [second process: yes]; APP=skewed for the skew
         echo "$label: profile $PERF-$PERF_RUN.data"
         # PERF_GRAPH=dwarf: call graphs unwound from stack copies (swift_release's callers, which
         # frame pointers lose); the default follows frame pointers, a far smaller file.
-        perf record --call-graph "${PERF_GRAPH:-fp}" -o "$PERF-$PERF_RUN.data" -p "$first" -- sleep "${PERF_SECONDS:-4}" >/dev/null 2>&1 &
+        # PERF_EVENT=sched:sched_switch: where the gateway's threads sleep and are switched out,
+        # with their stacks, instead of where its CPU goes.
+        perf record ${PERF_EVENT:+-e "$PERF_EVENT"} --call-graph "${PERF_GRAPH:-fp}" -o "$PERF-$PERF_RUN.data" -p "$first" -- sleep "${PERF_SECONDS:-4}" >/dev/null 2>&1 &
         if [ -n "$database_before" ]; then
             echo "$label: PostgreSQL's profile $PERF-$PERF_RUN-postgres.data"
             perf record --call-graph "${PERF_GRAPH:-fp}" -o "$PERF-$PERF_RUN-postgres.data" -p "$(awk '{ print $1 }' <<<"$database_before" | paste -sd,)" -- sleep "${PERF_SECONDS:-4}" >/dev/null 2>&1 &
