@@ -25,6 +25,12 @@ public struct PushNotification: Sendable, Hashable {
     /// (``PushHeaders/validate()``) and the size limit of the push type (§1.8).
     public func validate() throws(APNSError) {
         try headers.validate()
+        try validatePayloadSize()
+    }
+
+    /// The size limit of the push type alone (§1.8): for a notification whose headers already
+    /// passed ``PushHeaders/validate()`` (a bulk send's shared headers).
+    package func validatePayloadSize() throws(APNSError) {
         try payload.checkSize(limit: headers.pushType.maximumPayloadSize)
     }
 

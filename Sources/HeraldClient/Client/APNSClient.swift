@@ -327,7 +327,7 @@ public final class APNSClient: Sendable {
             throw APNSError(local: .missingTopic, "token authentication needs apns-topic: the app's bundle ID")
         }
         if let validated, validated.isSameInstance(as: notification.headers) {
-            try notification.payload.checkSize(limit: notification.headers.pushType.maximumPayloadSize)
+            try notification.validatePayloadSize()
             return
         }
         try notification.validate()

@@ -70,7 +70,7 @@ public struct PushHeaders: Sendable, Hashable {
     package func isSameInstance(as other: PushHeaders) -> Bool { storage === other.storage }
 
     public static func == (lhs: PushHeaders, rhs: PushHeaders) -> Bool {
-        lhs.storage === rhs.storage || lhs.storage.values == rhs.storage.values
+        lhs.isSameInstance(as: rhs) || lhs.storage.values == rhs.storage.values
     }
 
     public func hash(into hasher: inout Hasher) { storage.values.hash(into: &hasher) }
