@@ -106,7 +106,7 @@ public final class WebPushClient: Sendable {
         } catch {
             throw WebPushSendError(.invalidRequest, reason: error.message)
         }
-        return try await retrying(body: body, message: message, subscription: subscription, after: 0)
+        return try await retrying(body: body, message: message, subscription: subscription, after: 0).get()
     }
 
     /// Sends `message` to each of `subscriptions` and returns each one's outcome, in order.
@@ -137,27 +137,29 @@ public final class WebPushClient: Sendable {
             }
         }
         let bodiesMade = bodies
-        await withTaskGroup(of: [(Int, Result<WebPushReceipt, WebPushSendError>)].self) { group in
+        await withTaskGroup(of: [Outcome].self) { group in
             for (origin, (pool, indices)) in pools {
                 group.addTask {
-                    await self.sendTogether(message, to: indices.map { subscriptions[$0] }, bodies: indices.map { bodiesMade[$0] }, origin: origin, pool: pool)
-                        .enumerated().map { (indices[$0.offset], $0.element) }
+                    let sent = await self.sendTogether(message, to: indices.map { subscriptions[$0] }, bodies: indices.map { bodiesMade[$0] }, origin: origin, pool: pool)
+                    return zip(indices, sent).map { Outcome(index: $0, result: $1) }
                 }
             }
             for index in singles {
                 group.addTask {
-                    do throws(WebPushSendError) {
-                        return [(index, .success(try await self.retrying(body: bodiesMade[index], message: message, subscription: subscriptions[index], after: 0)))]
-                    } catch {
-                        return [(index, .failure(error))]
-                    }
+                    [Outcome(index: index, result: await self.retrying(body: bodiesMade[index], message: message, subscription: subscriptions[index], after: 0))]
                 }
             }
             for await part in group {
-                for (index, result) in part { results[index] = result }
+                for outcome in part where results.indices.contains(outcome.index) { results[outcome.index] = outcome.result }
             }
         }
         return results.map { $0 ?? .failure(WebPushSendError(.shutdown, reason: "not sent")) }
+    }
+
+    /// One message's result in its place among those sent together.
+    private struct Outcome: Sendable {
+        var index: Int
+        var result: Result<WebPushReceipt, WebPushSendError>
     }
 
     /// First attempts to one origin's pool at once, then the retries each needs.
@@ -176,7 +178,7 @@ public final class WebPushClient: Sendable {
         let answers = await pool.exchange(requests, logger: logger)
         var results = [Result<WebPushReceipt, WebPushSendError>?](repeating: nil, count: subscriptions.count)
         var later: [(index: Int, delay: Duration, attempts: Int)] = []
-        for (index, answer) in answers.enumerated() {
+        for (index, answer) in zip(results.indices, answers) {
             guard let attempt = attempt(from: answer, origin: origin, pool: pool) else {
                 // Sent again over HTTP/1.1, as a first attempt.
                 later.append((index, .zero, 0))
@@ -189,32 +191,30 @@ public final class WebPushClient: Sendable {
             }
         }
         if !later.isEmpty {
-            await withTaskGroup(of: (Int, Result<WebPushReceipt, WebPushSendError>).self) { group in
+            await withTaskGroup(of: Outcome.self) { group in
                 for (index, delay, attempts) in later {
                     group.addTask {
-                        do throws(WebPushSendError) {
-                            return (index, .success(try await self.retrying(
-                                body: bodies[index], message: message, subscription: subscriptions[index], after: attempts, delay: delay)))
-                        } catch {
-                            return (index, .failure(error))
-                        }
+                        Outcome(index: index, result: await self.retrying(body: bodies[index], message: message, subscription: subscriptions[index], after: attempts, delay: delay))
                     }
                 }
-                for await (index, result) in group { results[index] = result }
+                for await outcome in group where results.indices.contains(outcome.index) { results[outcome.index] = outcome.result }
             }
         }
-        return results.map { $0! }
+        return results.map { $0 ?? .failure(WebPushSendError(.shutdown, reason: "not sent")) }
     }
 
-    /// Attempts after the first `previous` (waiting `delay` first), each decided by ``WebPushDecision``.
+    /// Attempts after the first `previous` (waiting `delay` first), each decided by
+    /// ``WebPushDecision``. Its outcome as a value, not a typed throw: it runs in task groups'
+    /// child tasks, where a release build's typed error from an async closure trapped (the
+    /// gateway's first message to an HTTP/1.1-only push service).
     private func retrying(
         body: [UInt8], message: WebPushMessage, subscription: WebPushSubscription, after previous: Int, delay: Duration = .zero
-    ) async throws(WebPushSendError) -> WebPushReceipt {
+    ) async -> Result<WebPushReceipt, WebPushSendError> {
         if delay > .zero {
             do {
                 try await Task.sleep(for: delay)
             } catch {
-                throw WebPushSendError(.shutdown, reason: "cancelled while waiting to retry", attempts: previous)
+                return .failure(WebPushSendError(.shutdown, reason: "cancelled while waiting to retry", attempts: previous))
             }
         }
         var attempts = previous
@@ -224,24 +224,24 @@ public final class WebPushClient: Sendable {
             do {
                 authorization = try configuration.vapid.authorization(origin: subscription.origin)
             } catch {
-                throw WebPushSendError(.invalidRequest, reason: error.message, attempts: attempts)
+                return .failure(WebPushSendError(.invalidRequest, reason: error.message, attempts: attempts))
             }
             let attempt = await self.attempt(body: body, message: message, subscription: subscription, authorization: authorization, attempts: attempts)
             if isShutDown.load(ordering: .relaxed), case .unreachable = attempt {
-                throw WebPushSendError(.shutdown, reason: "the client was shut down", attempts: attempts)
+                return .failure(WebPushSendError(.shutdown, reason: "the client was shut down", attempts: attempts))
             }
             switch WebPushDecision.decide(attempt, attempts: attempts, policy: configuration.retry, random: attempt.jitter) {
             case .accepted(let location):
-                return WebPushReceipt(location: location, attempts: attempts)
+                return .success(WebPushReceipt(location: location, attempts: attempts))
             case .fail(let error):
                 logger.debug("web push refused", metadata: ["origin": "\(subscription.origin)", "reason": "\(error)"])
-                throw error
+                return .failure(error)
             case .retry(let delay):
                 logger.debug("web push retry", metadata: ["origin": "\(subscription.origin)", "attempt": "\(attempts)", "delay": "\(delay)"])
                 do {
                     try await Task.sleep(for: delay)
                 } catch {
-                    throw WebPushSendError(.shutdown, reason: "cancelled while waiting to retry", attempts: attempts)
+                    return .failure(WebPushSendError(.shutdown, reason: "cancelled while waiting to retry", attempts: attempts))
                 }
             }
         }
