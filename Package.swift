@@ -55,8 +55,9 @@ let package = Package(
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1", traits: []),
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
         .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
-        // Web Push's client: HTTP/2 by ALPN where the push service offers it, HTTP/1.1 keep-alive
-        // otherwise, pooled per origin.
+        // FCM's OAuth token exchange, webhooks, and the CLI's benchmarks. (Web Push's HTTP/1.1 is
+        // Herald's own client: every connection must pass the endpoint policy's check of the
+        // address it resolved to, and async-http-client has no hook before its connect.)
         .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
     ],
     targets: [
@@ -104,6 +105,7 @@ let package = Package(
                 "HeraldFlow",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOHPACK", package: "swift-nio-http2"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "NIOTLS", package: "swift-nio"),
@@ -170,7 +172,6 @@ let package = Package(
                 "HeraldClient",
                 "HeraldIdentity",
                 .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),

@@ -37,7 +37,7 @@ cat >"$WORK/herald.json" <<EOF
 { "listen": "127.0.0.1:$API_PORT", "database": "sqlite:$WORK/bench.db", "workers": { "count": ${WORKERS:-4} },
   "apps": [ { "id": "bench", "topic": "com.example.herald", "environment": "https://127.0.0.1:$MOCK_PORT", "caFile": "$WORK/ca.pem",
               "authKey": { "file": "$WORK/AuthKey_BENCHKEY01.p8", "keyID": "BENCHKEY01", "teamID": "BENCHTEAM1" },
-              "webPush": { "vapidKeyFile": "$WORK/vapid.pem", "subject": "mailto:bench@example.com", "defaultURL": "https://example.com/", "caFile": "$WORK/ca.pem" }$FCM_FIELD } ],
+              "webPush": { "vapidKeyFile": "$WORK/vapid.pem", "subject": "mailto:bench@example.com", "defaultURL": "https://example.com/", "caFile": "$WORK/ca.pem", "allowPrivateAddresses": true }$FCM_FIELD } ],
   "apiKeys": [ { "name": "bench", "sha256": "$DIGEST", "apps": ["bench"] } ] }
 EOF
 "$HERALD" serve --config "$WORK/herald.json" --log-level warning >"$WORK/serve.log" 2>&1 &

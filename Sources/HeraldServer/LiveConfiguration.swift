@@ -195,7 +195,7 @@ final class ClientGeneration: Sendable {
             if roles.contains(.workers), let webPush = app.webPush {
                 var settings = WebPushClient.Configuration(vapid: try VAPIDSigner(key: webPush.key, subject: webPush.subject))
                 settings.additionalTrustRoots = webPush.trustRoots
-                settings.subscriptionPolicy = .init(allowsLoopbackHTTP: webPush.allowsLoopbackHTTP)
+                settings.subscriptionPolicy = webPush.policy
                 // The queue retries: one attempt per claim, as for APNs.
                 settings.retry = .none
                 var clientLogger = logger

@@ -1,4 +1,3 @@
-import AsyncHTTPClient
 import HeraldClient
 import HeraldCore
 @_spi(HeraldFlow) import HeraldFlow
@@ -21,8 +20,9 @@ import Foundation
 /// subscription (RFC 8291), signs with VAPID (RFC 8292, one token per push service), and keeps
 /// connections per push-service origin: HTTP/2 where the service offers it by ALPN (Apple's,
 /// Google's and Mozilla's do), on Herald's own HTTP/2 pool (the APNs client's: measured many
-/// times cheaper per request than a general HTTP client); HTTP/1.1 keep-alive otherwise, with
-/// async-http-client's pool.
+/// times cheaper per request than a general HTTP client); HTTP/1.1 keep-alive otherwise, on
+/// Herald's HTTP/1.1 client. Endpoints go through ``Configuration/subscriptionPolicy`` before
+/// any request and again at every connect, with the address their name resolved to.
 ///
 /// `send` waits while ``Configuration/maximumInFlight`` messages are outstanding (back-pressure),
 /// retries 429, 5xx, timeouts and unreachable services with back-off and `Retry-After`, and
@@ -49,7 +49,9 @@ public final class WebPushClient: Sendable {
         public var retry: WebPushRetryPolicy = .default
         /// Certificates to trust besides the system's: a mock's CA, in tests.
         public var additionalTrustRoots: [NIOSSLCertificate] = []
-        /// Which endpoints may be sent to; `http:` loopback only for tests.
+        /// Which endpoints may be sent to: the known push services and the hosts it allows,
+        /// never a private network's address unless it says so (checked before each message and
+        /// at each connect); `http:` loopback only for tests.
         public var subscriptionPolicy: WebPushSubscription.Policy = .standard
 
         public init(vapid: VAPIDSigner) { self.vapid = vapid }
@@ -63,7 +65,7 @@ public final class WebPushClient: Sendable {
     public static let maximumHTTP2Origins = 32
 
     public let configuration: Configuration
-    private let http: HTTPClient
+    private let http: HTTP1Client
     private let limiter: InFlightLimiter
     private let logger: Logger
     private let eventLoopGroup: any EventLoopGroup
@@ -76,15 +78,14 @@ public final class WebPushClient: Sendable {
         self.configuration = configuration
         self.logger = logger
         self.eventLoopGroup = eventLoopGroup
-        var tls = TLSConfiguration.makeClientConfiguration()
-        if !configuration.additionalTrustRoots.isEmpty { tls.additionalTrustRoots = [.certificates(configuration.additionalTrustRoots)] }
-        var http = HTTPClient.Configuration(tlsConfiguration: tls)
-        http.httpVersion = configuration.allowsHTTP2 ? .automatic : .http1Only
-        http.connectionPool = .init(idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: max(1, configuration.maximumHTTP1ConnectionsPerOrigin))
-        http.timeout = .init(connect: .nanoseconds(Int64(configuration.connectTimeout.nanoseconds)), read: .nanoseconds(Int64(configuration.requestTimeout.nanoseconds)))
-        http.redirectConfiguration = .disallow
-        http.decompression = .disabled
-        self.http = HTTPClient(eventLoopGroup: eventLoopGroup, configuration: http, backgroundActivityLogger: logger)
+        var http = HTTP1Client.Configuration()
+        http.connectionsPerOrigin = max(1, configuration.maximumHTTP1ConnectionsPerOrigin)
+        http.connectTimeout = configuration.connectTimeout
+        http.requestTimeout = configuration.requestTimeout
+        http.maximumBodyBytes = Self.maximumAnswerCount
+        http.additionalTrustRoots = configuration.additionalTrustRoots
+        http.connectGuard = Self.connectGuard(configuration.subscriptionPolicy)
+        self.http = HTTP1Client(configuration: http, eventLoopGroup: eventLoopGroup)
         self.limiter = InFlightLimiter(limit: max(1, configuration.maximumInFlight))
     }
 
@@ -100,6 +101,9 @@ public final class WebPushClient: Sendable {
             throw WebPushSendError(.shutdown, reason: "cancelled while waiting for room to send")
         }
         defer { limiter.release() }
+        if let refusal = configuration.subscriptionPolicy.refusal(host: subscription.host) {
+            throw WebPushSendError(.endpointNotAllowed, reason: refusal, attempts: 0)
+        }
         let body: [UInt8]
         do {
             body = message.payload.isEmpty ? [] : try WebPushEncryption.encrypt(message.payload, for: subscription)
@@ -124,6 +128,10 @@ public final class WebPushClient: Sendable {
         var pools: [String: (pool: APNSClient, indices: [Int])] = [:]
         var singles: [Int] = []
         for (index, subscription) in subscriptions.enumerated() {
+            if let refusal = configuration.subscriptionPolicy.refusal(host: subscription.host) {
+                results[index] = .failure(WebPushSendError(.endpointNotAllowed, reason: refusal, attempts: 0))
+                continue
+            }
             do throws(WebPushError) {
                 bodies[index] = message.payload.isEmpty ? [] : try WebPushEncryption.encrypt(message.payload, for: subscription)
             } catch {
@@ -291,7 +299,8 @@ public final class WebPushClient: Sendable {
         case .failure(let error as APNSClientError):
             switch error.code {
             case .timedOut: return .timedOut
-            case .tlsFailed where error.message.contains("(ALPN h2)"):
+            case .addressNotAllowed: return .notAllowed(error.message)
+            case .http2NotOffered:
                 let first = transports.withLock { transports -> Bool in
                     if case .some(.none) = transports[origin] { return false }
                     transports[origin] = .some(nil)
@@ -329,39 +338,36 @@ public final class WebPushClient: Sendable {
             // clashed with the gateway's labelled APNs counters of the same names, which
             // swift-prometheus traps on (found by scripts/bench-platforms-gateway.sh).
             settings.metrics.factory = NOOPMetricsHandler.instance
+            settings.connectGuard = Self.connectGuard(configuration.subscriptionPolicy)
             let client = try? APNSClient(configuration: settings, eventLoopGroup: eventLoopGroup, logger: logger)
             transports[subscription.origin] = .some(client)
             return client
         }
     }
 
-    /// One request and its answer over HTTP/1.1 (async-http-client).
+    /// One request and its answer over HTTP/1.1.
     private func attemptHTTP1(body: [UInt8], message: WebPushMessage, subscription: WebPushSubscription, authorization: String) async -> WebPushDecision.Attempt {
-        var request = HTTPClientRequest(url: subscription.endpoint.absoluteString)
-        request.method = .POST
-        request.headers.add(name: "TTL", value: String(message.timeToLive))
-        if let urgency = message.urgency { request.headers.add(name: "Urgency", value: urgency.rawValue) }
-        if let topic = message.topic { request.headers.add(name: "Topic", value: topic) }
-        request.headers.add(name: "Authorization", value: authorization)
-        if !body.isEmpty {
-            request.headers.add(name: "Content-Encoding", value: "aes128gcm")
-            request.headers.add(name: "Content-Type", value: "application/octet-stream")
-        }
-        request.body = .bytes(ByteBuffer(bytes: body))
         do {
-            let deadline = NIODeadline.now() + .nanoseconds(Int64(configuration.requestTimeout.nanoseconds))
-            let response = try await http.execute(request, deadline: deadline, logger: logger)
-            var answer = try await response.body.collect(upTo: Self.maximumAnswerCount)
-            let bytes = answer.readBytes(length: answer.readableBytes) ?? []
-            return .answered(
-                status: Int(response.status.code), retryAfter: response.headers.first(name: "Retry-After"), location: response.headers.first(name: "Location"),
-                body: bytes)
-        } catch let error as HTTPClientError where error == .deadlineExceeded || error == .readTimeout {
-            return .timedOut
-        } catch let error as HTTPClientError where error == .connectTimeout {
-            return .unreachable("could not connect to \(subscription.origin) within \(configuration.connectTimeout)")
+            let answer = try await http.exchange(
+                https: subscription.isHTTPS, host: subscription.host, port: subscription.port, method: .POST, target: subscription.requestTarget,
+                headers: Self.headers(body: body, message: message, authorization: authorization), body: body)
+            return .answered(status: answer.status, retryAfter: answer.retryAfter, location: answer.location, body: answer.body)
         } catch {
-            return .unreachable("\(subscription.origin): \(PeerText(String(describing: error), limit: 200))")
+            switch error.code {
+            case .timedOut: return .timedOut
+            case .addressNotAllowed: return .notAllowed(error.message)
+            case .shutdown: return .unreachable("the client was shut down")
+            default: return .unreachable("\(subscription.origin): \(PeerText(error.message, limit: 200))")
+            }
+        }
+    }
+
+    /// Refuses a connection whose address the policy does not allow (a name may resolve into a
+    /// private network after it was checked: DNS rebinding).
+    private static func connectGuard(_ policy: WebPushSubscription.Policy) -> ConnectGuard {
+        { host, address in
+            guard let bytes = address.ipBytes, let ip = IPAddress(bytes: bytes) else { return nil }
+            return policy.refusal(connectingTo: ip, for: host)
         }
     }
 
@@ -370,7 +376,7 @@ public final class WebPushClient: Sendable {
         guard !isShutDown.exchange(true, ordering: .relaxed) else { return }
         let pools = transports.withLock { transports in transports.values.compactMap { $0 } }
         for pool in pools { await pool.shutdown() }
-        try await http.shutdown()
+        await http.shutdown()
     }
 }
 
@@ -394,11 +400,4 @@ public func withWebPushClient<Result: Sendable>(
 ) async throws -> Result {
     let client = WebPushClient(configuration: configuration, logger: logger)
     return try await withShutdown(of: client, shutdown: { try await $0.shutdown() }, body)
-}
-
-extension Duration {
-    fileprivate var nanoseconds: Int128 {
-        let (seconds, attoseconds) = components
-        return Int128(seconds) * 1_000_000_000 + Int128(attoseconds / 1_000_000_000)
-    }
 }

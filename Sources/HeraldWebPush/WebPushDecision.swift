@@ -13,6 +13,8 @@ enum WebPushDecision: Sendable, Hashable {
         case answered(status: Int, retryAfter: String?, location: String?, body: [UInt8])
         case timedOut
         case unreachable(String)
+        /// The endpoint's address is not one the policy lets the client connect to; nothing was sent.
+        case notAllowed(String)
 
         /// The jitter for deciding on it: drawn only when a retry may need it (a draw is a
         /// `getrandom` system call on Linux, and nearly every answer is a 201).
@@ -54,6 +56,8 @@ enum WebPushDecision: Sendable, Hashable {
         case .timedOut:
             guard canRetry else { return .fail(WebPushSendError(.timedOut, reason: "no answer within the deadline", attempts: attempts)) }
             return .retry(after: backoff)
+        case .notAllowed(let why):
+            return .fail(WebPushSendError(.endpointNotAllowed, reason: why, attempts: attempts))
         case .unreachable(let why):
             guard canRetry else { return .fail(WebPushSendError(.connectionFailed, reason: why, attempts: attempts)) }
             return .retry(after: backoff)

@@ -10,6 +10,10 @@ public struct WebPushError: Error, Sendable, Hashable, CustomStringConvertible {
         public static let invalidSubject = Code(name: "invalidSubject")
         /// A subscription whose endpoint, `p256dh` or `auth` is unusable.
         public static let invalidSubscription = Code(name: "invalidSubscription")
+        /// A subscription whose endpoint is not a push service Herald may send to: not a known
+        /// one nor an allowed host, or an address on a private network
+        /// (``WebPushSubscription/Policy``). The message names the host.
+        public static let endpointNotAllowed = Code(name: "endpointNotAllowed")
         /// A message whose TTL or Topic is out of range.
         public static let invalidMessage = Code(name: "invalidMessage")
         /// A plaintext longer than one 4096-byte record can carry (RFC 8291 §4).

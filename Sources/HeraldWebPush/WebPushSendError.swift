@@ -19,6 +19,10 @@ public struct WebPushSendError: Error, Sendable, Hashable, CustomStringConvertib
         public static let timedOut = Code(name: "timedOut")
         /// The push service could not be reached (DNS, TCP, TLS), after the last attempt.
         public static let connectionFailed = Code(name: "connectionFailed")
+        /// The endpoint is not one the client's policy lets it send to (not a known push service
+        /// nor an allowed host, or an address on a private network, also as its name resolved
+        /// at connect); nothing was sent. ``reason`` names the host. Not retried.
+        public static let endpointNotAllowed = Code(name: "endpointNotAllowed")
         /// The message or subscription could not be encrypted or signed for; not sent.
         public static let invalidRequest = Code(name: "invalidRequest")
         /// The client was shut down.

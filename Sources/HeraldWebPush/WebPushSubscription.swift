@@ -31,18 +31,6 @@ public struct WebPushSubscription: Sendable, Hashable {
     let port: Int
     let isHTTPS: Bool
 
-    /// Which endpoints are accepted.
-    public struct Policy: Sendable, Hashable {
-        /// Accept `http:` endpoints on a loopback host (127.0.0.1, ::1, localhost): for tests
-        /// against a mock without TLS. Never needed for real browsers.
-        public var allowsLoopbackHTTP: Bool
-
-        public init(allowsLoopbackHTTP: Bool = false) { self.allowsLoopbackHTTP = allowsLoopbackHTTP }
-
-        /// `https:` only.
-        public static let standard = Policy()
-    }
-
     /// A subscription from its parts; base64url (with or without padding) for the keys. The
     /// error names the field that is wrong.
     public init(endpoint: String, p256dh: String, auth: String, expirationTime: Date? = nil, policy: Policy = .standard) throws(WebPushError) {
@@ -55,8 +43,7 @@ public struct WebPushSubscription: Sendable, Hashable {
             throw WebPushError(.invalidSubscription, "endpoint: not an absolute http(s) URL with a host: \(PeerText(endpoint, limit: 120))")
         }
         if scheme != "https" {
-            let loopback = ["127.0.0.1", "::1", "[::1]", "localhost"].contains(host.lowercased())
-            guard scheme == "http", policy.allowsLoopbackHTTP, loopback else {
+            guard scheme == "http", policy.allowsLoopbackHTTP, Policy.isLoopback(host: host) else {
                 throw WebPushError(.invalidSubscription, "endpoint: must be an https: URL (push services are reached over TLS)")
             }
         }
@@ -71,6 +58,9 @@ public struct WebPushSubscription: Sendable, Hashable {
         }
         guard secret.count == 16 else {
             throw WebPushError(.invalidSubscription, "keys.auth: must be 16 bytes; this one is \(secret.count)")
+        }
+        if let refusal = policy.refusal(host: host) {
+            throw WebPushError(.endpointNotAllowed, "endpoint: \(refusal)")
         }
         self.endpoint = url
         self.origin = origin

@@ -70,7 +70,8 @@ final class MockWebPushRoutes: MockHTTPHandler {
         let subscription: WebPushSubscription
         do {
             subscription = try WebPushSubscription(
-                endpoint: endpoint, p256dh: Base64URL.encode(privateKey.publicKey.x963Representation), auth: Base64URL.encode(authSecret))
+                endpoint: endpoint, p256dh: Base64URL.encode(privateKey.publicKey.x963Representation), auth: Base64URL.encode(authSecret),
+                policy: MockWebPushServer.subscriptionPolicy)
         } catch {
             preconditionFailure("the mock's own subscription is refused: \(error)")
         }

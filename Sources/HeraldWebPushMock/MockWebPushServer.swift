@@ -131,6 +131,12 @@ public final class MockWebPushServer: Sendable {
 
     // MARK: Subscriptions and faults
 
+    /// The policy a client needs to send to the mock's subscriptions: they are at 127.0.0.1, a
+    /// loopback address that ``WebPushSubscription/Policy/standard`` refuses (set it as the
+    /// client's ``WebPushClient/Configuration/subscriptionPolicy``, or `allowPrivateAddresses`
+    /// in the gateway's `webPush`).
+    public static let subscriptionPolicy = WebPushSubscription.Policy(allowsPrivateAddresses: true)
+
     /// A new subscription, as the browser would hand it to a page: endpoint
     /// `https://127.0.0.1:PORT/push/<random id>`, a fresh P-256 key and auth secret.
     ///

@@ -30,7 +30,7 @@ struct WebPushServeTests {
             let fcmCA = try setup.scratch.write("fcm-ca.pem", android.certificateAuthorityPEM)
             let text = String(decoding: try FileContents.read(setup.configFile), as: UTF8.self).replacingOccurrences(
                 of: #""connections": 1,"#,
-                with: #""connections": 1, "webPush": {"vapidKeyFile": "\#(vapidFile)", "subject": "mailto:ops@example.com", "defaultURL": "https://shop.example.com/", "caFile": "\#(ca)"}, "fcm": {"serviceAccountFile": "\#(account)", "endpoint": "\#(android.origin)", "caFile": "\#(fcmCA)"},"#
+                with: #""connections": 1, "webPush": {"vapidKeyFile": "\#(vapidFile)", "subject": "mailto:ops@example.com", "defaultURL": "https://shop.example.com/", "caFile": "\#(ca)", "allowPrivateAddresses": true}, "fcm": {"serviceAccountFile": "\#(account)", "endpoint": "\#(android.origin)", "caFile": "\#(fcmCA)"},"#
             )
             _ = try setup.scratch.write("herald.json", text)
             let devices = 600

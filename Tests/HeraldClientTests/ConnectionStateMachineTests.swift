@@ -69,13 +69,13 @@ struct ConnectionStateMachineTests {
         #expect(describe(run(&machine) { $0.readComplete(into: &$1) }) == [])
     }
 
-    @Test("a server that does not agree to h2 is closed, and the pool hears a TLS failure")
+    @Test("a server that does not agree to h2 is closed, and the pool hears that it offered no HTTP/2")
     func alpnRefused() {
         var machine = Machine(configuration: Self.configuration, now: start)
         _ = run(&machine) { $0.channelActive(into: &$1) }
         #expect(describe(run(&machine) { $0.handshakeCompleted(alpn: "http/1.1", into: &$1) }) == ["close"])
         #expect(machine.failure?.message == "api.example:443 did not agree to HTTP/2 (ALPN h2); it is not an APNs server")
-        #expect(describe(run(&machine) { $0.channelClosed(into: &$1) }) == ["failed tlsFailed"])
+        #expect(describe(run(&machine) { $0.channelClosed(into: &$1) }) == ["failed http2NotOffered"])
     }
 
     @Test("setup that takes longer than the connect timeout fails the connection")

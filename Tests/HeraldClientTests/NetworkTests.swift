@@ -83,7 +83,7 @@ struct NetworkTests {
                 try await client.send(notification(to: token(1)))
             }
         }
-        #expect(error?.code == .tlsFailed, "\(String(describing: error))")
+        #expect(error?.code == .http2NotOffered, "\(String(describing: error))")
         try await server.close()
     }
 

@@ -121,7 +121,12 @@ struct ConfigurationTests {
         let loaded = try GatewayConfiguration.load(file: try scratch.write("webpush.json", json(app(good)))).apps[0].webPush
         #expect(loaded?.key.publicKeyBase64URL == key.publicKeyBase64URL && loaded?.subject == "mailto:ops@example.com")
         #expect(loaded?.defaultURL == "https://shop.example.com/" && loaded?.allowsLoopbackHTTP == false)
+        #expect(loaded?.allowsPrivateAddresses == false && loaded?.allowedHosts == [] && loaded?.policy == .standard)
+        let opened = good.replacingOccurrences(of: "}", with: #", "allowedHosts": ["ntfy.example.net", ".up.example.org"], "allowPrivateAddresses": true}"#)
+        let policy = try GatewayConfiguration.load(file: try scratch.write("opened.json", json(app(opened)))).apps[0].webPush?.policy
+        #expect(policy == WebPushSubscription.Policy(allowedHosts: ["ntfy.example.net", ".up.example.org"], allowsPrivateAddresses: true))
         let cases: [(String, String, String)] = [
+            (good.replacingOccurrences(of: "}", with: #", "allowedHosts": ["https://ntfy.example.net/"]}"#), "apps[0].webPush.allowedHosts", "not a host name"),
             (good.replacingOccurrences(of: "vapid.pem", with: "absent.pem"), "apps[0].webPush.vapidKeyFile", "webpush keygen"),
             (good.replacingOccurrences(of: "mailto:ops@example.com", with: "ops@example.com"), "apps[0].webPush.subject", "mailto:"),
             (good.replacingOccurrences(of: "https://shop", with: "http://shop"), "apps[0].webPush.defaultURL", "https://"),

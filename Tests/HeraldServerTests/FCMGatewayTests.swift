@@ -35,6 +35,7 @@ struct FCMGatewayTests {
                     }
                     if webPush {
                         var settings = GatewayConfiguration.WebPushSettings(key: WebPushGatewayTests.vapid, subject: "mailto:ops@example.com", defaultURL: "https://shop.example.com/")
+                        settings.allowsPrivateAddresses = true
                         settings.trustRoots = [browsers.certificateAuthority]
                         configuration.apps[0].webPush = settings
                     }

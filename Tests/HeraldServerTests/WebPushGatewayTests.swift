@@ -15,11 +15,16 @@ struct WebPushGatewayTests {
     static let defaultURL = "https://shop.example.com/"
 
     /// A gateway whose app sends to browsers through `webPush`, with the mock's CA trusted.
-    static func run(_ backend: Backend, webPush: Bool = true, _ body: (GatewayHarness, MockWebPushServer) async throws -> Void) async throws {
+    static func run(
+        _ backend: Backend, webPush: Bool = true, privateAddresses: Bool = true, allowedHosts: [String] = [],
+        _ body: (GatewayHarness, MockWebPushServer) async throws -> Void
+    ) async throws {
         try await withMockWebPushServer { browsers in
             try await GatewayHarness.run(backend, gateway: { configuration in
                 if webPush {
                     var settings = GatewayConfiguration.WebPushSettings(key: Self.vapid, subject: "mailto:ops@example.com", defaultURL: Self.defaultURL)
+                    settings.allowsPrivateAddresses = privateAddresses
+                    settings.allowedHosts = allowedHosts
                     settings.trustRoots = [browsers.certificateAuthority]
                     configuration.apps[0].webPush = settings
                 }
@@ -152,6 +157,27 @@ struct WebPushGatewayTests {
         }
     }
 
+    @Test("endpoints at a private network's address or outside the push services are refused at registration, 400 naming the host; allowedHosts adds a host")
+    func endpointPolicy() async throws {
+        let keys: JSONValue = ["p256dh": .string(Base64URL.encode(P256KeyForTests.publicKey)), "auth": .string(Base64URL.encode([UInt8](repeating: 7, count: 16)))]
+        try await Self.run(.sqlite, privateAddresses: false, allowedHosts: ["ntfy.example.net"]) { harness, browsers in
+            for (endpoint, host) in [
+                ("https://10.1.2.3/push/x", "10.1.2.3"), ("https://169.254.169.254/latest/meta-data/", "169.254.169.254"), ("https://localhost/push/x", "localhost"),
+                ("https://[::1]/push/x", "::1"), ("https://192.168.0.1:8443/push/x", "192.168.0.1"), ("https://100.64.0.1/push/x", "100.64.0.1"),
+                ("https://push.example.com/x", "push.example.com"), (browsers.subscribe().endpoint.absoluteString, "127.0.0.1"),
+            ] {
+                let answer = try await harness.call(.post, "/v1/apps/\(appID)/webpush/subscriptions", ["endpoint": .string(endpoint), "keys": keys])
+                let message = answer.json?["error"]?["message"]?.stringValue ?? ""
+                #expect(answer.status == 400 && message.contains("endpoint") && message.contains(host), "\(endpoint): \(answer.status) \(message)")
+            }
+            #expect(try await harness.call(.get, "/v1/apps/\(appID)/devices?platform=webpush").json?["devices"]?.arrayItems.isEmpty == true)
+            for endpoint in ["https://web.push.apple.com/QGuQyavXutnMH", "https://fcm.googleapis.com/fcm/send/dXN", "https://ntfy.example.net/up/abc"] {
+                let answer = try await harness.call(.post, "/v1/apps/\(appID)/webpush/subscriptions", ["endpoint": .string(endpoint), "keys": keys])
+                #expect(answer.status == 201, "\(endpoint): \(answer.json?.jsonString ?? "")")
+            }
+        }
+    }
+
     @Test("bad subscriptions are 400 naming the field; an app without webPush answers 409")
     func badInput() async throws {
         let p256dh = Base64URL.encode(P256KeyForTests.publicKey)
@@ -198,6 +224,7 @@ struct WebPushGatewayTests {
         try await withMockWebPushServer { browsers in
             try await GatewayHarness.prepare(backend, gateway: { configuration in
                 var settings = GatewayConfiguration.WebPushSettings(key: Self.vapid, subject: "mailto:ops@example.com", defaultURL: Self.defaultURL)
+                settings.allowsPrivateAddresses = true
                 settings.trustRoots = [browsers.certificateAuthority]
                 configuration.apps[0].webPush = settings
                 configuration.workers.shutdownGrace = .seconds(1)

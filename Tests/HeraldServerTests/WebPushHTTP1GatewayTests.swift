@@ -28,6 +28,7 @@ struct WebPushHTTP1GatewayTests {
         let trusted = try authority.tlsCertificate
         try await GatewayHarness.run(backend, gateway: { configuration in
             var settings = GatewayConfiguration.WebPushSettings(key: Self.vapid, subject: "mailto:ops@example.com", defaultURL: "https://shop.example.com/")
+            settings.allowsPrivateAddresses = true
             settings.trustRoots = [trusted]
             configuration.apps[0].webPush = settings
         }) { harness in

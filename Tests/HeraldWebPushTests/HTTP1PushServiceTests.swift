@@ -34,7 +34,8 @@ struct HTTP1PushServiceTests {
         let browser = P256.KeyAgreement.PrivateKey()
         let auth = (0..<16).map { _ in UInt8.random(in: 0...255) }
         return try WebPushSubscription(
-            endpoint: "\(service.origin)/push/\(name)", p256dh: Base64URL.encode(Array(browser.publicKey.x963Representation)), auth: Base64URL.encode(auth))
+            endpoint: "\(service.origin)/push/\(name)", p256dh: Base64URL.encode(Array(browser.publicKey.x963Representation)), auth: Base64URL.encode(auth),
+            policy: .init(allowsPrivateAddresses: true))
     }
 
     static func configuration(trusting authority: NIOSSLCertificate, retry: WebPushRetryPolicy = .none) throws -> WebPushClient.Configuration {
@@ -42,6 +43,7 @@ struct HTTP1PushServiceTests {
         configuration.additionalTrustRoots = [authority]
         configuration.retry = retry
         configuration.requestTimeout = .seconds(5)
+        configuration.subscriptionPolicy = .init(allowsPrivateAddresses: true)
         return configuration
     }
 
@@ -80,10 +82,10 @@ struct HTTP1PushServiceTests {
         #expect(service.received.count == 6)
     }
 
-    @Test("hostile answers over HTTP/1.1 come back as outcomes: 410, 429 with and without Retry-After, a 503 storm, a cut answer")
+    @Test("hostile answers over HTTP/1.1 come back as outcomes: 410, 429 with and without Retry-After, a 503 storm, a body past the bound, a cut answer")
     func hostile() async throws {
         let message = try WebPushMessage(payload: Array("hostile".utf8), timeToLive: 60)
-        for mode in [HTTP1PushService.Mode.gone, .limited, .limitedAfter, .storm, .cut] {
+        for mode in [HTTP1PushService.Mode.gone, .limited, .limitedAfter, .storm, .huge, .cut] {
             let (service, authority) = try Self.service(mode)
             defer { service.stop() }
             let subscriptions = try (0..<3).map { try Self.subscription(at: service, "\(mode.rawValue)\($0)") }
@@ -96,6 +98,8 @@ struct HTTP1PushServiceTests {
                 case (.gone, .failure(let error)): #expect(error.isSubscriptionGone && error.status == 410 && error.reason.contains("unsubscribed"), "\(error)")
                 case (.limited, .success(let receipt)), (.limitedAfter, .success(let receipt)): #expect(receipt.attempts == 2)
                 case (.storm, .failure(let error)): #expect(error.code == .serviceUnavailable && error.status == 503 && error.attempts == 3, "\(error)")
+                // The status is the answer: a 201 whose body runs past the bound is accepted once, not sent again.
+                case (.huge, .success(let receipt)): #expect(receipt.attempts == 1 && receipt.location?.hasPrefix("/m/") == true)
                 case (.cut, .failure(let error)): #expect(error.code == .connectionFailed, "\(mode): \(error)")
                 default: Issue.record("\(mode): unexpected \(result)")
                 }
@@ -104,9 +108,62 @@ struct HTTP1PushServiceTests {
             switch mode {
             case .gone: #expect(requests == 3)
             case .limited, .limitedAfter: #expect(requests == 6)
+            case .huge: #expect(requests == 3)
             case .storm, .cut: #expect(requests == 9, "\(mode): \(requests) requests")
             default: break
             }
+        }
+    }
+
+    @Test("a name the policy allows that resolves to a loopback address is refused at connect, over HTTP/2 and HTTP/1.1, before any packet leaves", arguments: [true, false])
+    func rebinding(http2: Bool) async throws {
+        let (service, authority) = try Self.service(.accept)
+        defer { service.stop() }
+        // This machine's own name: /etc/hosts has it at 127.0.0.1 here, as a rebinding name
+        // would resolve to an address in the operator's network.
+        let name = ProcessInfo.processInfo.hostName
+        let resolved = await HostResolution.addresses(of: name)
+        guard let address = resolved.first, resolved.allSatisfy({ IPAddress($0)?.restrictedKind != nil }), IPAddress(address)?.restrictedKind == "loopback" else {
+            try Test.cancel("this machine's name \(name) does not resolve to loopback only (\(resolved))")
+        }
+        let policy = WebPushSubscription.Policy(allowedHosts: [name])
+        let browser = P256.KeyAgreement.PrivateKey()
+        let subscription = try WebPushSubscription(
+            endpoint: "https://\(name):\(service.port)/push/rebound", p256dh: Base64URL.encode(Array(browser.publicKey.x963Representation)),
+            auth: Base64URL.encode([UInt8](repeating: 3, count: 16)), policy: policy)
+        var configuration = try Self.configuration(trusting: authority, retry: Self.fast)
+        configuration.subscriptionPolicy = policy
+        configuration.allowsHTTP2 = http2
+        let message = try WebPushMessage(payload: Array("rebound".utf8), timeToLive: 60)
+        let (single, group) = try await withWebPushClient(configuration: configuration) { client in
+            let single = await #expect(throws: WebPushSendError.self) { try await client.send(message, to: subscription) }
+            return (single, await client.send(message, toEach: [subscription, subscription]))
+        }
+        #expect(single?.code == .endpointNotAllowed && single?.reason.contains("resolved to \(address)") == true, "\(String(describing: single))")
+        #expect(group.allSatisfy { if case .failure(let error) = $0 { error.code == .endpointNotAllowed } else { false } }, "\(group)")
+        #expect(service.connections == 0 && service.received.isEmpty, "no connection reached the service")
+    }
+}
+
+/// What a name resolves to, by the system's resolver (getaddrinfo), as address texts.
+enum HostResolution {
+    static func addresses(of name: String) async -> [String] {
+        await onOwnThread {
+            var hints = addrinfo()
+            hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+            var list: UnsafeMutablePointer<addrinfo>?
+            guard getaddrinfo(name, nil, &hints, &list) == 0 else { return [] }
+            defer { freeaddrinfo(list) }
+            var texts: [String] = []
+            var entry = list
+            while let current = entry {
+                var buffer = [CChar](repeating: 0, count: Int(NI_MAXHOST))
+                if getnameinfo(current.pointee.ai_addr, current.pointee.ai_addrlen, &buffer, socklen_t(buffer.count), nil, 0, NI_NUMERICHOST) == 0 {
+                    texts.append(String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))
+                }
+                entry = current.pointee.ai_next
+            }
+            return texts
         }
     }
 }

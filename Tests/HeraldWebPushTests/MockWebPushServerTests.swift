@@ -132,7 +132,7 @@ struct MockWebPushServerTests {
             case .garbageBody: request.body = (0..<200).map { UInt8(truncatingIfNeeded: $0 &* 31) }
             case .unknownSubscription:
                 subscription = try WebPushSubscription(
-                    endpoint: server.origin + "/push/unknown", p256dh: Base64URL.encode(subscription.p256dh), auth: Base64URL.encode(subscription.authSecret))
+                    endpoint: server.origin + "/push/unknown", p256dh: Base64URL.encode(subscription.p256dh), auth: Base64URL.encode(subscription.authSecret), policy: MockWebPushServer.subscriptionPolicy)
             case .unsubscribed: server.unsubscribe(subscription)
             }
             let answer = try await Sender.with(server, key: key) { try await $0.send(request, to: subscription) }
@@ -155,7 +155,7 @@ struct MockWebPushServerTests {
                 everythingWrong.contentEncoding = nil
                 everythingWrong.body = [1, 2, 3]
                 let unknown = try WebPushSubscription(
-                    endpoint: server.origin + "/push/nope", p256dh: Base64URL.encode(subscription.p256dh), auth: Base64URL.encode(subscription.authSecret))
+                    endpoint: server.origin + "/push/nope", p256dh: Base64URL.encode(subscription.p256dh), auth: Base64URL.encode(subscription.authSecret), policy: MockWebPushServer.subscriptionPolicy)
                 var badHeaders = Sender.Request()
                 badHeaders.ttl = nil
                 badHeaders.contentEncoding = nil
@@ -305,7 +305,7 @@ struct MockWebPushServerTests {
         try await withMockWebPushServer { server in
             let (answer, pushed) = try await Sender.with(server) { sender in
                 let answer = try await sender.post("/subscribe", body: [])
-                let subscription = try WebPushSubscription(json: answer.body)
+                let subscription = try WebPushSubscription(json: answer.body, policy: MockWebPushServer.subscriptionPolicy)
                 return (answer, try await sender.push("to a POSTed subscription", to: subscription))
             }
             #expect(answer.status == 201)
@@ -330,7 +330,7 @@ struct MockWebPushServerTests {
             let key = VAPIDKey.generate()
             let answers = try await Sender.with(server, key: key) { sender in
                 let created = try await sender.post("/subscribe", body: Array(#"{"applicationServerKey":"\#(key.publicKeyBase64URL)"}"#.utf8))
-                let subscription = try WebPushSubscription(json: created.body)
+                let subscription = try WebPushSubscription(json: created.body, policy: MockWebPushServer.subscriptionPolicy)
                 let signed = try await sender.push("signed", to: subscription)
                 var other = Sender.Request()
                 other.authorization = try VAPIDSigner(key: .generate(), subject: Self.subject).authorization(origin: server.origin)

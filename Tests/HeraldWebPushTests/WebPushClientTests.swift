@@ -14,6 +14,7 @@ struct WebPushClientTests {
         var configuration = WebPushClient.Configuration(vapid: try VAPIDSigner(key: key, subject: "mailto:ops@example.com"))
         configuration.additionalTrustRoots = [server.certificateAuthority]
         configuration.allowsHTTP2 = http2
+        configuration.subscriptionPolicy = MockWebPushServer.subscriptionPolicy
         configuration.retry = retry
         configuration.requestTimeout = .seconds(5)
         return configuration
@@ -69,7 +70,7 @@ struct WebPushClientTests {
             server.script(.serverError(status: 503, times: 1), for: subscriptions[12])
             // Not a subscription of this service's: nothing listens there.
             subscriptions[13] = try WebPushSubscription(
-                endpoint: "https://127.0.0.1:9/push/x", p256dh: Base64URL.encode(subscriptions[0].p256dh), auth: Base64URL.encode(subscriptions[0].authSecret))
+                endpoint: "https://127.0.0.1:9/push/x", p256dh: Base64URL.encode(subscriptions[0].p256dh), auth: Base64URL.encode(subscriptions[0].authSecret), policy: MockWebPushServer.subscriptionPolicy)
             let message = try WebPushMessage(payload: Array("together".utf8), timeToLive: 60)
             var configuration = try Self.configuration(server, http2: http2, retry: Self.fast)
             configuration.maximumInFlight = 64
@@ -166,7 +167,7 @@ struct WebPushClientTests {
             let error = await #expect(throws: WebPushSendError.self) { try await client.send(message, to: slow) }
             #expect(error?.code == .timedOut)
             let nowhere = try WebPushSubscription(
-                endpoint: "https://127.0.0.1:9/push/x", p256dh: Base64URL.encode(slow.p256dh), auth: Base64URL.encode(slow.authSecret))
+                endpoint: "https://127.0.0.1:9/push/x", p256dh: Base64URL.encode(slow.p256dh), auth: Base64URL.encode(slow.authSecret), policy: MockWebPushServer.subscriptionPolicy)
             try await client.shutdown()
             // Nothing listens there: the pool's connection attempts fail, and so does the message.
             let patient = WebPushClient(configuration: try Self.configuration(server))

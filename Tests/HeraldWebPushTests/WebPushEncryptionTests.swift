@@ -102,7 +102,7 @@ struct Browser {
     let privateKey = P256.KeyAgreement.PrivateKey()
     let subscription: WebPushSubscription
 
-    init(endpoint: String = "https://push.example.net/send/abc") {
+    init(endpoint: String = "https://fcm.googleapis.com/fcm/send/abc") {
         var secret = [UInt8](repeating: 0, count: 16)
         for index in secret.indices { secret[index] = UInt8.random(in: 0...255) }
         subscription = try! WebPushSubscription(

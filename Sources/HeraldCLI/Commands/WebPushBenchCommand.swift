@@ -84,6 +84,8 @@ struct WebPushBenchCommand: AsyncParsableCommand {
             configuration.maximumInFlight = concurrency
             configuration.allowsHTTP2 = !http1
             configuration.retry = .none
+            // The mock or the sink named on the command line: a loopback or private address.
+            configuration.subscriptionPolicy = .init(allowsPrivateAddresses: true)
 
             let before = ProcessStats.now()
             let clock = ContinuousClock()
@@ -126,7 +128,7 @@ struct WebPushBenchCommand: AsyncParsableCommand {
             let browser = VAPIDKey.generate()
             return try WebPushSubscription(
                 endpoint: "\(origin)/push/\(index)", p256dh: browser.publicKeyBase64URL,
-                auth: Base64URL.encode((0..<16).map { _ in UInt8.random(in: 0...255) }))
+                auth: Base64URL.encode((0..<16).map { _ in UInt8.random(in: 0...255) }), policy: .init(allowsPrivateAddresses: true))
         }
     }
 
@@ -143,7 +145,7 @@ struct WebPushBenchCommand: AsyncParsableCommand {
                 let response = try await http.execute(request, timeout: .seconds(10))
                 let body = try await response.body.collect(upTo: 16 << 10)
                 guard response.status.code == 201 else { throw CommandFailure("the mock answered POST /subscribe with \(response.status.code)") }
-                result.append(try WebPushSubscription(json: Array(buffer: body)))
+                result.append(try WebPushSubscription(json: Array(buffer: body), policy: .init(allowsPrivateAddresses: true)))
             }
             try await http.shutdown()
             return result

@@ -99,6 +99,14 @@ struct WebPushSendCommand: AsyncParsableCommand {
     var caFile: String?
     @Flag(help: "Accept an http: endpoint on a loopback address (a mock without TLS).")
     var allowLoopbackHTTP = false
+    @Option(name: .customLong("allow-host"), help: ArgumentHelp("Also send to this push service's host (a UnifiedPush distributor); .example.net allows every name under it. Repeatable.", valueName: "HOST"))
+    var allowedHosts: [String] = []
+    @Flag(help: "Send to loopback and private-network addresses too (a mock on 127.0.0.1, a push service on your own network).")
+    var allowPrivateAddresses = false
+
+    private var policy: WebPushSubscription.Policy {
+        .init(allowsLoopbackHTTP: allowLoopbackHTTP, allowedHosts: allowedHosts, allowsPrivateAddresses: allowPrivateAddresses)
+    }
 
     func run() async throws {
         let subscription = try loadSubscription()
@@ -110,7 +118,7 @@ struct WebPushSendCommand: AsyncParsableCommand {
             throw CommandFailure.usage(error.message)
         }
         var configuration = WebPushClient.Configuration(vapid: signer)
-        configuration.subscriptionPolicy = .init(allowsLoopbackHTTP: allowLoopbackHTTP)
+        configuration.subscriptionPolicy = policy
         if let caFile {
             do {
                 configuration.additionalTrustRoots = try NIOSSLCertificate.fromPEMFile(caFile)
@@ -142,7 +150,7 @@ struct WebPushSendCommand: AsyncParsableCommand {
             throw CommandFailure.usage("cannot read --subscription '\(subscription)': \(error.reason)")
         }
         do {
-            return try WebPushSubscription(json: bytes, policy: .init(allowsLoopbackHTTP: allowLoopbackHTTP))
+            return try WebPushSubscription(json: bytes, policy: policy)
         } catch {
             throw CommandFailure.usage("--subscription '\(subscription)': \(error.message)")
         }

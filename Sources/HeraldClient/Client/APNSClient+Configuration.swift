@@ -29,6 +29,9 @@ extension APNSClient {
         /// Off: requests carry no APNs authentication (neither token nor client certificate): the
         /// pool carries another protocol's requests (``APNSClient/exchange(method:path:headers:body:logger:)``).
         package var sendsCredentials = true
+        /// Decides, per resolved address, whether a connection may be opened (a Web Push
+        /// endpoint's policy); `nil`: any.
+        package var connectGuard: ConnectGuard?
 
         public init(environment: APNSEnvironment, credentials: APNSCredentials) {
             self.environment = environment

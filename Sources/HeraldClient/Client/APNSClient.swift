@@ -92,6 +92,7 @@ public final class APNSClient: Sendable {
         let metrics = ClientMetrics(configuration.metrics)
         let issuer = self.issuer
         let proxy = configuration.proxy
+        let connectGuard = configuration.connectGuard
         let group = eventLoopGroup
 
         pool = ConnectionPool(
@@ -111,7 +112,7 @@ public final class APNSClient: Sendable {
                 stateConfiguration: stateConfiguration, tickInterval: tick
             )
             Self.openConnection(
-                id: id, shared: shared, environment: environment, proxy: proxy, sslContext: sslContext,
+                id: id, shared: shared, environment: environment, proxy: proxy, connectGuard: connectGuard, sslContext: sslContext,
                 connectTimeout: connectTimeout, eventLoop: group.next()
             )
         }
@@ -361,7 +362,7 @@ public final class APNSClient: Sendable {
     // MARK: Connections
 
     private static func openConnection(
-        id: Int, shared: ConnectionHandler.Shared, environment: APNSEnvironment, proxy: Proxy?,
+        id: Int, shared: ConnectionHandler.Shared, environment: APNSEnvironment, proxy: Proxy?, connectGuard: ConnectGuard?,
         sslContext: NIOSSLContext, connectTimeout: TimeAmount, eventLoop: any EventLoop
     ) {
         let host = environment.host
@@ -377,6 +378,7 @@ public final class APNSClient: Sendable {
             .channelOption(.socketOption(.tcp_nodelay), value: 1)
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
+                    if let connectGuard { try channel.pipeline.syncOperations.addHandler(ConnectGuardHandler(host: proxy?.host ?? host, connectGuard)) }
                     if let proxy {
                         try channel.pipeline.syncOperations.addHandler(
                             HTTPConnectProxyHandler(
@@ -391,6 +393,10 @@ public final class APNSClient: Sendable {
             }
             .connect(host: proxy?.host ?? host, port: proxy?.port ?? environment.port)
             .whenFailure { error in
+                if let refused = ConnectionNotAllowed.find(in: error) {
+                    shared.pool.connectionFailed(id, error: APNSClientError(.addressNotAllowed, refused.reason))
+                    return
+                }
                 let target = proxy.map { "proxy \($0.host):\($0.port)" } ?? authority
                 shared.pool.connectionFailed(id, error: APNSClientError(.connectionFailed, "cannot connect to \(target): \(error)"))
             }

@@ -5,8 +5,14 @@ public struct APNSClientError: Error, Sendable, Hashable, CustomStringConvertibl
         let name: String
         /// No connection could be made (refused, unreachable, DNS, proxy).
         public static let connectionFailed = Code(name: "connectionFailed")
-        /// TLS failed: the server's certificate is not trusted, or it does not speak HTTP/2 (ALPN `h2`).
+        /// TLS failed: the server's certificate is not trusted, or the handshake broke off.
         public static let tlsFailed = Code(name: "tlsFailed")
+        /// TLS succeeded but the server did not agree to HTTP/2 by ALPN (`h2`): it speaks HTTP/1.1
+        /// only, so it is not APNs (a Web Push service may be: its client falls back to HTTP/1.1).
+        public static let http2NotOffered = Code(name: "http2NotOffered")
+        /// The address the server's name resolved to is one the client was told not to connect
+        /// to (a private network's, for a Web Push endpoint); no packet was sent to it.
+        public static let addressNotAllowed = Code(name: "addressNotAllowed")
         /// The connection was lost before an answer, every time it was tried.
         public static let connectionLost = Code(name: "connectionLost")
         /// No answer within the request timeout, every time it was tried.

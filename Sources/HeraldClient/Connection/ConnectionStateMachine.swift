@@ -160,7 +160,7 @@ struct ConnectionStateMachine<Job> {
     /// TLS is done. APNs is HTTP/2 only (ALPN h2, apns-spec §1.2).
     mutating func handshakeCompleted(alpn: String?, into actions: inout [Action]) {
         guard alpn != "h2" else { return }
-        fail(APNSClientError(.tlsFailed, "\(configuration.authority) did not agree to HTTP/2 (ALPN h2); it is not an APNs server"), into: &actions)
+        fail(APNSClientError(.http2NotOffered, "\(configuration.authority) did not agree to HTTP/2 (ALPN h2); it is not an APNs server"), into: &actions)
     }
 
     /// The channel reported an error (TLS, I/O): it closes.

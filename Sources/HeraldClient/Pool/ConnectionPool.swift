@@ -175,7 +175,7 @@ final class ConnectionPool: Sendable {
     }
 
     func connectionFailed(_ id: Int, error: APNSClientError) {
-        let permanent = error.code == .tlsFailed || error.code == .invalidCredentials
+        let permanent = [.tlsFailed, .http2NotOffered, .addressNotAllowed, .invalidCredentials].contains(error.code)
         let actions = state.withLock { state -> [Machine.Action] in
             state.lastConnectError = error
             return state.machine.connectionFailed(id, permanent: permanent)

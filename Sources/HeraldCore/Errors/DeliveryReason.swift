@@ -68,6 +68,10 @@ public enum DeliveryReason: Sendable, Hashable, CustomStringConvertible, Lossles
         /// A device is a browser's subscription, but its app has no `webPush` configured (any
         /// more): it cannot be sent to.
         case webPushNotConfigured = "WebPushNotConfigured"
+        /// The browser's endpoint is not a push service the app may send to (not a known one nor
+        /// in `webPush.allowedHosts`, or a private network's address): not sent, the device kept
+        /// (the app's configuration may allow it later).
+        case endpointNotAllowed = "EndpointNotAllowed"
         /// The push type reaches no browser (`background`: Web Push has no silent messages).
         case notForBrowsers = "NotForBrowsers"
         /// Apple's Web Push service refused the VAPID token (a wrong key, `aud`, `exp` or `sub`):

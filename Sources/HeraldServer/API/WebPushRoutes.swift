@@ -39,7 +39,7 @@ struct WebPushRoutes {
         try fields.only(["endpoint", "expirationTime", "keys", "user", "tags", "timeZone"])
         let subscription: WebPushSubscription
         do {
-            subscription = try WebPushSubscription(json: .object(fields.members), policy: .init(allowsLoopbackHTTP: settings.allowsLoopbackHTTP))
+            subscription = try WebPushSubscription(json: .object(fields.members), policy: settings.policy)
         } catch {
             // The message names the field: "keys.auth: must be 16 bytes; this one is 15".
             throw FieldError(fields.path, error.message)

@@ -266,9 +266,10 @@ extension GatewayConfiguration.App {
         return settings
     }
 
-    /// `webPush`: `{"vapidKeyFile", "subject", "defaultURL", "caFile"?, "allowLoopbackHTTP"?}`.
+    /// `webPush`: `{"vapidKeyFile", "subject", "defaultURL", "caFile"?, "allowedHosts"?,
+    /// "allowPrivateAddresses"?, "allowLoopbackHTTP"?}`.
     static func webPush(_ fields: JSONFields, directory: String) throws(FieldError) -> GatewayConfiguration.WebPushSettings {
-        try fields.only(["vapidKeyFile", "subject", "defaultURL", "caFile", "allowLoopbackHTTP"])
+        try fields.only(["vapidKeyFile", "subject", "defaultURL", "caFile", "allowedHosts", "allowPrivateAddresses", "allowLoopbackHTTP"])
         let keyFile = resolve(try fields.requiredString("vapidKeyFile"), in: directory)
         let key: VAPIDKey
         do {
@@ -289,6 +290,14 @@ extension GatewayConfiguration.App {
         var settings = GatewayConfiguration.WebPushSettings(key: key, subject: subject, defaultURL: defaultURL)
         settings.trustRoots = try caFile(fields, directory: directory) ?? []
         settings.allowsLoopbackHTTP = try fields.bool("allowLoopbackHTTP") ?? false
+        settings.allowsPrivateAddresses = try fields.bool("allowPrivateAddresses") ?? false
+        settings.allowedHosts = try fields.strings("allowedHosts") ?? []
+        for host in settings.allowedHosts {
+            let name = host.hasPrefix("*.") ? String(host.dropFirst(2)) : host.hasPrefix(".") ? String(host.dropFirst()) : host
+            guard !name.isEmpty, name.utf8.count <= 253, !name.contains(where: { "/:@?# ".contains($0) }) || IPAddress(name) != nil else {
+                throw FieldError(fields.at("allowedHosts"), "\(PeerText(host, limit: 80)) is not a host name (give names like push.example.net or .example.net, without a scheme or path)")
+            }
+        }
         return settings
     }
 

@@ -141,11 +141,24 @@ public struct GatewayConfiguration: Sendable {
         public var trustRoots: [NIOSSLCertificate] = []
         /// Accept `http:` endpoints on loopback (`allowLoopbackHTTP`: tests only).
         public var allowsLoopbackHTTP = false
+        /// Push-service hosts accepted beside the browsers' own (`allowedHosts`): a UnifiedPush
+        /// distributor such as a self-hosted ntfy. `.example.net` or `*.example.net` allows
+        /// every name under a domain.
+        public var allowedHosts: [String] = []
+        /// Accept endpoints at, and connect to, loopback and private-network addresses
+        /// (`allowPrivateAddresses`): tests against a mock, or a push service on the operator's
+        /// own network. Off: a subscription cannot make the gateway send into its own network.
+        public var allowsPrivateAddresses = false
 
         public init(key: VAPIDKey, subject: String, defaultURL: String) {
             self.key = key
             self.subject = subject
             self.defaultURL = defaultURL
+        }
+
+        /// Which endpoints the app's browsers may have, at registration, delivery and connect.
+        public var policy: WebPushSubscription.Policy {
+            WebPushSubscription.Policy(allowsLoopbackHTTP: allowsLoopbackHTTP, allowedHosts: allowedHosts, allowsPrivateAddresses: allowsPrivateAddresses)
         }
     }
 

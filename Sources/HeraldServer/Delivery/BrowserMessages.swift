@@ -131,6 +131,8 @@ enum BrowserMessages {
                 return .retry(reason: .gateway(.connectionFailed))
             case .shutdown:
                 return .retry(reason: .gateway(.shutdown))
+            case .endpointNotAllowed:
+                return .failed(reason: .gateway(.endpointNotAllowed))
             default:
                 return .failed(reason: .gateway(.payloadInvalid))
             }

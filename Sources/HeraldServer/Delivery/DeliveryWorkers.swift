@@ -309,7 +309,7 @@ final class DeliveryWorkers: Service, Sendable {
             logger.warning("cannot read the batch's Web Push subscriptions; retrying later", metadata: ["error": "\(error)"])
             return items.map { DeliveryOutcome(token: $0.token, result: .retry(reason: .gateway(.connectionFailed))) }
         }
-        let policy = WebPushSubscription.Policy(allowsLoopbackHTTP: settings.allowsLoopbackHTTP)
+        let policy = settings.policy
         // The message is the same for every browser of the batch but for an incremented badge:
         // made once per badge value, not once per browser.
         let now = Date()
@@ -338,7 +338,8 @@ final class DeliveryWorkers: Service, Sendable {
                 groups[item.badge, default: (message, [], [])].tokens.append(item.token)
                 groups[item.badge]!.subscriptions.append(subscription)
             } catch {
-                let reason: DeliveryReason = error.code == .payloadTooLarge ? .apns(.payloadTooLarge) : .gateway(.payloadInvalid)
+                let reason: DeliveryReason =
+                    error.code == .payloadTooLarge ? .apns(.payloadTooLarge) : error.code == .endpointNotAllowed ? .gateway(.endpointNotAllowed) : .gateway(.payloadInvalid)
                 outcomes.append(DeliveryOutcome(token: item.token, result: .failed(reason: reason)))
             }
         }
