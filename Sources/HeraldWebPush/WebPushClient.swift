@@ -127,8 +127,15 @@ public final class WebPushClient: Sendable {
         var bodies = [[UInt8]](repeating: [], count: subscriptions.count)
         var pools: [String: (pool: APNSClient, indices: [Int])] = [:]
         var singles: [Int] = []
+        // The policy's verdict once per host, not per message: a group is mostly one push service.
+        var verdicts: [String: String?] = [:]
         for (index, subscription) in subscriptions.enumerated() {
-            if let refusal = configuration.subscriptionPolicy.refusal(host: subscription.host) {
+            let verdict = verdicts[subscription.host] ?? {
+                let verdict = configuration.subscriptionPolicy.refusal(host: subscription.host)
+                verdicts[subscription.host] = .some(verdict)
+                return verdict
+            }()
+            if let refusal = verdict {
                 results[index] = .failure(WebPushSendError(.endpointNotAllowed, reason: refusal, attempts: 0))
                 continue
             }
