@@ -120,7 +120,7 @@ public final class FCMAccessTokenProvider: Sendable {
         let status: Int
         let body: [UInt8]
         do {
-            let deadline = NIODeadline.now() + .nanoseconds(Int64(requestTimeout.components.seconds) * 1_000_000_000)
+            let deadline = NIODeadline.now() + TimeAmount(requestTimeout)
             let response = try await http.execute(request, deadline: deadline, logger: logger)
             status = Int(response.status.code)
             var collected = try await response.body.collect(upTo: Self.maximumAnswerCount)

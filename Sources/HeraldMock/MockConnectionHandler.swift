@@ -391,10 +391,3 @@ final class MockConnectionHandler: ChannelInboundHandler {
         flush(context)
     }
 }
-
-extension TimeAmount {
-    init(_ duration: Duration) {
-        let (seconds, attoseconds) = duration.components
-        self = .nanoseconds(seconds.multipliedReportingOverflow(by: 1_000_000_000).overflow ? .max : seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
-    }
-}

@@ -476,10 +476,3 @@ public func withHeraldStore<Result: Sendable>(
         }
     }
 }
-
-extension Duration {
-    var seconds: Double {
-        let (whole, fraction) = components
-        return Double(whole) + Double(fraction) / 1e18
-    }
-}

@@ -173,13 +173,6 @@ func format(_ value: Double) -> String {
     return String(rounded)
 }
 
-extension Duration {
-    var seconds: Double {
-        let (whole, fraction) = components
-        return Double(whole) + Double(fraction) / 1e18
-    }
-}
-
 /// `count` notifications (HTTP/2 or legacy) made on demand, so a million of them cost no memory up front.
 struct GeneratedSequence<Element>: Sequence, Sendable {
     let count: Int

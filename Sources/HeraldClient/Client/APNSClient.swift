@@ -406,10 +406,3 @@ public final class APNSClient: Sendable {
         (try? SocketAddress(ipAddress: host, port: 0)) != nil
     }
 }
-
-extension TimeAmount {
-    init(_ duration: Duration) {
-        let (seconds, attoseconds) = duration.components
-        self = .nanoseconds(seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
-    }
-}

@@ -107,10 +107,3 @@ struct RetryDecider {
         return .retry(after: delay, renewProviderToken: false, avoidConnection: avoidConnection)
     }
 }
-
-extension Duration {
-    var seconds: Double {
-        let (whole, fraction) = components
-        return Double(whole) + Double(fraction) / 1e18
-    }
-}

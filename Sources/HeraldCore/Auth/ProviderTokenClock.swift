@@ -51,11 +51,3 @@ public final class ManualProviderTokenClock: ProviderTokenClock {
         state.withLock { $0.wall = date }
     }
 }
-
-extension Duration {
-    /// The duration in seconds, as a `TimeInterval`.
-    var timeInterval: TimeInterval {
-        let (seconds, attoseconds) = components
-        return TimeInterval(seconds) + TimeInterval(attoseconds) / 1e18
-    }
-}

@@ -142,10 +142,3 @@ public final class LegacyClient: Sendable {
         }
     }
 }
-
-extension TimeAmount {
-    init(_ duration: Duration) {
-        let (seconds, attoseconds) = duration.components
-        self = .nanoseconds(seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
-    }
-}

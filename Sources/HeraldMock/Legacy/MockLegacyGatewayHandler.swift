@@ -72,8 +72,7 @@ final class MockLegacyGatewayHandler: ChannelInboundHandler {
             context.writeAndFlush(NIOAny(bytes)).assumeIsolated().whenComplete { _ in context.close(promise: nil) }
         }
         if delay > .zero {
-            let (seconds, attoseconds) = delay.components
-            context.eventLoop.assumeIsolated().scheduleTask(in: .nanoseconds(seconds * 1_000_000_000 + attoseconds / 1_000_000_000)) { send() }
+            context.eventLoop.assumeIsolated().scheduleTask(in: TimeAmount(delay)) { send() }
         } else {
             send()
         }

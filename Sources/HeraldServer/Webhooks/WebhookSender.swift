@@ -45,7 +45,7 @@ struct WebhookSender: Service {
         configuration.httpVersion = .http1Only
         configuration.redirectConfiguration = .disallow
         configuration.decompression = .disabled
-        let timeout = TimeAmount.nanoseconds(Int64(settings.timeout.components.seconds) * 1_000_000_000 + settings.timeout.components.attoseconds / 1_000_000_000)
+        let timeout = TimeAmount(settings.timeout)
         configuration.timeout = .init(connect: timeout, read: timeout)
         let http = HTTPClient(eventLoopGroup: MultiThreadedEventLoopGroup.singleton, configuration: configuration, backgroundActivityLogger: logger)
         let clock = ContinuousClock()
