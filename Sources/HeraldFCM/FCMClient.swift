@@ -270,7 +270,7 @@ public final class FCMClient: Sendable {
         }
     }
 
-    private func attempt(from answer: Result<(status: Int, location: String?, retryAfter: String?, body: [UInt8]), any Error>) -> FCMDecision.Attempt {
+    private func attempt(from answer: Result<HTTPAnswer, any Error>) -> FCMDecision.Attempt {
         switch answer {
         case .success(let answered):
             // A 200's body is a short name; only a body over the bound is copied to cut it.

@@ -281,7 +281,7 @@ public final class WebPushClient: Sendable {
         body: [UInt8], message: WebPushMessage, subscription: WebPushSubscription, authorization: String, attempts: Int
     ) async -> WebPushDecision.Attempt {
         if let transport = transport(for: subscription) {
-            let answer: Result<(status: Int, location: String?, retryAfter: String?, body: [UInt8]), any Error>
+            let answer: Result<HTTPAnswer, any Error>
             do {
                 answer = .success(
                     try await transport.exchange(
@@ -298,7 +298,7 @@ public final class WebPushClient: Sendable {
     /// What an HTTP/2 pool's answer is as an attempt; `nil` when the push service refused HTTP/2
     /// by ALPN: its origin goes over HTTP/1.1 from then on, and its pool is shut down.
     private func attempt(
-        from answer: Result<(status: Int, location: String?, retryAfter: String?, body: [UInt8]), any Error>, origin: String, pool: APNSClient
+        from answer: Result<HTTPAnswer, any Error>, origin: String, pool: APNSClient
     ) -> WebPushDecision.Attempt? {
         switch answer {
         case .success(let answered):

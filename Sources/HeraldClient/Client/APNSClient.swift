@@ -147,11 +147,11 @@ public final class APNSClient: Sendable {
     /// throws ``APNSClientError``. Use a client made with ``Configuration/sendsCredentials`` off.
     package func exchange(
         method: String, path: String, headers: [(name: String, value: String)], body: [UInt8]?, logger: Logger? = nil
-    ) async throws -> (status: Int, location: String?, retryAfter: String?, body: [UInt8]) {
+    ) async throws -> HTTPAnswer {
         var request = OtherRequest(method: method, path: path, headers: headers, body: body, expiration: nil)
         request.passthrough = true
         let answer = try await perform(request, logger: logger)
-        return (answer.status, answer.location, answer.retryAfter, answer.body)
+        return HTTPAnswer(status: answer.status, location: answer.location, retryAfter: answer.retryAfter, body: answer.body)
     }
 
     /// Sends every request of `requests` through the pool at once (as many as the in-flight
@@ -160,7 +160,7 @@ public final class APNSClient: Sendable {
     /// request's ``APNSClientError``.
     package func exchange(
         _ requests: [(method: String, path: String, headers: [(name: String, value: String)], body: [UInt8]?)], logger base: Logger? = nil
-    ) async -> [Result<(status: Int, location: String?, retryAfter: String?, body: [UInt8]), any Error>] {
+    ) async -> [Result<HTTPAnswer, any Error>] {
         await exchange(count: requests.count, logger: base) { index in
             let request = requests[index]
             return OtherRequest(method: request.method, path: request.path, headers: request.headers, body: request.body, expiration: nil)
@@ -172,7 +172,7 @@ public final class APNSClient: Sendable {
     /// `messages:send`), with no header list made for each.
     package func exchange(
         _ head: SharedRequestHead, bodies: [[UInt8]], logger base: Logger? = nil
-    ) async -> [Result<(status: Int, location: String?, retryAfter: String?, body: [UInt8]), any Error>] {
+    ) async -> [Result<HTTPAnswer, any Error>] {
         await exchange(count: bodies.count, logger: base) { index in
             OtherRequest(method: head.method, path: head.path, headers: [], body: bodies[index], expiration: nil, sharedHead: head)
         }
@@ -181,17 +181,17 @@ public final class APNSClient: Sendable {
     /// One request with `head` and `body`; see ``exchange(_:bodies:logger:)``.
     package func exchange(
         _ head: SharedRequestHead, body: [UInt8], logger: Logger? = nil
-    ) async throws -> (status: Int, location: String?, retryAfter: String?, body: [UInt8]) {
+    ) async throws -> HTTPAnswer {
         var request = OtherRequest(method: head.method, path: head.path, headers: [], body: body, expiration: nil, sharedHead: head)
         request.passthrough = true
         let answer = try await perform(request, logger: logger)
-        return (answer.status, answer.location, answer.retryAfter, answer.body)
+        return HTTPAnswer(status: answer.status, location: answer.location, retryAfter: answer.retryAfter, body: answer.body)
     }
 
     /// Requests `0..<count` (made by `request`, passed through) sent together.
     private func exchange(
         count: Int, logger base: Logger?, request: (Int) -> OtherRequest
-    ) async -> [Result<(status: Int, location: String?, retryAfter: String?, body: [UInt8]), any Error>] {
+    ) async -> [Result<HTTPAnswer, any Error>] {
         guard count > 0 else { return [] }
         let logger = base ?? self.logger
         let batch = ExchangeBatch(count: count, limiter: limiter)
@@ -214,7 +214,7 @@ public final class APNSClient: Sendable {
             }
             next += granted
         }
-        return await batch.wait().map { answer in answer.map { ($0.status, $0.location, $0.retryAfter, $0.body) } }
+        return await batch.wait().map { answer in answer.map { HTTPAnswer(status: $0.status, location: $0.location, retryAfter: $0.retryAfter, body: $0.body) } }
     }
 
     /// Sends a channel-management or broadcast request through the same pool, bound and retries.

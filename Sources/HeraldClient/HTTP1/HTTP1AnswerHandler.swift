@@ -8,8 +8,8 @@ final class HTTP1AnswerHandler: ChannelInboundHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPClientResponsePart
 
     private let maximumBodyBytes: Int
-    private var pending: EventLoopPromise<HTTP1Answer>?
-    private var answer: HTTP1Answer?
+    private var pending: EventLoopPromise<HTTPAnswer>?
+    private var answer: HTTPAnswer?
     private var deadline: Scheduled<Void>?
     private var peer = ""
 
@@ -17,7 +17,7 @@ final class HTTP1AnswerHandler: ChannelInboundHandler, RemovableChannelHandler {
 
     /// The next answer completes `promise`; without one within `timeout` it fails and the
     /// connection closes. On the channel's event loop.
-    func begin(_ promise: EventLoopPromise<HTTP1Answer>, timeout: TimeAmount, peer: String) {
+    func begin(_ promise: EventLoopPromise<HTTPAnswer>, timeout: TimeAmount, peer: String) {
         guard pending == nil else {
             promise.fail(HTTP1Error(.connectionLost, "the connection to \(peer) is busy"))
             return
@@ -39,9 +39,9 @@ final class HTTP1AnswerHandler: ChannelInboundHandler, RemovableChannelHandler {
                 context.close(promise: nil)
                 return
             }
-            answer = HTTP1Answer(
-                status: Int(head.status.code), location: head.headers.first(name: "location"), retryAfter: head.headers.first(name: "retry-after"), body: [],
-                keepsConnection: head.isKeepAlive)
+            var started = HTTPAnswer(status: Int(head.status.code), location: head.headers.first(name: "location"), retryAfter: head.headers.first(name: "retry-after"), body: [])
+            started.keepsConnection = head.isKeepAlive
+            answer = started
         case .body(var buffer):
             guard var current = answer else { return }
             let room = maximumBodyBytes - current.body.count

@@ -60,7 +60,7 @@ package final class HTTP1Client: Sendable {
     /// given, after `Host`.
     package func exchange(
         https: Bool, host: String, port: Int, method: HTTPMethod, target: String, headers: [(name: String, value: String)], body: [UInt8]
-    ) async throws(HTTP1Error) -> HTTP1Answer {
+    ) async throws(HTTP1Error) -> HTTPAnswer {
         guard !isShutDown.load(ordering: .relaxed) else { throw HTTP1Error(.shutdown, "the client was shut down") }
         let key = "\(https ? "https" : "http")://\(host):\(port)"
         let limiter = self.limiter(for: key)
@@ -95,8 +95,8 @@ package final class HTTP1Client: Sendable {
     }
 
     /// Writes one request on `channel` and waits for its answer.
-    private func send(head: HTTPRequestHead, body: [UInt8], on channel: any Channel, host: String) async throws(HTTP1Error) -> HTTP1Answer {
-        let promise = channel.eventLoop.makePromise(of: HTTP1Answer.self)
+    private func send(head: HTTPRequestHead, body: [UInt8], on channel: any Channel, host: String) async throws(HTTP1Error) -> HTTPAnswer {
+        let promise = channel.eventLoop.makePromise(of: HTTPAnswer.self)
         let timeout = TimeAmount(configuration.requestTimeout)
         let peer = self.host(host)
         channel.eventLoop.execute {
@@ -184,19 +184,6 @@ package final class HTTP1Client: Sendable {
     private func host(_ host: String) -> String {
         host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host
     }
-}
-
-/// What a push service answered over HTTP/1.1.
-package struct HTTP1Answer: Sendable, Hashable {
-    package var status: Int
-    package var location: String?
-    package var retryAfter: String?
-    /// At most the client's ``HTTP1Client/Configuration/maximumBodyBytes``.
-    package var body: [UInt8]
-    /// The body went past the bound: what is here is its start, and the connection was closed.
-    package var bodyTruncated = false
-    /// The connection may carry the next request (HTTP/1.1 keep-alive, the answer read to its end).
-    package var keepsConnection = false
 }
 
 /// Why an HTTP/1.1 exchange got no answer.
