@@ -1,4 +1,6 @@
 import HeraldClient
+import HeraldMock
+import HeraldTestSupport
 import NIOCore
 import NIOPosix
 import Synchronization
@@ -48,6 +50,31 @@ struct HTTP1ClientTests {
             try await client.exchange(https: false, host: "127.0.0.1", port: 40001, method: .POST, target: "/", headers: [], body: [])
         }
         #expect(late?.code == .shutdown)
+    }
+
+    @Test("keep-alive: a second request reuses the connection; one left unused past the idle timeout is closed and the next opens another", arguments: [false, true])
+    func keepAlive(expires: Bool) async throws {
+        if let reason = HTTP1PushService.unavailableReason {
+            if HTTP1PushService.isRequired { Issue.record(Comment(rawValue: reason)) }
+            try Test.cancel(Comment(rawValue: reason))
+        }
+        let authority = try MockCertificateAuthority(name: "keep-alive CA")
+        let identity = try authority.issueServerIdentity()
+        let service = try HTTP1PushService(
+            certificatePEM: try identity.certificate.serializeAsPEM().pemString, keyPEM: try identity.privateKey.serializeAsPEM().pemString, mode: .accept)
+        defer { service.stop() }
+        var configuration = HTTP1Client.Configuration()
+        configuration.additionalTrustRoots = [try authority.tlsCertificate]
+        configuration.idleTimeout = expires ? .milliseconds(100) : .seconds(60)
+        let client = HTTP1Client(configuration: configuration, eventLoopGroup: MultiThreadedEventLoopGroup.singleton)
+        for round in 0..<2 {
+            if round == 1 { try await Task.sleep(for: .milliseconds(400)) }
+            let answer = try await client.exchange(https: true, host: "127.0.0.1", port: service.port, method: .POST, target: "/push/k", headers: [("TTL", "60")], body: [1, 2, 3])
+            #expect(answer.status == 201 && answer.location?.hasPrefix("/m/") == true)
+        }
+        await client.shutdown()
+        #expect(service.received.count == 2)
+        #expect(service.connections == (expires ? 2 : 1), "\(service.connections) connections")
     }
 }
 

@@ -366,7 +366,7 @@ public final class APNSClient: Sendable {
         sslContext: NIOSSLContext, connectTimeout: TimeAmount, eventLoop: any EventLoop
     ) {
         let host = environment.host
-        let serverHostname = isIPAddress(host) ? nil : host
+        let serverHostname = IPAddressText.isAddress(host) ? nil : host
         let authority = environment.authority
         let addProtocol: @Sendable (any Channel) throws -> Void = { channel in
             let sync = channel.pipeline.syncOperations
@@ -402,7 +402,4 @@ public final class APNSClient: Sendable {
             }
     }
 
-    private static func isIPAddress(_ host: String) -> Bool {
-        (try? SocketAddress(ipAddress: host, port: 0)) != nil
-    }
 }

@@ -60,3 +60,12 @@ extension SocketAddress {
         }
     }
 }
+
+/// Whether a host is written as an IP address (no SNI is sent for one, RFC 6066 §3); an IPv6
+/// literal with or without its brackets.
+enum IPAddressText {
+    static func isAddress(_ host: String) -> Bool {
+        let bare = host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host
+        return (try? SocketAddress(ipAddress: bare, port: 0)) != nil
+    }
+}

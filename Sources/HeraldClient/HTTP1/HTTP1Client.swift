@@ -18,6 +18,8 @@ package final class HTTP1Client: Sendable {
         package var connectTimeout: Duration = .seconds(10)
         /// The deadline of each request, from writing it to its answer's end.
         package var requestTimeout: Duration = .seconds(30)
+        /// How long a kept connection may sit unused before it is closed.
+        package var idleTimeout: Duration = .seconds(60)
         /// The longest answer body kept; past it the rest is not read and the connection closes.
         package var maximumBodyBytes = 8192
         /// Certificates to trust besides the system's.
@@ -81,7 +83,7 @@ package final class HTTP1Client: Sendable {
             do {
                 let answer = try await send(head: head, body: body, on: channel, host: host)
                 if answer.keepsConnection, channel.isActive, !isShutDown.load(ordering: .relaxed) {
-                    origins.withLock { $0[key]?.idle.append(channel) }
+                    keep(channel, for: key)
                 } else {
                     channel.close(promise: nil)
                 }
@@ -91,6 +93,19 @@ package final class HTTP1Client: Sendable {
                 guard reused, error.code == .connectionLost, !error.answerStarted else { throw error }
                 (channel, reused) = try await connection(key: key, https: https, host: host, port: port, reuse: false)
             }
+        }
+    }
+
+    /// Keeps `channel` for the origin's next request; closed if it is still unused after the idle timeout.
+    private func keep(_ channel: any Channel, for key: String) {
+        origins.withLock { $0[key]?.idle.append(channel) }
+        channel.eventLoop.scheduleTask(in: TimeAmount(configuration.idleTimeout)) { [weak self] in
+            let removed = self?.origins.withLock { origins -> Bool in
+                guard let index = origins[key]?.idle.firstIndex(where: { $0 === channel }) else { return false }
+                origins[key]?.idle.remove(at: index)
+                return true
+            }
+            if removed == true { channel.close(promise: nil) }
         }
     }
 
@@ -215,12 +230,4 @@ package struct HTTP1Error: Error, Sendable, Hashable, CustomStringConvertible {
     }
 
     package var description: String { "\(code): \(message)" }
-}
-
-/// Whether a host is written as an IP address (no SNI is sent for one, RFC 6066 §3).
-enum IPAddressText {
-    static func isAddress(_ host: String) -> Bool {
-        let bare = host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host
-        return (try? SocketAddress(ipAddress: bare, port: 0)) != nil
-    }
 }
