@@ -134,7 +134,7 @@ public final class FCMClient: Sendable {
         } catch {
             throw FCMSendError(.invalidMessage, reason: error.message, attempts: 0)
         }
-        return try await retrying(body: body, after: 0, refreshed: false)
+        return try await retrying(body: body, after: 0, refreshed: false).get()
     }
 
     /// Sends `message` to each of `tokens` (its own token is replaced) and returns each one's
@@ -189,24 +189,28 @@ public final class FCMClient: Sendable {
         }
         if !later.isEmpty {
             let bodyOf = Dictionary(uniqueKeysWithValues: bodies.map { ($0.index, $0.body) })
-            await withTaskGroup(of: (Int, Result<FCMReceipt, FCMSendError>).self) { group in
+            await withTaskGroup(of: Outcome.self) { group in
                 for (index, delay, attempts, refreshed) in later {
                     group.addTask {
-                        do throws(FCMSendError) {
-                            return (index, .success(try await self.retrying(body: bodyOf[index] ?? [], after: attempts, refreshed: refreshed, delay: delay)))
-                        } catch {
-                            return (index, .failure(error))
-                        }
+                        Outcome(index: index, result: await self.retrying(body: bodyOf[index] ?? [], after: attempts, refreshed: refreshed, delay: delay))
                     }
                 }
-                for await (index, result) in group { results[index] = result }
+                for await outcome in group where results.indices.contains(outcome.index) { results[outcome.index] = outcome.result }
             }
         }
         return results.map { $0 ?? .failure(FCMSendError(.shutdown, reason: "not sent")) }
     }
 
+    /// One message's result in its place among those sent together.
+    private struct Outcome: Sendable {
+        var index: Int
+        var result: Result<FCMReceipt, FCMSendError>
+    }
+
     /// Attempts after the first `previous` (waiting `delay` first), each decided by ``FCMDecision``.
-    private func retrying(body: [UInt8], after previous: Int, refreshed alreadyRefreshed: Bool, delay: Duration = .zero) async throws(FCMSendError) -> FCMReceipt {
+    /// Its outcome as a value, not a typed throw: it runs in task groups' child tasks, where a
+    /// release build's typed error from an async closure trapped the Web Push client's twin.
+    private func retrying(body: [UInt8], after previous: Int, refreshed alreadyRefreshed: Bool, delay: Duration = .zero) async -> Result<FCMReceipt, FCMSendError> {
         var attempts = previous
         var refreshed = alreadyRefreshed
         var wait = delay
@@ -215,7 +219,7 @@ public final class FCMClient: Sendable {
                 do {
                     try await Task.sleep(for: wait)
                 } catch {
-                    throw FCMSendError(.shutdown, reason: "cancelled while waiting to retry", attempts: attempts)
+                    return .failure(FCMSendError(.shutdown, reason: "cancelled while waiting to retry", attempts: attempts))
                 }
             }
             attempts += 1
@@ -226,19 +230,19 @@ public final class FCMClient: Sendable {
                 token = access
                 outcome = await attempt(body: body, token: access)
             } catch let error where error.code == .tokenRefused || error.code == .shutdown {
-                throw FCMSendError(error.code, status: error.status, reason: error.reason, attempts: attempts)
+                return .failure(FCMSendError(error.code, status: error.status, reason: error.reason, attempts: attempts))
             } catch {
                 outcome = .unreachable(error.reason)
             }
             if isShutDown.load(ordering: .relaxed), case .unreachable = outcome {
-                throw FCMSendError(.shutdown, reason: "the client was shut down", attempts: attempts)
+                return .failure(FCMSendError(.shutdown, reason: "the client was shut down", attempts: attempts))
             }
             switch FCMDecision.decide(outcome, attempts: attempts, refreshed: refreshed, policy: configuration.retry, random: outcome.jitter) {
             case .accepted(let name):
-                return FCMReceipt(name: name, attempts: attempts)
+                return .success(FCMReceipt(name: name, attempts: attempts))
             case .fail(let error):
                 logger.debug("fcm refused", metadata: ["reason": "\(error)"])
-                throw error
+                return .failure(error)
             case .retry(let delay):
                 logger.debug("fcm retry", metadata: ["attempt": "\(attempts)", "delay": "\(delay)"])
                 wait = delay
