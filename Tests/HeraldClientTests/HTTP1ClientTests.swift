@@ -8,7 +8,7 @@ import Testing
 
 /// Herald's HTTP/1.1 client as a peer sees it: its guard refuses an address before any packet,
 /// and the table of origins a caller's endpoints grow stays under its bound.
-@Suite("HTTP/1.1 client: the connect guard and the origin bound", .timeLimit(.minutes(2)))
+@Suite("HTTP/1.1 client: the connect guard, the origin bound, keep-alive and cancellation", .timeLimit(.minutes(2)))
 struct HTTP1ClientTests {
     @Test("a guard that refuses the address: addressNotAllowed with its reason, and the listener accepts nothing")
     func guarded() async throws {
@@ -75,6 +75,30 @@ struct HTTP1ClientTests {
         await client.shutdown()
         #expect(service.received.count == 2)
         #expect(service.connections == (expires ? 2 : 1), "\(service.connections) connections")
+    }
+
+    @Test("a cancelled exchange ends: its connection is closed rather than waited on until the service answers")
+    func cancelled() async throws {
+        if let reason = HTTP1PushService.unavailableReason {
+            if HTTP1PushService.isRequired { Issue.record(Comment(rawValue: reason)) }
+            try Test.cancel(Comment(rawValue: reason))
+        }
+        let authority = try MockCertificateAuthority(name: "cancel CA")
+        let identity = try authority.issueServerIdentity()
+        let service = try HTTP1PushService(
+            certificatePEM: try identity.certificate.serializeAsPEM().pemString, keyPEM: try identity.privateKey.serializeAsPEM().pemString, mode: .slow)
+        defer { service.stop() }
+        var configuration = HTTP1Client.Configuration()
+        configuration.additionalTrustRoots = [try authority.tlsCertificate]
+        let client = HTTP1Client(configuration: configuration, eventLoopGroup: MultiThreadedEventLoopGroup.singleton)
+        let exchange = Task {
+            try await client.exchange(https: true, host: "127.0.0.1", port: service.port, method: .POST, target: "/push/c", headers: [("TTL", "60")], body: [1])
+        }
+        _ = await eventually(within: .seconds(10), every: .milliseconds(20)) { !service.received.isEmpty }
+        exchange.cancel()
+        let result = await exchange.result
+        #expect(throws: HTTP1Error.self) { try result.get() }
+        await client.shutdown()
     }
 }
 

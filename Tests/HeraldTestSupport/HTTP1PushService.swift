@@ -22,6 +22,8 @@ public final class HTTP1PushService: @unchecked Sendable {
         case huge
         /// Half an answer, then the connection is closed.
         case cut
+        /// 201, after 10 seconds.
+        case slow
     }
 
     /// One request the service read.

@@ -16,9 +16,11 @@ headers and body length). MODE decides the answers:
 - `storm`: 503 to every request.
 - `huge`: 201 with a body of 1 MiB.
 - `cut`: a status line and half the headers, then the connection is closed.
+- `slow`: 201, after 10 seconds.
 """
 import json
 import socket
+import time
 import ssl
 import sys
 import threading
@@ -50,7 +52,9 @@ class Handler(BaseHTTPRequestHandler):
                     "ttl": self.headers.get("TTL"), "encoding": self.headers.get("Content-Encoding"),
                     "authorization": (self.headers.get("Authorization") or "").split(" ")[0],
                 }) + "\n")
-        if mode == "accept" or (mode in ("limited", "limited-after") and times > 1):
+        if mode == "slow":
+            time.sleep(10)
+        if mode in ("accept", "slow") or (mode in ("limited", "limited-after") and times > 1):
             self.answer(201, b"", {"Location": "/m/%d" % number})
         elif mode == "gone":
             self.answer(410, b'{"reason": "unsubscribed"}', {"Content-Type": "application/json"})

@@ -125,7 +125,12 @@ package final class HTTP1Client: Sendable {
             channel.writeAndFlush(HTTPClientRequestPart.end(nil), promise: nil)
         }
         do {
-            return try await promise.futureResult.get()
+            // Cancelled (a gateway's grace period ending): the connection closes, which ends the wait.
+            return try await withTaskCancellationHandler {
+                try await promise.futureResult.get()
+            } onCancel: {
+                channel.close(promise: nil)
+            }
         } catch let error as HTTP1Error {
             throw error
         } catch {
