@@ -123,9 +123,9 @@ struct BatchMessagesTests {
 
     @Test("an acceptance keeps APNs's apns-id when its batch's rows keep it, and only then")
     func accepted() {
-        #expect(BatchMessages.outcome(.accepted(APNSResponse(apnsID: "0a1b"))) == .accepted(apnsID: "0a1b"))
-        #expect(BatchMessages.outcome(.accepted(APNSResponse(apnsID: "0a1b")), keepingID: true) == .accepted(apnsID: "0a1b"))
-        #expect(BatchMessages.outcome(.accepted(APNSResponse(apnsID: "0a1b")), keepingID: false) == .accepted(apnsID: nil))
+        #expect(BatchMessages.outcome(.accepted(APNSResponse(apnsID: "0a1b"))) == .accepted(receipt: "0a1b"))
+        #expect(BatchMessages.outcome(.accepted(APNSResponse(apnsID: "0a1b")), keepingID: true) == .accepted(receipt: "0a1b"))
+        #expect(BatchMessages.outcome(.accepted(APNSResponse(apnsID: "0a1b")), keepingID: false) == .accepted(receipt: nil))
         // A rejection keeps what it says whatever the batch.
         let error = APNSError(status: 410, reason: .unregistered, timestamp: Self.now, apnsID: "a1")
         #expect(BatchMessages.outcome(.rejected(error), keepingID: false) == BatchMessages.outcome(.rejected(error)))

@@ -57,7 +57,7 @@ struct BrowserMessagesTests {
         func failed(_ code: WebPushSendError.Code, _ status: Int?, _ reason: String) -> DeliveryOutcome.Result {
             BrowserMessages.outcome(.failure(WebPushSendError(code, status: status, reason: reason)), now: Self.now)
         }
-        #expect(BrowserMessages.outcome(.success(WebPushReceipt(location: "/message/1", attempts: 1)), now: Self.now) == .accepted(apnsID: "/message/1"))
+        #expect(BrowserMessages.outcome(.success(WebPushReceipt(location: "/message/1", attempts: 1)), now: Self.now) == .accepted(receipt: "/message/1"))
         #expect(failed(.subscriptionGone, 410, "Unregistered") == .rejected(reason: .gateway(.subscriptionGone), timestamp: Self.now))
         #expect(failed(.payloadTooLarge, 413, "PayloadTooLarge") == .failed(reason: .apns(.payloadTooLarge)))
         #expect(failed(.rejected, 403, "BadJwtToken") == .retry(reason: .gateway(.badJwtToken)))

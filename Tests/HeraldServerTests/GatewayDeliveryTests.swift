@@ -142,7 +142,7 @@ struct GatewayDeliveryTests {
                 let page = try await harness.call(.get, "/v1/notifications/\(tokens)/deliveries?limit=2" + (cursor.map { "&cursor=\($0)" } ?? ""))
                 #expect(page.status == 200)
                 for delivery in page.json?["deliveries"]?.arrayItems ?? [] {
-                    #expect(delivery["outcome"]?.stringValue == "accepted" && delivery["apnsID"]?.stringValue != nil)
+                    #expect(delivery["outcome"]?.stringValue == "accepted" && delivery["receipt"]?.stringValue != nil && delivery["apnsID"] == delivery["receipt"])
                     listed.append(delivery["token"]?.stringValue ?? "")
                 }
                 cursor = page.json?["next"]?.stringValue

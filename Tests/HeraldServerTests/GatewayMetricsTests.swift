@@ -43,13 +43,13 @@ struct GatewayMetricsTests {
     func exposition() {
         let metrics = GatewayMetrics(registry: .init())
         let outcomes: [DeliveryOutcome] = [
-            DeliveryOutcome(token: "a", result: .accepted(apnsID: nil)),
+            DeliveryOutcome(token: "a", result: .accepted(receipt: nil)),
             DeliveryOutcome(token: "b", result: .rejected(reason: .apns(.unregistered), timestamp: nil)),
             DeliveryOutcome(token: "c", result: .retry(reason: .gateway(.unknownApp))),
             DeliveryOutcome(token: "d", result: .retry(reason: .gateway(.unknownApp))),
             DeliveryOutcome(token: "e", result: .failed(reason: .gateway(.payloadInvalid))),
             DeliveryOutcome(token: "f", result: .rejected(reason: "SomethingNew", timestamp: nil)),
-            DeliveryOutcome(token: "wp_abcdefghijklmnopqrstuvwxyz234567", result: .accepted(apnsID: nil)),
+            DeliveryOutcome(token: "wp_abcdefghijklmnopqrstuvwxyz234567", result: .accepted(receipt: nil)),
             DeliveryOutcome(token: "wp_abcdefghijklmnopqrstuvwxyz234572", result: .rejected(reason: .gateway(.subscriptionGone), timestamp: nil)),
         ]
         metrics.recordOutcomes(app: "shop", outcomes, duration: .milliseconds(3))

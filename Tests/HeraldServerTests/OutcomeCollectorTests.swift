@@ -12,12 +12,12 @@ struct OutcomeCollectorTests {
     func allIn() async {
         let collector = OutcomeCollector(tokens: ["a", "b", "c"], missing: Self.missing)
         collector.record(.failed(reason: .gateway(.payloadInvalid)), at: 2)
-        collector.record(.accepted(apnsID: "1"), at: 0)
-        collector.record(.accepted(apnsID: nil), at: 1)
+        collector.record(.accepted(receipt: "1"), at: 0)
+        collector.record(.accepted(receipt: nil), at: 1)
         await collector.wait()  // returns: all three are in
         #expect(
             collector.take() == [
-                DeliveryOutcome(token: "a", result: .accepted(apnsID: "1")), DeliveryOutcome(token: "b", result: .accepted(apnsID: nil)),
+                DeliveryOutcome(token: "a", result: .accepted(receipt: "1")), DeliveryOutcome(token: "b", result: .accepted(receipt: nil)),
                 DeliveryOutcome(token: "c", result: .failed(reason: .gateway(.payloadInvalid))),
             ])
     }
@@ -25,13 +25,13 @@ struct OutcomeCollectorTests {
     @Test("a second outcome for a device, or one out of range, is ignored; one not in by stop() is missing")
     func duplicatesAndStop() async {
         let collector = OutcomeCollector(tokens: ["a", "b"], missing: Self.missing)
-        collector.record(.accepted(apnsID: nil), at: 0)
+        collector.record(.accepted(receipt: nil), at: 0)
         collector.record(.failed(reason: .gateway(.expired)), at: 0)
-        collector.record(.accepted(apnsID: nil), at: 2)
-        collector.record(.accepted(apnsID: nil), at: -1)
+        collector.record(.accepted(receipt: nil), at: 2)
+        collector.record(.accepted(receipt: nil), at: -1)
         collector.stop()
         await collector.wait()  // returns: stopped, though "b" never came
-        #expect(collector.take() == [DeliveryOutcome(token: "a", result: .accepted(apnsID: nil)), DeliveryOutcome(token: "b", result: Self.missing)])
+        #expect(collector.take() == [DeliveryOutcome(token: "a", result: .accepted(receipt: nil)), DeliveryOutcome(token: "b", result: Self.missing)])
     }
 
     @Test("take() hands the outcomes over: one that comes after it counts nowhere")
@@ -39,7 +39,7 @@ struct OutcomeCollectorTests {
         let collector = OutcomeCollector(tokens: ["a"], missing: Self.missing)
         collector.stop()
         #expect(collector.take() == [DeliveryOutcome(token: "a", result: Self.missing)])
-        collector.record(.accepted(apnsID: nil), at: 0)
+        collector.record(.accepted(receipt: nil), at: 0)
         #expect(collector.take().isEmpty)
     }
 
@@ -49,8 +49,8 @@ struct OutcomeCollectorTests {
         await none.wait()
         #expect(none.take().isEmpty)
         let one = OutcomeCollector(tokens: ["a"], missing: Self.missing)
-        one.record(.accepted(apnsID: nil), at: 0)
+        one.record(.accepted(receipt: nil), at: 0)
         await one.wait()
-        #expect(one.take() == [DeliveryOutcome(token: "a", result: .accepted(apnsID: nil))])
+        #expect(one.take() == [DeliveryOutcome(token: "a", result: .accepted(receipt: nil))])
     }
 }

@@ -13,7 +13,7 @@ struct DeliveryDecisionAgreementTests {
 
     static let results: [DeliveryOutcome.Result] = {
         let reasons = DeliveryReason.allKnown + [.other("NewReason"), .apns(.unknown("")), .quarantined("x"), .expiredRetrying(last: "Shutdown")]
-        var results: [DeliveryOutcome.Result] = [.accepted(apnsID: "a1"), .accepted(apnsID: nil)]
+        var results: [DeliveryOutcome.Result] = [.accepted(receipt: "a1"), .accepted(receipt: nil)]
         for reason in reasons {
             results += [
                 .rejected(reason: reason, timestamp: nil), .rejected(reason: reason, timestamp: now.addingTimeInterval(-60)),
@@ -51,8 +51,8 @@ struct DeliveryDecisionAgreementTests {
                         #expect(row.reason == decision.reason?.description, "\(context)")
                         let invalidation = invalidations[outcome.token]
                         switch decision {
-                        case .accept(let apnsID):
-                            #expect(row.state == .accepted && row.apnsID == apnsID, "\(context)")
+                        case .accept(let receipt):
+                            #expect(row.state == .accepted && row.receipt == receipt, "\(context)")
                         case .retry(let at, _):
                             #expect(row.state == .pending && row.nextAttemptAt == at.milliseconds, "\(context)")
                         case .retireDevice(let reason, let since):

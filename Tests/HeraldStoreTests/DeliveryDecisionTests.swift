@@ -115,8 +115,8 @@ struct DeliveryDecisionTests {
 
     @Test("an acceptance is accepted with its apns-id, even after a cancel or past the deadline")
     func accept() {
-        #expect(decide(.accepted(apnsID: "a1")) == .accept(apnsID: "a1"))
-        #expect(decide(.accepted(apnsID: nil), deadline: Self.now, cancelled: true) == .accept(apnsID: nil))
+        #expect(decide(.accepted(receipt: "a1")) == .accept(receipt: "a1"))
+        #expect(decide(.accepted(receipt: nil), deadline: Self.now, cancelled: true) == .accept(receipt: nil))
     }
 
     @Test("the gateway's own reasons: the exact strings the store keeps")

@@ -59,7 +59,7 @@ struct DeviceAddressTests {
             let batches = try await store.claim(owner: "w", limit: 10)
             #expect(Set(batches.flatMap(\.items).map(\.token)) == [address.id, token(1)])
             for batch in batches {
-                try await store.complete(batch, outcomes: batch.items.map { DeliveryOutcome(token: $0.token, result: .accepted(apnsID: nil)) })
+                try await store.complete(batch, outcomes: batch.items.map { DeliveryOutcome(token: $0.token, result: .accepted(receipt: nil)) })
             }
             let done = try #require(try await store.notification(id: queued.id))
             #expect(done.counts.accepted == 2 && done.counts.android == PlatformCounts(accepted: 1) && done.counts.browsers == PlatformCounts())

@@ -131,7 +131,7 @@ struct DeviceRegistryTests {
             for batch in try await claimAll(store, limit: count + 1) {
                 // Every device but number 0 is gone, with a timestamp after it registered.
                 let outcomes = batch.items.map { item in
-                    DeliveryOutcome(token: item.token, result: item.token == token(0) ? .accepted(apnsID: nil) : .rejected(reason: .apns(.unregistered), timestamp: later))
+                    DeliveryOutcome(token: item.token, result: item.token == token(0) ? .accepted(receipt: nil) : .rejected(reason: .apns(.unregistered), timestamp: later))
                 }
                 retired += outcomes.count - (batch.items.contains { $0.token == token(0) } ? 1 : 0)
                 try await store.complete(batch, outcomes: outcomes)

@@ -47,7 +47,7 @@ struct OverviewTests {
                     case token(0): DeliveryOutcome(token: item.token, result: .rejected(reason: .apns(.badDeviceToken), timestamp: nil))
                     case token(1): DeliveryOutcome(token: item.token, result: .failed(reason: .apns(.topicDisallowed)))
                     case token(2): DeliveryOutcome(token: item.token, result: .retry(reason: .apns(.serviceUnavailable)))
-                    default: DeliveryOutcome(token: item.token, result: .accepted(apnsID: nil))
+                    default: DeliveryOutcome(token: item.token, result: .accepted(receipt: nil))
                     }
                 }
                 // Two minutes after it was queued.
@@ -80,7 +80,7 @@ struct OverviewTests {
             // One claimed (the worker then finds it cancelled), two never claimed.
             let claimed = try #require(try await store.claim(owner: "worker-1", limit: 1, now: base.addingTimeInterval(1)).first)
             _ = try await store.cancel(id: queued.id, now: base.addingTimeInterval(2))
-            try await store.complete(claimed, outcomes: claimed.items.map { DeliveryOutcome(token: $0.token, result: .accepted(apnsID: nil)) }, now: base.addingTimeInterval(3))
+            try await store.complete(claimed, outcomes: claimed.items.map { DeliveryOutcome(token: $0.token, result: .accepted(receipt: nil)) }, now: base.addingTimeInterval(3))
             let minute = try await store.activity(app: app, minutes: 1, now: base.addingTimeInterval(4))
             let counted = minute[0].accepted + minute[0].rejected + minute[0].failed
             #expect(minute[0].failed >= 2 && counted == 3, "every device counted once: \(minute[0])")

@@ -64,7 +64,7 @@ struct QueueTests {
             for batch in try await claimAll(store) {
                 try await store.complete(batch, outcomes: batch.items.map { item in
                     let number = Int(item.token, radix: 16)!
-                    return DeliveryOutcome(token: item.token, result: number < 3 ? .rejected(reason: "BadDeviceToken", timestamp: nil) : .accepted(apnsID: "a"))
+                    return DeliveryOutcome(token: item.token, result: number < 3 ? .rejected(reason: "BadDeviceToken", timestamp: nil) : .accepted(receipt: "a"))
                 })
             }
             let done = try #require(try await store.notification(id: queued.id))
@@ -196,7 +196,7 @@ struct QueueTests {
             let (broadcast, _) = try await store.enqueue(NotificationRequest(app: app, audience: .all, payload: payload), now: t0)
             for batch in try await claimAll(store, now: t0) {
                 try await store.complete(batch, outcomes: batch.items.map { item in
-                    DeliveryOutcome(token: item.token, result: item.token == token(7) ? .retry(reason: "TooManyRequests") : .accepted(apnsID: nil))
+                    DeliveryOutcome(token: item.token, result: item.token == token(7) ? .retry(reason: "TooManyRequests") : .accepted(receipt: nil))
                 }, now: t0)
             }
             #expect(try await store.notification(id: broadcast.id)?.status == .sending)

@@ -64,7 +64,7 @@ struct WebhookOutboxTests {
                     case token(3): DeliveryOutcome(token: item.token, result: .rejected(reason: "BadDeviceToken", timestamp: nil))
                     case token(4): DeliveryOutcome(token: item.token, result: .failed(reason: "PayloadTooLarge"))
                     case token(9): DeliveryOutcome(token: item.token, result: .rejected(reason: "BadDeviceToken", timestamp: nil))
-                    default: DeliveryOutcome(token: item.token, result: .accepted(apnsID: nil))
+                    default: DeliveryOutcome(token: item.token, result: .accepted(receipt: nil))
                     }
                 }
                 try await store.complete(batch, outcomes: outcomes)

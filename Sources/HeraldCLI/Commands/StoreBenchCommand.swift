@@ -82,7 +82,7 @@ struct StoreBenchCommand: AsyncParsableCommand {
                             if batches.isEmpty { return sent }
                             for claimed in batches {
                                 sent += claimed.items.count
-                                try await store.complete(claimed, outcomes: claimed.items.map { DeliveryOutcome(token: $0.token, result: .accepted(apnsID: nil)) })
+                                try await store.complete(claimed, outcomes: claimed.items.map { DeliveryOutcome(token: $0.token, result: .accepted(receipt: nil)) })
                             }
                         }
                     }

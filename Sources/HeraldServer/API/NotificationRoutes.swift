@@ -118,7 +118,9 @@ struct NotificationRoutes {
                 writer.member("token", record.token)
                 writer.member("outcome", record.outcome.rawValue)
                 writer.member("reason", record.reason)
-                writer.member("apnsID", record.apnsID)
+                writer.member("receipt", record.receipt)
+                // The receipt's name before Web Push and FCM: kept for existing callers.
+                writer.member("apnsID", record.receipt)
                 writer.member("at", record.at)
                 writer.endObject()
             }

@@ -97,7 +97,7 @@ enum AndroidMessages {
         switch result {
         case .success(let receipt):
             // FCM's name for the message (projects/…/messages/…), kept as its ID (bounded: the peer's).
-            return .accepted(apnsID: receipt.name.map { String($0.prefix(128)) })
+            return .accepted(receipt: receipt.name.map { String($0.prefix(128)) })
         case .failure(let error):
             switch error.code {
             case .unregistered:

@@ -110,7 +110,7 @@ enum BrowserMessages {
         switch result {
         case .success(let receipt):
             // The message's resource at the push service, kept as its ID (bounded: it is the peer's).
-            return .accepted(apnsID: receipt.location.map { String($0.prefix(128)) })
+            return .accepted(receipt: receipt.location.map { String($0.prefix(128)) })
         case .failure(let error):
             switch error.code {
             case .subscriptionGone:

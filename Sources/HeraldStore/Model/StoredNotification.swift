@@ -165,6 +165,12 @@ public struct DeliveryRecord: Sendable, Hashable {
     public var token: String
     public var outcome: Outcome
     public var reason: String?
-    public var apnsID: String?
+    /// What the platform gave back for an accepted delivery: the apns-id, a Web Push message's
+    /// `Location`, an FCM message name (stored bounded, in the `apns_id` column).
+    public var receipt: String?
     public var at: Date
+
+    /// The receipt's name from when every delivery was APNs's.
+    @available(*, deprecated, renamed: "receipt")
+    public var apnsID: String? { receipt }
 }

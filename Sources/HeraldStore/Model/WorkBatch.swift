@@ -73,8 +73,9 @@ public struct QueuedNotification: Sendable {
 /// How sending to one device of a ``WorkBatch`` ended.
 public struct DeliveryOutcome: Sendable, Hashable {
     public enum Result: Sendable, Hashable {
-        /// APNs accepted it.
-        case accepted(apnsID: String?)
+        /// The platform accepted it; `receipt` is what it gave back (an apns-id, a Web Push
+        /// `Location`, an FCM message name), if it is kept.
+        case accepted(receipt: String?)
         /// APNs refused it, for good. A 410 carries when APNs saw the token go.
         case rejected(reason: DeliveryReason, timestamp: Date?)
         /// It could not be delivered now (APNs unreachable, 5xx, 429): try again later, until

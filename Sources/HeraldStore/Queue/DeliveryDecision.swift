@@ -11,7 +11,7 @@ import Foundation
 /// same decision and it is tested without a database.
 public enum DeliveryDecision: Sendable, Hashable {
     /// APNs accepted it.
-    case accept(apnsID: String?)
+    case accept(receipt: String?)
     /// Try again at `at` (`reason` is why this attempt did not deliver).
     case retry(at: Date, reason: DeliveryReason)
     /// APNs says the token is no longer valid (`Unregistered`, `ExpiredToken`): the device is
@@ -40,8 +40,8 @@ public enum DeliveryDecision: Sendable, Hashable {
         random: Double
     ) -> DeliveryDecision {
         switch outcome {
-        case .accepted(let apnsID):
-            return .accept(apnsID: apnsID)
+        case .accepted(let receipt):
+            return .accept(receipt: receipt)
         case .rejected(let reason, let timestamp):
             switch Invalidation.status(for: reason) {
             case .unregistered:
@@ -61,7 +61,7 @@ public enum DeliveryDecision: Sendable, Hashable {
         }
     }
 
-    /// The reason the decision carries: why it was not accepted (`nil` for ``accept(apnsID:)``).
+    /// The reason the decision carries: why it was not accepted (`nil` for ``accept(receipt:)``).
     public var reason: DeliveryReason? {
         switch self {
         case .accept: nil

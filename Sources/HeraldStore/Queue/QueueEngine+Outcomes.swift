@@ -44,7 +44,7 @@ extension QueueEngine {
                 // Only rows this worker still leases count: a lease taken over is counted by its new holder.
                 let idByToken = Dictionary(zip(batch.items.map(\.token), ids), uniquingKeysWith: { first, _ in first })
                 let rows: [[SQLValue]] = plan.rows.compactMap { row in
-                    idByToken[row.token].map { [.int($0), .code(row.state), .text(row.reason), .text(row.apnsID), .int(row.nextAttemptAt)] }
+                    idByToken[row.token].map { [.int($0), .code(row.state), .text(row.reason), .text(row.receipt), .int(row.nextAttemptAt)] }
                 }
                 for part in Self.chunks(rows) {
                     for finished in try await connection.query(sql.finishDeliveries, [.text(batch.owner), .int(time), .rows(Array(part))]) {
@@ -75,7 +75,7 @@ extension QueueEngine {
                     ? [:] : Dictionary(batch.items.map { ($0.token, $0.environment) }, uniquingKeysWith: { first, _ in first })
                 let kept: [[SQLValue]] = left.map { row in
                     [
-                        .text(row.token), .code(row.state), .text(row.reason), .text(row.apnsID), .int(row.nextAttemptAt),
+                        .text(row.token), .code(row.state), .text(row.reason), .text(row.receipt), .int(row.nextAttemptAt),
                         (badges[row.token] ?? nil).map { .int($0) } ?? .null, (environments[row.token] ?? nil).map { .code(EnvironmentCode($0)) } ?? .null,
                     ]
                 }

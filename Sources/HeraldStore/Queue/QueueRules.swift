@@ -78,7 +78,7 @@ struct OutcomePlan {
         var token: String
         var state: DeliveryState
         var reason: String?
-        var apnsID: String?
+        var receipt: String?
         /// For retries: when to try again.
         var nextAttemptAt: Int64?
     }
@@ -120,9 +120,9 @@ struct OutcomePlan {
                 settings: settings, random: jitter
             )
             switch decision {
-            case .accept(let apnsID):
+            case .accept(let receipt):
                 accepted += 1
-                if keepsAccepted { rows.append(Row(token: outcomes[index].token, state: .accepted, apnsID: apnsID)) }
+                if keepsAccepted { rows.append(Row(token: outcomes[index].token, state: .accepted, receipt: receipt)) }
             case .retry(let at, let reason):
                 rows.append(Row(token: outcomes[index].token, state: .pending, reason: reason.description, nextAttemptAt: at.milliseconds))
             case .retireDevice(let reason, let since):

@@ -508,7 +508,7 @@ struct QueueStatements: Sendable {
         """
     }
 
-    /// A batch's outcomes (rows `[id, state, reason, apnsID, nextAttemptAt]`, $3) at $2, each
+    /// A batch's outcomes (rows `[id, state, reason, receipt, nextAttemptAt]`, $3) at $2, each
     /// only while $1 still leases the row.
     var finishDeliveries: String {
         """
@@ -537,7 +537,7 @@ struct QueueStatements: Sendable {
         """
     }
     /// A range's devices that did not end as plain acceptances (rows `[token, state, reason,
-    /// apnsID, nextAttemptAt, badge, environment]`, $3), kept for listing and retries, with the badge they
+    /// receipt, nextAttemptAt, badge, environment]`, $3), kept for listing and retries, with the badge they
     /// were sent, which a retry sends again.
     var insertRangeDeliveries: String {
         """

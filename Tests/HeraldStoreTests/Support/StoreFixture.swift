@@ -60,7 +60,7 @@ func claimAll(_ store: HeraldStore, owner: String = "worker-1", limit: Int = 100
 
 /// Completes `batch` with every device accepted.
 func acceptAll(_ store: HeraldStore, _ batch: WorkBatch, now: Date = Date()) async throws {
-    try await store.complete(batch, outcomes: batch.items.map { DeliveryOutcome(token: $0.token, result: .accepted(apnsID: UUID().uuidString.lowercased())) }, now: now)
+    try await store.complete(batch, outcomes: batch.items.map { DeliveryOutcome(token: $0.token, result: .accepted(receipt: UUID().uuidString.lowercased())) }, now: now)
 }
 
 /// Claims and accepts everything due, batch by batch; returns the tokens sent, in order.
