@@ -333,6 +333,7 @@ let package = Package(
             dependencies: [
                 "HeraldHTTP2",
                 "HeraldMock",
+                "HeraldTestSupport",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
@@ -422,6 +423,7 @@ let package = Package(
             name: "HeraldServerTests",
             dependencies: [
                 "HeraldTestSupport",
+                "HeraldHostilePeers",
                 "HeraldCore",
                 "HeraldClient",
                 "HeraldMock",

@@ -197,7 +197,9 @@ def write_configuration(directory, mock_url, p8, vapid, fcm_url, fcm_ca):
         "listen": "127.0.0.1:0",
         "database": "sqlite:" + os.path.join(directory, "herald.db"),
         "apps": [dict(app("shop"), webPush={"vapidKeyFile": vapid, "subject": "mailto:ops@example.com",
-                                            "defaultURL": "https://shop.example.com/", "caFile": os.path.join(directory, "webpush-ca.pem")},
+                                            "defaultURL": "https://shop.example.com/", "caFile": os.path.join(directory, "webpush-ca.pem"),
+                                            # The mock push service is on 127.0.0.1.
+                                            "allowPrivateAddresses": True},
                       fcm={"serviceAccountFile": os.path.join(directory, "fcm-sa.json"), "endpoint": fcm_url, "caFile": fcm_ca}),
                  app("other")],
         "apiKeys": [

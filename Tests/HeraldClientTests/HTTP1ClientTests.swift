@@ -1,5 +1,5 @@
 import HeraldClient
-import HeraldMock
+import HeraldHostilePeers
 import HeraldTestSupport
 import NIOCore
 import NIOPosix
@@ -58,13 +58,10 @@ struct HTTP1ClientTests {
             if HTTP1PushService.isRequired { Issue.record(Comment(rawValue: reason)) }
             try Test.cancel(Comment(rawValue: reason))
         }
-        let authority = try MockCertificateAuthority(name: "keep-alive CA")
-        let identity = try authority.issueServerIdentity()
-        let service = try HTTP1PushService(
-            certificatePEM: try identity.certificate.serializeAsPEM().pemString, keyPEM: try identity.privateKey.serializeAsPEM().pemString, mode: .accept)
+        let (service, authority) = try HTTP1PushService.started(.accept)
         defer { service.stop() }
         var configuration = HTTP1Client.Configuration()
-        configuration.additionalTrustRoots = [try authority.tlsCertificate]
+        configuration.additionalTrustRoots = [authority]
         configuration.idleTimeout = expires ? .milliseconds(100) : .seconds(60)
         let client = HTTP1Client(configuration: configuration, eventLoopGroup: MultiThreadedEventLoopGroup.singleton)
         for round in 0..<2 {
@@ -83,13 +80,10 @@ struct HTTP1ClientTests {
             if HTTP1PushService.isRequired { Issue.record(Comment(rawValue: reason)) }
             try Test.cancel(Comment(rawValue: reason))
         }
-        let authority = try MockCertificateAuthority(name: "cancel CA")
-        let identity = try authority.issueServerIdentity()
-        let service = try HTTP1PushService(
-            certificatePEM: try identity.certificate.serializeAsPEM().pemString, keyPEM: try identity.privateKey.serializeAsPEM().pemString, mode: .slow)
+        let (service, authority) = try HTTP1PushService.started(.slow)
         defer { service.stop() }
         var configuration = HTTP1Client.Configuration()
-        configuration.additionalTrustRoots = [try authority.tlsCertificate]
+        configuration.additionalTrustRoots = [authority]
         let client = HTTP1Client(configuration: configuration, eventLoopGroup: MultiThreadedEventLoopGroup.singleton)
         let exchange = Task {
             try await client.exchange(https: true, host: "127.0.0.1", port: service.port, method: .POST, target: "/push/c", headers: [("TTL", "60")], body: [1])

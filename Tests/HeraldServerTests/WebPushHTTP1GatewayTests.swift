@@ -1,7 +1,7 @@
 import Crypto
 import Foundation
 import HeraldCore
-import HeraldMock
+import HeraldHostilePeers
 import HeraldServer
 import HeraldTestSupport
 import HeraldWebPush
@@ -20,12 +20,8 @@ struct WebPushHTTP1GatewayTests {
             if HTTP1PushService.isRequired { Issue.record(Comment(rawValue: reason)) }
             try Test.cancel(Comment(rawValue: reason))
         }
-        let authority = try MockCertificateAuthority(name: "HTTP/1.1 push service CA")
-        let identity = try authority.issueServerIdentity()
-        let service = try HTTP1PushService(
-            certificatePEM: try identity.certificate.serializeAsPEM().pemString, keyPEM: try identity.privateKey.serializeAsPEM().pemString, mode: .accept)
+        let (service, trusted) = try HTTP1PushService.started(.accept)
         defer { service.stop() }
-        let trusted = try authority.tlsCertificate
         try await GatewayHarness.run(backend, gateway: { configuration in
             var settings = GatewayConfiguration.WebPushSettings(key: Self.vapid, subject: "mailto:ops@example.com", defaultURL: "https://shop.example.com/")
             settings.allowsPrivateAddresses = true

@@ -1,7 +1,7 @@
 import Crypto
 import Foundation
 import HeraldCore
-import HeraldMock
+import HeraldHostilePeers
 import HeraldTestSupport
 import HeraldWebPush
 import NIOSSL
@@ -22,11 +22,7 @@ struct HTTP1PushServiceTests {
             if HTTP1PushService.isRequired { Issue.record(Comment(rawValue: reason)) }
             try Test.cancel(Comment(rawValue: reason))
         }
-        let authority = try MockCertificateAuthority(name: "HTTP/1.1 push service CA")
-        let identity = try authority.issueServerIdentity()
-        let service = try HTTP1PushService(
-            certificatePEM: try identity.certificate.serializeAsPEM().pemString, keyPEM: try identity.privateKey.serializeAsPEM().pemString, mode: mode)
-        return (service, try authority.tlsCertificate)
+        return try HTTP1PushService.started(mode)
     }
 
     /// A browser's subscription at `service`: its own P-256 key and auth secret.
