@@ -70,6 +70,8 @@ struct BrowserMessagesTests {
         #expect(failed(.timedOut, nil, "") == .retry(reason: .gateway(.timedOut)))
         #expect(failed(.connectionFailed, nil, "") == .retry(reason: .gateway(.connectionFailed)))
         #expect(failed(.invalidRequest, nil, "") == .failed(reason: .gateway(.payloadInvalid)))
+        // The endpoint policy refused it (at send or at connect): failed, the device kept.
+        #expect(failed(.endpointNotAllowed, nil, "10.0.0.5 is a private address") == .failed(reason: .gateway(.endpointNotAllowed)))
         // A reason the push service made up reaches the status as it is, as a reason of its own.
         #expect(failed(.rejected, 400, "SomethingNew") == .rejected(reason: "SomethingNew", timestamp: nil))
     }

@@ -178,6 +178,31 @@ struct WebPushGatewayTests {
         }
     }
 
+    @Test("a name the app allows that resolves to a loopback address: registered, then refused at connect; the delivery fails EndpointNotAllowed and nothing reaches the service")
+    func rebinding() async throws {
+        // This machine's own name: /etc/hosts has it at 127.0.0.1 here, as a rebinding name
+        // would resolve into the operator's network after it was registered.
+        let name = ProcessInfo.processInfo.hostName
+        let resolved = await HostAddresses.of(name)
+        guard !resolved.isEmpty, resolved.allSatisfy({ IPAddress($0)?.restrictedKind == "loopback" }) else {
+            try Test.cancel("this machine's name \(name) does not resolve to loopback only (\(resolved))")
+        }
+        try await Self.run(.sqlite, privateAddresses: false, allowedHosts: [name]) { harness, browsers in
+            let subscription = browsers.subscribe(applicationServerKey: Array(Self.vapid.publicKey.x963Representation))
+            let port = try #require(subscription.endpoint.port)
+            var body = subscription.json.objectValue!
+            body["endpoint"] = .string("https://\(name):\(port)\(subscription.endpoint.path)")
+            let id = try await Self.register(WebPushSubscription(json: .object(body), policy: .init(allowedHosts: [name])), user: nil, harness: harness)
+            let done = try await harness.waitUntilDone(try await harness.send(["tokens": [.string(id)]], alert: "rebound"))
+            #expect(done.count("failed") == 1 && done.count("accepted") == 0, "\(done.jsonString)")
+            let deliveries = try await harness.call(.get, "/v1/notifications/\(done["id"]?.stringValue ?? "")/deliveries").json?["deliveries"]?.arrayItems ?? []
+            #expect(deliveries.first?["reason"]?.stringValue == "EndpointNotAllowed", "\(deliveries)")
+            #expect(browsers.requestCount == 0, "nothing reached the push service")
+            let device = try await harness.call(.get, "/v1/apps/\(appID)/devices/\(id)").json
+            #expect(device?["status"]?.stringValue == "active", "the device is kept: \(device?.jsonString ?? "")")
+        }
+    }
+
     @Test("bad subscriptions are 400 naming the field; an app without webPush answers 409")
     func badInput() async throws {
         let p256dh = Base64URL.encode(P256KeyForTests.publicKey)

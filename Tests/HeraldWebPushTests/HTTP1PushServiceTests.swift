@@ -118,7 +118,7 @@ struct HTTP1PushServiceTests {
         // This machine's own name: /etc/hosts has it at 127.0.0.1 here, as a rebinding name
         // would resolve to an address in the operator's network.
         let name = ProcessInfo.processInfo.hostName
-        let resolved = await HostResolution.addresses(of: name)
+        let resolved = await HostAddresses.of(name)
         guard let address = resolved.first, resolved.allSatisfy({ IPAddress($0)?.restrictedKind != nil }), IPAddress(address)?.restrictedKind == "loopback" else {
             try Test.cancel("this machine's name \(name) does not resolve to loopback only (\(resolved))")
         }
@@ -138,28 +138,5 @@ struct HTTP1PushServiceTests {
         #expect(single?.code == .endpointNotAllowed && single?.reason.contains("resolved to \(address)") == true, "\(String(describing: single))")
         #expect(group.allSatisfy { if case .failure(let error) = $0 { error.code == .endpointNotAllowed } else { false } }, "\(group)")
         #expect(service.connections == 0 && service.received.isEmpty, "no connection reached the service")
-    }
-}
-
-/// What a name resolves to, by the system's resolver (getaddrinfo), as address texts.
-enum HostResolution {
-    static func addresses(of name: String) async -> [String] {
-        await onOwnThread {
-            var hints = addrinfo()
-            hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
-            var list: UnsafeMutablePointer<addrinfo>?
-            guard getaddrinfo(name, nil, &hints, &list) == 0 else { return [] }
-            defer { freeaddrinfo(list) }
-            var texts: [String] = []
-            var entry = list
-            while let current = entry {
-                var buffer = [CChar](repeating: 0, count: Int(NI_MAXHOST))
-                if getnameinfo(current.pointee.ai_addr, current.pointee.ai_addrlen, &buffer, socklen_t(buffer.count), nil, 0, NI_NUMERICHOST) == 0 {
-                    texts.append(String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))
-                }
-                entry = current.pointee.ai_next
-            }
-            return texts
-        }
     }
 }
