@@ -24,6 +24,8 @@ public final class HTTP1PushService: @unchecked Sendable {
         case cut
         /// 201, after 10 seconds.
         case slow
+        /// `100 Continue` and `103 Early Hints`, then 201.
+        case informational
     }
 
     /// One request the service read.

@@ -17,6 +17,7 @@ headers and body length). MODE decides the answers:
 - `huge`: 201 with a body of 1 MiB.
 - `cut`: a status line and half the headers, then the connection is closed.
 - `slow`: 201, after 10 seconds.
+- `informational`: `100 Continue` and `103 Early Hints` first, then 201.
 """
 import json
 import socket
@@ -54,7 +55,9 @@ class Handler(BaseHTTPRequestHandler):
                 }) + "\n")
         if mode == "slow":
             time.sleep(10)
-        if mode in ("accept", "slow") or (mode in ("limited", "limited-after") and times > 1):
+        if mode == "informational":
+            self.wfile.write(b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nLink: </x>\r\n\r\n")
+        if mode in ("accept", "slow", "informational") or (mode in ("limited", "limited-after") and times > 1):
             self.answer(201, b"", {"Location": "/m/%d" % number})
         elif mode == "gone":
             self.answer(410, b'{"reason": "unsubscribed"}', {"Content-Type": "application/json"})
