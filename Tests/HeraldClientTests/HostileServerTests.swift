@@ -22,17 +22,6 @@ struct HostileServerTests {
         return configuration
     }
 
-    /// A server that answers every request with `answer`.
-    static func answering(_ answer: @escaping @Sendable (HostileHTTP2Server.Request, inout HostileHTTP2Server.Writer) -> Void) throws -> HostileHTTP2Server {
-        try HostileHTTP2Server { event, writer in
-            switch event {
-            case .connected: writer.bytes.writeHTTP2Settings([(.maxConcurrentStreams, 100)])
-            case .request(let request): answer(request, &writer)
-            case .frame: break
-            }
-        }
-    }
-
     @Test("SETTINGS_MAX_CONCURRENT_STREAMS 0: each notification fails as timed out within its deadline, never sent")
     func noStreamsAllowed() async throws {
         let server = try HostileHTTP2Server { event, writer in
@@ -118,7 +107,7 @@ struct HostileServerTests {
 
     @Test("a 1xx response is not the answer: the final one that follows is")
     func informational() async throws {
-        let server = try Self.answering { request, writer in
+        let server = try HostileHTTP2Server.answering { request, writer in
             writer.headers([(":status", "100")], streamID: request.streamID, endStream: false)
             writer.headers([(":status", "200"), ("apns-id", "11111111-2222-4333-8444-555555555555")], streamID: request.streamID, endStream: true)
         }
@@ -136,7 +125,7 @@ struct HostileServerTests {
             #"{"reason":"Unregistered","timestamp":1e300}"#, #"{"reason":"Unregistered","timestamp":"NaN"}"#,
             #"{"reason":"Unregistered","timestamp":-5}"#, #"{"reason":"Unregistered","timestamp":1700000000000}"#,
         ]
-        let server = try Self.answering { request, writer in
+        let server = try HostileHTTP2Server.answering { request, writer in
             let index = Int(request.headers.first(name: ":path")!.suffix(1))!
             writer.rejection(bodies[index], status: 410, streamID: request.streamID)
         }
@@ -159,7 +148,7 @@ struct HostileServerTests {
     @Test("a reason or apns-id with escape sequences reaches the caller escaped: nothing a terminal would act on")
     func escapeSequences() async throws {
         let forged = "\u{1B}[2K\r\u{1B}[32m0000 accepted\u{1B}[0m\u{7}"
-        let server = try Self.answering { request, writer in
+        let server = try HostileHTTP2Server.answering { request, writer in
             let json = #"{"reason":"\#(forged.unicodeScalars.map { $0.value < 0x20 ? String(format: "\\u%04x", $0.value) : String($0) }.joined())"}"#
             writer.rejection(json, status: 400, streamID: request.streamID, apnsID: "id\u{1B}]0;owned\u{7}")
         }
@@ -179,7 +168,7 @@ struct HostileServerTests {
 
     @Test("GOAWAY debug data with escape sequences is logged escaped")
     func goAwayDebugData() async throws {
-        let server = try Self.answering { request, writer in
+        let server = try HostileHTTP2Server.answering { request, writer in
             writer.bytes.writeHTTP2GoAway(lastStreamID: 0, code: .noError, debugData: Array("{\"reason\":\"\u{1B}[2JShutdown\"}".utf8))
         }
         try await server.start()
@@ -198,7 +187,7 @@ struct HostileServerTests {
 
     @Test("a response head without :status is a broken stream: reset, and the notification fails saying so")
     func malformedResponse() async throws {
-        let server = try Self.answering { request, writer in
+        let server = try HostileHTTP2Server.answering { request, writer in
             writer.headers([("apns-id", "x")], streamID: request.streamID, endStream: true)
         }
         try await server.start()

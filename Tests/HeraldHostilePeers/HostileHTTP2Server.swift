@@ -65,6 +65,17 @@ package final class HostileHTTP2Server: Sendable {
         self.script = script
     }
 
+    /// A server that sends SETTINGS (100 concurrent streams) and answers every request with `answer`.
+    package static func answering(_ answer: @escaping @Sendable (Request, inout Writer) -> Void) throws -> HostileHTTP2Server {
+        try HostileHTTP2Server { event, writer in
+            switch event {
+            case .connected: writer.bytes.writeHTTP2Settings([(.maxConcurrentStreams, 100)])
+            case .request(let request): answer(request, &writer)
+            case .frame: break
+            }
+        }
+    }
+
     /// Starts listening on 127.0.0.1 and returns the port.
     @discardableResult
     package func start() async throws -> Int {

@@ -36,17 +36,6 @@ struct HostilePushServiceTests {
         }
     }
 
-    /// A server whose script answers each request with `answer`, after SETTINGS.
-    static func answering(_ answer: @escaping @Sendable (HostileHTTP2Server.Request, inout HostileHTTP2Server.Writer) -> Void) throws -> HostileHTTP2Server {
-        try HostileHTTP2Server { event, writer in
-            switch event {
-            case .connected: writer.bytes.writeHTTP2Settings([(.maxConcurrentStreams, 100)])
-            case .request(let request): answer(request, &writer)
-            case .frame: break
-            }
-        }
-    }
-
     static func path(_ request: HostileHTTP2Server.Request) -> String { request.headers.first(name: ":path") ?? "?" }
 
     @Test("answers in the reverse order of the requests: each message gets its own Location")
@@ -79,7 +68,7 @@ struct HostilePushServiceTests {
 
     @Test("a 201 with a body far past the bound, 429 with and without Retry-After, a 503 storm: each message has one outcome")
     func hostileAnswers() async throws {
-        let huge = try Self.answering { request, writer in
+        let huge = try HostileHTTP2Server.answering { request, writer in
             writer.headers([(":status", "201"), ("location", "/m/1")], streamID: request.streamID, endStream: false)
             for _ in 0..<16 { writer.data([UInt8](repeating: 0x41, count: 16_000), streamID: request.streamID, endStream: false) }
             writer.data([], streamID: request.streamID, endStream: true)
@@ -95,7 +84,7 @@ struct HostilePushServiceTests {
 
         for retryAfter in [Optional("0"), nil] {
             let seen = NIOLockedValueBox<[String: Int]>([:])
-            let limited = try Self.answering { request, writer in
+            let limited = try HostileHTTP2Server.answering { request, writer in
                 let times = seen.withLockedValue { seen -> Int in
                     seen[Self.path(request), default: 0] += 1
                     return seen[Self.path(request)]!
@@ -112,7 +101,7 @@ struct HostilePushServiceTests {
             try await limited.stop()
         }
 
-        let storm = try Self.answering { request, writer in
+        let storm = try HostileHTTP2Server.answering { request, writer in
             writer.headers([(":status", "503"), ("content-type", "application/json")], streamID: request.streamID, endStream: false)
             writer.data(Array(#"{"reason":"\u001b[31mdown"}"#.utf8), streamID: request.streamID)
         }
