@@ -95,6 +95,15 @@ final class ClientGeneration: Sendable {
         self.channelMakers = channelMakers
     }
 
+    /// How `app`'s devices of `platform` are sent, through this generation's clients.
+    func delivery(for platform: DevicePlatform, app: GatewayConfiguration.App) -> any PlatformDelivery {
+        switch platform {
+        case .apns: APNSDelivery(clients: clients)
+        case .webpush: WebPushDelivery(client: webPushClients[app.id])
+        case .fcm: FCMDelivery(client: fcmClients[app.id])
+        }
+    }
+
     /// The channel clients of an app's environment, made on first use; `nil` when this process
     /// serves no API for it, or the generation is closing.
     func channelClients(for key: AppEnvironment) throws -> (management: APNSClient, broadcast: APNSClient)? {

@@ -1,8 +1,6 @@
 import HeraldClient
 import HeraldCore
-import HeraldFCM
 import HeraldStore
-import HeraldWebPush
 import Logging
 import ServiceLifecycle
 
@@ -124,23 +122,7 @@ final class DeliveryWorkers: Service, Sendable {
         }
     }
 
-    private func deliver(_ whole: WorkBatch, worker: Int, configuration: GatewayConfiguration, generation: ClientGeneration) async {
-        let clients = generation.clients
-        // Browsers (Web Push subscriptions) and Android devices (FCM) go through the app's Web
-        // Push and FCM clients, beside the APNs devices; most batches have neither.
-        var batch = whole
-        var browserItems: [WorkItem] = []
-        var androidItems: [WorkItem] = []
-        if whole.items.contains(where: { DevicePlatform(deviceID: $0.token) != .apns }) {
-            batch.items = []
-            for item in whole.items {
-                switch DevicePlatform(deviceID: item.token) {
-                case .apns: batch.items.append(item)
-                case .webpush: browserItems.append(item)
-                case .fcm: androidItems.append(item)
-                }
-            }
-        }
+    private func deliver(_ batch: WorkBatch, worker: Int, configuration: GatewayConfiguration, generation: ClientGeneration) async {
         let start = ContinuousClock.now
         let queued = batch.notification
         var logger = self.logger
@@ -149,79 +131,35 @@ final class DeliveryWorkers: Service, Sendable {
         guard let app = configuration.app(queued.app) else {
             // Not this process's app (a configuration changed): retried until it expires, so a
             // process that has the app, or this one restarted with it, still sends it.
-            logger.warning("a notification for an app this gateway does not serve; retrying later", metadata: ["devices": "\(whole.items.count)"])
-            await record(whole, whole.items.map { DeliveryOutcome(token: $0.token, result: .retry(reason: .gateway(.unknownApp))) }, logger: logger, start: start)
+            logger.warning("a notification for an app this gateway does not serve; retrying later", metadata: ["devices": "\(batch.items.count)"])
+            await record(batch, batch.items.map { DeliveryOutcome(token: $0.token, result: .retry(reason: .gateway(.unknownApp))) }, logger: logger, start: start)
             return
         }
         // The lease is renewed while the batch is sent; once the process is stopping, the batch
-        // has its grace period, then outcomes not in are retried (its APNs devices', browsers' and
-        // Android devices').
+        // has its grace period, then the outcomes not in are retried, whatever their platform.
         let grace = GracePeriod()
-        let watchdog = Task { await self.watch(whole, grace: grace) }
+        let watchdog = Task { await self.watch(batch, grace: grace) }
         defer { watchdog.cancel() }
-        let browsers = OtherSends(items: browserItems, grace: grace) { [logger, browserItems] in
-            await self.sendToBrowsers(browserItems, of: whole, app: app, client: generation.webPushClients[app.id], logger: logger)
-        }
-        let android = OtherSends(items: androidItems, grace: grace) { [logger, androidItems] in
-            await self.sendToAndroid(androidItems, of: whole, app: app, client: generation.fcmClients[app.id], logger: logger)
-        }
-        // An app that reaches browsers only (no APNs credentials, or not any more): its APNs
-        // devices cannot be sent to.
-        guard let topic = app.apnsTopic else {
-            let browserOutcomes = await browsers.outcomes() + android.outcomes()
-            await record(
-                whole, batch.items.map { DeliveryOutcome(token: $0.token, result: .failed(reason: .gateway(.apnsNotConfigured))) } + browserOutcomes,
-                logger: logger, start: start)
-            return
-        }
-        let messages: BatchNotifications
-        do {
-            messages = try BatchNotifications(for: batch, topic: topic)
-        } catch {
-            let browserOutcomes = await browsers.outcomes() + android.outcomes()
-            await record(
-                whole, batch.items.map { DeliveryOutcome(token: $0.token, result: .failed(reason: .gateway(.payloadInvalid))) } + browserOutcomes, logger: logger,
-                start: start)
-            return
-        }
-        // Each device goes to its own environment's client (most batches: all to one).
-        // The items that have a notification (a token that is not hex has none), in its order.
-        let invalid = Set(messages.invalid)
-        let sent = invalid.isEmpty ? batch.items : batch.items.filter { !invalid.contains($0.token) }
-        // The batch's own token strings, in the notifications' order, not each token encoded to
-        // hex again: the store matches outcomes to rows by them.
-        let collector = OutcomeCollector(tokens: sent.map(\.token), missing: .retry(reason: .gateway(.shutdown)))
-        grace.watch(collector)
-        let groups = BatchMessages.groups(of: sent, defaultEnvironment: app.defaultEnvironment)
-        let appID = app.id
-        // The kind's own credential's clients, if it has one (a VoIP certificate).
-        let kind = TokenKind(for: queued.pushType).flatMap { app.credentialsByKind[$0] == nil ? nil : $0 }
-        let keepsIDs = whole.keepsAcceptanceIDs
-        let sender = Task { [logger] in
-            await withTaskGroup(of: Void.self) { senders in
-                for (environment, indices) in groups {
-                    guard let client = clients[AppEnvironment(app: appID, environment: environment, kind: kind)] else { continue }
-                    senders.addTask {
-                        let part = messages.part(indices.count == messages.count ? nil : indices)
-                        do {
-                            for try await outcome in client.send(contentsOf: part, logger: logger) {
-                                collector.record(BatchMessages.outcome(outcome.result, keepingID: keepsIDs), at: indices[outcome.index])
-                            }
-                        } catch {
-                            logger.error("the send ended early", metadata: ["error": "\(error)", "environment": "\(environment)"])
-                        }
-                    }
-                }
+        // Each platform's devices go to its delivery at once (most batches are of one platform).
+        var collectors: [OutcomeCollector] = []
+        for (platform, devices) in DevicePlatform.parts(of: batch) {
+            let collector = OutcomeCollector(tokens: devices.items.map(\.token), missing: .retry(reason: .gateway(.shutdown)))
+            grace.watch(collector)
+            collectors.append(collector)
+            let part = DeliveryPart(batch: devices, app: app, store: store, logger: logger, outcomes: collector)
+            let delivery = generation.delivery(for: platform, app: app)
+            // Left to finish on its own if the grace period runs out first.
+            Task {
+                await delivery.send(part)
+                collector.stop()
             }
-            collector.stop()
         }
-        await collector.wait()
-        let browserOutcomes = await browsers.outcomes() + android.outcomes()
-        _ = sender  // left to finish on its own if the grace period ran out
-        var outcomes = collector.take()
-        outcomes += messages.invalid.map { DeliveryOutcome(token: $0, result: .failed(reason: .apns(.badDeviceToken))) }
-        outcomes += browserOutcomes
-        await record(whole, outcomes, logger: logger, start: start)
+        var outcomes: [DeliveryOutcome] = []
+        for collector in collectors {
+            await collector.wait()
+            if outcomes.isEmpty { outcomes = collector.take() } else { outcomes += collector.take() }
+        }
+        await record(batch, outcomes, logger: logger, start: start)
     }
 
     /// Renews `batch`'s lease while it is sent; once the process is stopping, gives the batch its
@@ -247,110 +185,6 @@ final class DeliveryWorkers: Service, Sendable {
             await group.next()
             group.cancelAll()
         }
-    }
-
-    /// Sends `items` (Android devices of `batch`) through the app's FCM client, all at once up to
-    /// the client's in-flight bound, and returns an outcome for each.
-    private func sendToAndroid(_ items: [WorkItem], of batch: WorkBatch, app: GatewayConfiguration.App, client: FCMClient?, logger: Logger) async -> [DeliveryOutcome] {
-        guard let client else {
-            return items.map { DeliveryOutcome(token: $0.token, result: .failed(reason: .gateway(.fcmNotConfigured))) }
-        }
-        let addresses: [String: FCMAddress]
-        do {
-            addresses = try await store.fcmAddresses(app: app.id, tokens: items.map(\.token))
-        } catch {
-            logger.warning("cannot read the batch's FCM registration tokens; retrying later", metadata: ["error": "\(error)"])
-            return items.map { DeliveryOutcome(token: $0.token, result: .retry(reason: .gateway(.connectionFailed))) }
-        }
-        let now = Date()
-        let message: FCMMessage
-        do throws(FCMError) {
-            message = try AndroidMessages.message(for: batch.notification, now: now)
-        } catch {
-            logger.warning("the notification makes no valid FCM message", metadata: ["error": "\(error.message)"])
-            return items.map { DeliveryOutcome(token: $0.token, result: .failed(reason: .gateway(.payloadInvalid))) }
-        }
-        var outcomes: [DeliveryOutcome] = []
-        outcomes.reserveCapacity(items.count)
-        var tokens: [String] = []
-        var registrationTokens: [String] = []
-        for item in items {
-            // Deleted since the claim: nothing to send to.
-            guard let address = addresses[item.token] else {
-                outcomes.append(DeliveryOutcome(token: item.token, result: .rejected(reason: .gateway(.fcmUnregistered), timestamp: now)))
-                continue
-            }
-            tokens.append(item.token)
-            registrationTokens.append(address.registrationToken)
-        }
-        let results = await client.send(message, toEach: registrationTokens)
-        let answered = Date()
-        for (token, result) in zip(tokens, results) {
-            outcomes.append(DeliveryOutcome(token: token, result: AndroidMessages.outcome(result, now: answered)))
-        }
-        return outcomes
-    }
-
-    /// Sends `items` (browsers of `batch`) through the app's Web Push client, all at once up to
-    /// the client's in-flight bound, and returns an outcome for each.
-    private func sendToBrowsers(_ items: [WorkItem], of batch: WorkBatch, app: GatewayConfiguration.App, client: WebPushClient?, logger: Logger) async -> [DeliveryOutcome] {
-        let queued = batch.notification
-        guard let client, let settings = app.webPush else {
-            return items.map { DeliveryOutcome(token: $0.token, result: .failed(reason: .gateway(.webPushNotConfigured))) }
-        }
-        // Web Push has no silent messages: a background push reaches no browser.
-        guard queued.pushType == .alert else {
-            return items.map { DeliveryOutcome(token: $0.token, result: .failed(reason: .gateway(.notForBrowsers))) }
-        }
-        let addresses: [String: WebPushAddress]
-        do {
-            addresses = try await store.webPushAddresses(app: app.id, tokens: items.map(\.token))
-        } catch {
-            logger.warning("cannot read the batch's Web Push subscriptions; retrying later", metadata: ["error": "\(error)"])
-            return items.map { DeliveryOutcome(token: $0.token, result: .retry(reason: .gateway(.connectionFailed))) }
-        }
-        let policy = settings.policy
-        // The message is the same for every browser of the batch but for an incremented badge:
-        // made once per badge value, not once per browser.
-        let now = Date()
-        var messages: [Int?: Result<WebPushMessage, WebPushError>] = [:]
-        for badge in Set(items.map(\.badge)) {
-            do throws(WebPushError) {
-                messages[badge] = .success(try BrowserMessages.message(for: queued, badge: badge, defaultURL: settings.defaultURL, now: now))
-            } catch {
-                messages[badge] = .failure(error)
-            }
-        }
-        // What cannot be sent is answered at once; the rest go to the client together, a group
-        // per message (per badge value: one for most notifications).
-        var outcomes: [DeliveryOutcome] = []
-        outcomes.reserveCapacity(items.count)
-        var groups: [Int?: (message: WebPushMessage, tokens: [String], subscriptions: [WebPushSubscription])] = [:]
-        for item in items {
-            // Deleted since the claim: nothing to send to.
-            guard let address = addresses[item.token] else {
-                outcomes.append(DeliveryOutcome(token: item.token, result: .rejected(reason: .gateway(.subscriptionGone), timestamp: now)))
-                continue
-            }
-            do throws(WebPushError) {
-                let message = try messages[item.badge]!.get()
-                let subscription = try WebPushSubscription(endpoint: address.endpoint, p256dh: address.p256dh, auth: address.auth, policy: policy)
-                groups[item.badge, default: (message, [], [])].tokens.append(item.token)
-                groups[item.badge]!.subscriptions.append(subscription)
-            } catch {
-                let reason: DeliveryReason =
-                    error.code == .payloadTooLarge ? .apns(.payloadTooLarge) : error.code == .endpointNotAllowed ? .gateway(.endpointNotAllowed) : .gateway(.payloadInvalid)
-                outcomes.append(DeliveryOutcome(token: item.token, result: .failed(reason: reason)))
-            }
-        }
-        for (_, group) in groups {
-            let results = await client.send(group.message, toEach: group.subscriptions)
-            let answered = Date()
-            for (token, result) in zip(group.tokens, results) {
-                outcomes.append(DeliveryOutcome(token: token, result: BrowserMessages.outcome(result, now: answered)))
-            }
-        }
-        return outcomes
     }
 
     /// Completes a batch; a database that does not answer is retried while the lease lasts (after

@@ -96,33 +96,3 @@ final class GracePeriod: Sendable {
         for collector in collectors { collector.stop() }
     }
 }
-
-/// A batch's browsers or Android devices, sent beside its APNs devices: their outcomes once all
-/// are in, or, when the grace period ends first, those not in as `shutdown` (retried).
-struct OtherSends {
-    private let collector: OutcomeCollector?
-
-    /// Starts `send` (which answers each of `items` once, in any order) unless `items` is empty.
-    init(items: [WorkItem], grace: GracePeriod, send: @escaping @Sendable () async -> [DeliveryOutcome]) {
-        guard !items.isEmpty else {
-            collector = nil
-            return
-        }
-        let collector = OutcomeCollector(tokens: items.map(\.token), missing: .retry(reason: .gateway(.shutdown)))
-        self.collector = collector
-        grace.watch(collector)
-        let position = Dictionary(items.enumerated().map { ($1.token, $0) }, uniquingKeysWith: { first, _ in first })
-        Task {
-            for outcome in await send() {
-                if let index = position[outcome.token] { collector.record(outcome.result, at: index) }
-            }
-        }
-    }
-
-    /// Every browser's outcome, in the items' order.
-    func outcomes() async -> [DeliveryOutcome] {
-        guard let collector else { return [] }
-        await collector.wait()
-        return collector.take()
-    }
-}

@@ -10,8 +10,9 @@ import HeraldStore
 struct BatchNotifications: Sendable {
     /// The devices' tokens that are valid hex, in the batch's order.
     let tokens: [DeviceToken]
-    /// The batch's tokens that are not (the store never holds one), in its order.
-    let invalid: [String]
+    /// The positions in the batch's items of the tokens that are not (the store never holds
+    /// one), in its order.
+    let invalid: [Int]
     private let headers: PushHeaders
     private let shared: EncodedPayload
     /// Each token's own payload when the badge increments and it has one (else empty).
@@ -35,11 +36,11 @@ struct BatchNotifications: Sendable {
         var byBadge: [Int: EncodedPayload] = [:]
         var tokens: [DeviceToken] = []
         var badged: [EncodedPayload?] = []
-        var invalid: [String] = []
+        var invalid: [Int] = []
         tokens.reserveCapacity(batch.items.count)
-        for item in batch.items {
+        for (position, item) in batch.items.enumerated() {
             guard let token = try? DeviceToken(item.token) else {
-                invalid.append(item.token)
+                invalid.append(position)
                 continue
             }
             tokens.append(token)

@@ -139,6 +139,16 @@ enum BrowserMessages {
         }
     }
 
+    /// Why a browser's message was not sent when it could not be made: too large, an endpoint the
+    /// app may not send to, or a message no push service would take.
+    static func reason(refusing error: WebPushError) -> DeliveryReason {
+        switch error.code {
+        case .payloadTooLarge: .apns(.payloadTooLarge)
+        case .endpointNotAllowed: .gateway(.endpointNotAllowed)
+        default: .gateway(.payloadInvalid)
+        }
+    }
+
     /// Whole seconds from `now` to `date`, at least 0.
     static func seconds(from now: Date, to date: Date) -> Int {
         let interval = date.timeIntervalSince(now)

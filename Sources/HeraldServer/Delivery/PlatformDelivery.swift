@@ -1,0 +1,62 @@
+import HeraldStore
+import Logging
+
+/// How one platform's devices are sent to: the seam between the workers and a push service.
+///
+/// The workers keep what every platform shares: the claim, the lease, the grace period when the
+/// process stops, and recording outcomes. They split a claimed batch by platform and hand each
+/// part to its platform's delivery, which sends it and records each device's outcome in the part.
+/// A platform is a conformance (in `Platforms/`), a ``DevicePlatform`` case, and a line in
+/// ``ClientGeneration/delivery(for:app:)``.
+protocol PlatformDelivery: Sendable {
+    /// Sends the devices of `part` and records each one's outcome in it once, in any order, as
+    /// the answers come. A device with no outcome when this returns, or when the process's grace
+    /// period ends first, is retried (`shutdown`).
+    func send(_ part: DeliveryPart) async
+}
+
+/// One platform's devices of a claimed batch, and where their outcomes go.
+struct DeliveryPart: Sendable {
+    /// The notification and this platform's devices of the batch (only these, in the batch's order).
+    let batch: WorkBatch
+    /// The notification's app.
+    let app: GatewayConfiguration.App
+    /// For what a platform keeps beside a device (a browser's subscription, an FCM registration token).
+    let store: HeraldStore
+    let logger: Logger
+    let outcomes: OutcomeCollector
+
+    /// The devices, in the batch's order: an outcome is recorded at a device's index here.
+    var items: [WorkItem] { batch.items }
+
+    /// Records the `index`th device's outcome; a second one for it is ignored.
+    func record(_ result: DeliveryOutcome.Result, at index: Int) {
+        outcomes.record(result, at: index)
+    }
+
+    /// Records one outcome for every device of the part (the platform is not configured, the
+    /// notification makes no message for it).
+    func recordEach(_ result: DeliveryOutcome.Result) {
+        for index in batch.items.indices { outcomes.record(result, at: index) }
+    }
+}
+
+extension DevicePlatform {
+    /// `batch` split by platform, in the order of ``DevicePlatform/allCases``: most batches are of
+    /// one platform, and come back whole, without a copy of their items.
+    static func parts(of batch: WorkBatch) -> [(platform: DevicePlatform, batch: WorkBatch)] {
+        guard let first = batch.items.first else { return [] }
+        let platform = DevicePlatform(deviceID: first.token)
+        if !batch.items.contains(where: { DevicePlatform(deviceID: $0.token) != platform }) {
+            return [(platform, batch)]
+        }
+        var items: [DevicePlatform: [WorkItem]] = [:]
+        for item in batch.items { items[DevicePlatform(deviceID: item.token), default: []].append(item) }
+        return allCases.compactMap { platform in
+            guard let items = items[platform] else { return nil }
+            var part = batch
+            part.items = items
+            return (platform, part)
+        }
+    }
+}

@@ -1,0 +1,57 @@
+import HeraldCore
+import HeraldFCM
+import HeraldStore
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
+/// Android devices: each registration token read from the store, all sent through the app's FCM
+/// client at once up to its in-flight bound.
+struct FCMDelivery: PlatformDelivery {
+    /// The app's client; `nil` when the app has no `fcm` (any more).
+    let client: FCMClient?
+
+    func send(_ part: DeliveryPart) async {
+        let items = part.items
+        guard let client else {
+            part.recordEach(.failed(reason: .gateway(.fcmNotConfigured)))
+            return
+        }
+        let addresses: [String: FCMAddress]
+        do {
+            addresses = try await part.store.fcmAddresses(app: part.app.id, tokens: items.map(\.token))
+        } catch {
+            part.logger.warning("cannot read the batch's FCM registration tokens; retrying later", metadata: ["error": "\(error)"])
+            part.recordEach(.retry(reason: .gateway(.connectionFailed)))
+            return
+        }
+        let now = Date()
+        let message: FCMMessage
+        do throws(FCMError) {
+            message = try AndroidMessages.message(for: part.batch.notification, now: now)
+        } catch {
+            part.logger.warning("the notification makes no valid FCM message", metadata: ["error": "\(error.message)"])
+            part.recordEach(.failed(reason: .gateway(.payloadInvalid)))
+            return
+        }
+        var indices: [Int] = []
+        var registrationTokens: [String] = []
+        for (index, item) in items.enumerated() {
+            // Deleted since the claim: nothing to send to.
+            guard let address = addresses[item.token] else {
+                part.record(.rejected(reason: .gateway(.fcmUnregistered), timestamp: now), at: index)
+                continue
+            }
+            indices.append(index)
+            registrationTokens.append(address.registrationToken)
+        }
+        let results = await client.send(message, toEach: registrationTokens)
+        let answered = Date()
+        for (index, result) in zip(indices, results) {
+            part.record(AndroidMessages.outcome(result, now: answered), at: index)
+        }
+    }
+}

@@ -1,0 +1,75 @@
+import HeraldCore
+import HeraldStore
+import HeraldWebPush
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
+/// Browsers: each subscription read from the store, all sent through the app's Web Push client at
+/// once up to its in-flight bound, a group per message.
+struct WebPushDelivery: PlatformDelivery {
+    /// The app's client; `nil` when the app has no `webPush` (any more).
+    let client: WebPushClient?
+
+    func send(_ part: DeliveryPart) async {
+        let queued = part.batch.notification
+        let items = part.items
+        guard let client, let settings = part.app.webPush else {
+            part.recordEach(.failed(reason: .gateway(.webPushNotConfigured)))
+            return
+        }
+        // Web Push has no silent messages: a background push reaches no browser.
+        guard queued.pushType == .alert else {
+            part.recordEach(.failed(reason: .gateway(.notForBrowsers)))
+            return
+        }
+        let addresses: [String: WebPushAddress]
+        do {
+            addresses = try await part.store.webPushAddresses(app: part.app.id, tokens: items.map(\.token))
+        } catch {
+            part.logger.warning("cannot read the batch's Web Push subscriptions; retrying later", metadata: ["error": "\(error)"])
+            part.recordEach(.retry(reason: .gateway(.connectionFailed)))
+            return
+        }
+        let policy = settings.policy
+        // The message is the same for every browser of the batch but for an incremented badge:
+        // made once per badge value, not once per browser.
+        let now = Date()
+        var messages: [Int?: Result<WebPushMessage, WebPushError>] = [:]
+        for badge in Set(items.map(\.badge)) {
+            do throws(WebPushError) {
+                messages[badge] = .success(try BrowserMessages.message(for: queued, badge: badge, defaultURL: settings.defaultURL, now: now))
+            } catch {
+                messages[badge] = .failure(error)
+            }
+        }
+        // What cannot be sent is answered at once; the rest go to the client together, a group
+        // per message (per badge value: one for most notifications).
+        var groups: [Int?: (message: WebPushMessage, indices: [Int], subscriptions: [WebPushSubscription])] = [:]
+        for (index, item) in items.enumerated() {
+            // Deleted since the claim: nothing to send to.
+            guard let address = addresses[item.token] else {
+                part.record(.rejected(reason: .gateway(.subscriptionGone), timestamp: now), at: index)
+                continue
+            }
+            do throws(WebPushError) {
+                let message = try messages[item.badge]!.get()
+                let subscription = try WebPushSubscription(endpoint: address.endpoint, p256dh: address.p256dh, auth: address.auth, policy: policy)
+                groups[item.badge, default: (message, [], [])].indices.append(index)
+                groups[item.badge]!.subscriptions.append(subscription)
+            } catch {
+                part.record(.failed(reason: BrowserMessages.reason(refusing: error)), at: index)
+            }
+        }
+        for (_, group) in groups {
+            let results = await client.send(group.message, toEach: group.subscriptions)
+            let answered = Date()
+            for (index, result) in zip(group.indices, results) {
+                part.record(BrowserMessages.outcome(result, now: answered), at: index)
+            }
+        }
+    }
+}
