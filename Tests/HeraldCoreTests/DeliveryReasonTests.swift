@@ -48,14 +48,32 @@ struct DeliveryReasonTests {
         #expect(parsed.apnsReason == reason)
     }
 
-    @Test("the known reasons are APNs's and the gateway's, each with a string of its own")
+    @Test("the known reasons are APNs's, the gateway's, Web Push's and FCM's, each string once")
     func allKnown() {
-        #expect(DeliveryReason.allKnown.count == APNSReason.allKnown.count + DeliveryReason.Gateway.allCases.count)
+        // Web Push's and FCM's 429, 500, 503 and 413 keep APNs's strings (what the store has
+        // always held for them): listed once.
+        let shared: Set<String> = ["TooManyRequests", "InternalServerError", "ServiceUnavailable", "PayloadTooLarge"]
+        let platforms = DeliveryReason.WebPush.allCases.map(\.rawValue) + DeliveryReason.FCM.allCases.map(\.rawValue)
+        #expect(platforms.filter(shared.contains).count == 7)
+        #expect(
+            DeliveryReason.allKnown.count
+                == APNSReason.allKnown.count + DeliveryReason.Gateway.allCases.count + platforms.count - 7)
         #expect(Set(DeliveryReason.allKnown.map(\.description)).count == DeliveryReason.allKnown.count)
         for reason in DeliveryReason.allKnown {
             #expect(DeliveryReason(reason.description) == reason)
             #expect(reason.code == reason.description, "a known reason is its own code")
         }
+    }
+
+    @Test("a platform's reason is its own case, and the string the store has always kept for it")
+    func platformReasons() {
+        #expect(DeliveryReason.webPush(.tooManyRequests).description == "TooManyRequests")
+        #expect(DeliveryReason.fcm(.quotaExceeded).description == "TooManyRequests")
+        #expect(DeliveryReason.fcm(.quotaExceeded) == .apns(.tooManyRequests), "equal exactly when their strings are")
+        #expect(DeliveryReason.webPush(.tooManyRequests).code == "TooManyRequests")
+        #expect(DeliveryReason("SubscriptionGone") == .webPush(.subscriptionGone))
+        #expect(DeliveryReason("FCMUnregistered").code == "FCMUnregistered")
+        #expect(DeliveryReason.fcm(.unregistered).apnsReason == nil)
     }
 
     @Test("strings Herald does not know are kept as they are", arguments: [

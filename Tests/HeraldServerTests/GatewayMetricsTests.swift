@@ -50,7 +50,7 @@ struct GatewayMetricsTests {
             DeliveryOutcome(token: "e", result: .failed(reason: .gateway(.payloadInvalid))),
             DeliveryOutcome(token: "f", result: .rejected(reason: "SomethingNew", timestamp: nil)),
             DeliveryOutcome(token: "wp_abcdefghijklmnopqrstuvwxyz234567", result: .accepted(receipt: nil)),
-            DeliveryOutcome(token: "wp_abcdefghijklmnopqrstuvwxyz234572", result: .rejected(reason: .gateway(.subscriptionGone), timestamp: nil)),
+            DeliveryOutcome(token: "wp_abcdefghijklmnopqrstuvwxyz234572", result: .rejected(reason: .webPush(.subscriptionGone), timestamp: nil)),
         ]
         metrics.recordOutcomes(app: "shop", outcomes, duration: .milliseconds(3))
         let text = String(decoding: metrics.exposition(), as: UTF8.self)

@@ -10,6 +10,10 @@ public enum DeliveryReason: Sendable, Hashable, CustomStringConvertible, Lossles
     case apns(APNSReason)
     /// A reason the gateway gives itself.
     case gateway(Gateway)
+    /// A browser's push service's answer (RFC 8030), or the gateway's reason about a browser.
+    case webPush(WebPush)
+    /// FCM's answer (its `ErrorCode`), or the gateway's reason about an Android device.
+    case fcm(FCM)
     /// The notification's deadline came while a device was still being retried: `Expired (last: …)`,
     /// with the reason of its last retry.
     indirect case expiredRetrying(last: DeliveryReason)
@@ -61,50 +65,78 @@ public enum DeliveryReason: Sendable, Hashable, CustomStringConvertible, Lossles
         /// A device is an APNs token, but its app has no APNs credentials configured (any more):
         /// it reaches browsers only.
         case apnsNotConfigured = "APNsNotConfigured"
-        // Web Push (browsers).
+    }
+
+    /// Web Push's reasons (browsers; docs/webpush.md). Its answers that APNs gives too (429,
+    /// 500, 503, 413) keep the strings the store has always kept for them: the same as APNs's.
+    public enum WebPush: String, Sendable, Hashable, CaseIterable {
         /// The push service said the browser's subscription is gone (404 or 410, RFC 8030 §7.3):
         /// the device is retired unless it registered again since.
         case subscriptionGone = "SubscriptionGone"
+        /// The message is larger than the push service takes (413, RFC 8030 §7.2): final.
+        case payloadTooLarge = "PayloadTooLarge"
+        /// The push service is limiting this sender (429, RFC 8030 §8.4): retried, after its
+        /// `Retry-After` when it gave one.
+        case tooManyRequests = "TooManyRequests"
+        /// The push service failed (500): retried.
+        case internalServerError = "InternalServerError"
+        /// The push service is unavailable (502, 503, 504): retried.
+        case serviceUnavailable = "ServiceUnavailable"
         /// A device is a browser's subscription, but its app has no `webPush` configured (any
         /// more): it cannot be sent to.
-        case webPushNotConfigured = "WebPushNotConfigured"
+        case notConfigured = "WebPushNotConfigured"
         /// The browser's endpoint is not a push service the app may send to (not a known one nor
         /// in `webPush.allowedHosts`, or a private network's address): not sent, the device kept
         /// (the app's configuration may allow it later).
         case endpointNotAllowed = "EndpointNotAllowed"
         /// The push type reaches no browser (`background`: Web Push has no silent messages).
         case notForBrowsers = "NotForBrowsers"
-        /// Apple's Web Push service refused the VAPID token (a wrong key, `aud`, `exp` or `sub`):
-        /// the gateway's configuration, so retried.
+        /// The push service refused the VAPID token (a wrong key, `aud`, `exp` or `sub`; Apple's
+        /// `BadJwtToken`, or 401): the gateway's configuration, so retried.
         case badJwtToken = "BadJwtToken"
         /// Apple's Web Push service refused the `Topic` header.
         case badWebPushTopic = "BadWebPushTopic"
         /// The subscription is bound to another VAPID key than the one that signed (RFC 8292 §4).
         case vapidPkHashMismatch = "VapidPkHashMismatch"
-        // FCM (Android devices; docs/fcm.md).
-        /// A device is an Android device, but its app has no `fcm` configured (any more).
-        case fcmNotConfigured = "FCMNotConfigured"
-        /// FCM said the registration token is gone (`UNREGISTERED`): the device is retired
-        /// unless it registered again since the answer.
-        case fcmUnregistered = "FCMUnregistered"
-        /// FCM said the registration token is malformed (`INVALID_ARGUMENT` about the token): the
-        /// device is marked invalid.
-        case fcmInvalidToken = "FCMInvalidToken"
-        /// The registration token belongs to another Firebase project (`SENDER_ID_MISMATCH`):
-        /// the device is marked invalid.
-        case fcmSenderIdMismatch = "FCMSenderIdMismatch"
-        /// FCM refused the message itself (`INVALID_ARGUMENT` naming its fields).
-        case fcmInvalidMessage = "FCMInvalidMessage"
-        /// FCM's own APNs or web credentials were refused (`THIRD_PARTY_AUTH_ERROR`): final.
-        case fcmThirdPartyAuthError = "FCMThirdPartyAuthError"
-        /// FCM or its token endpoint refused the gateway's service account or project (401, 403,
-        /// 404): the gateway's configuration, so retried until the notification expires.
-        case fcmSenderRefused = "FCMSenderRefused"
     }
 
-    /// Every reason with a fixed string: APNs's known reasons, then the gateway's. Each has a
-    /// different string, and each is its own ``code``.
-    public static let allKnown: [DeliveryReason] = APNSReason.allKnown.map(apns) + Gateway.allCases.map(gateway)
+    /// FCM's reasons (Android devices; docs/fcm.md), after FCM's `ErrorCode`s
+    /// (https://firebase.google.com/docs/reference/fcm/rest/v1/ErrorCode). Those APNs gives too
+    /// (quota, internal, unavailable) keep the strings the store has always kept: APNs's.
+    public enum FCM: String, Sendable, Hashable, CaseIterable {
+        /// FCM said the registration token is gone (`UNREGISTERED`): the device is retired
+        /// unless it registered again since the answer.
+        case unregistered = "FCMUnregistered"
+        /// FCM said the registration token is malformed (`INVALID_ARGUMENT` about the token): the
+        /// device is marked invalid.
+        case invalidToken = "FCMInvalidToken"
+        /// The registration token belongs to another Firebase project (`SENDER_ID_MISMATCH`):
+        /// the device is marked invalid.
+        case senderIdMismatch = "FCMSenderIdMismatch"
+        /// FCM refused the message itself (`INVALID_ARGUMENT` naming its fields).
+        case invalidMessage = "FCMInvalidMessage"
+        /// FCM's own APNs or web credentials were refused (`THIRD_PARTY_AUTH_ERROR`): final.
+        case thirdPartyAuthError = "FCMThirdPartyAuthError"
+        /// FCM or its token endpoint refused the gateway's service account or project (401, 403,
+        /// 404): the gateway's configuration, so retried until the notification expires.
+        case senderRefused = "FCMSenderRefused"
+        /// The project's or the device's sending quota is spent (`QUOTA_EXCEEDED`, 429): retried.
+        case quotaExceeded = "TooManyRequests"
+        /// FCM failed (`INTERNAL`, 500): retried.
+        case internalError = "InternalServerError"
+        /// FCM is overloaded (`UNAVAILABLE`, 503): retried.
+        case unavailable = "ServiceUnavailable"
+        /// A device is an Android device, but its app has no `fcm` configured (any more).
+        case notConfigured = "FCMNotConfigured"
+    }
+
+    /// Every reason with a fixed string, each string once: APNs's known reasons, the gateway's,
+    /// then Web Push's and FCM's that are not one of those. Each is its own ``code``.
+    public static let allKnown: [DeliveryReason] = {
+        var seen = Set<String>()
+        let all = APNSReason.allKnown.map(apns) + Gateway.allCases.map(gateway) + WebPush.allCases.map(webPush) + FCM.allCases.map(fcm)
+        return all.filter { seen.insert($0.description).inserted }
+    }()
 
     /// The reason a string stands for; never fails, and gives back exactly `text` as ``description``.
     public init(_ text: String) {
@@ -137,6 +169,8 @@ public enum DeliveryReason: Sendable, Hashable, CustomStringConvertible, Lossles
         switch self {
         case .apns(let reason): reason.rawValue
         case .gateway(let reason): reason.rawValue
+        case .webPush(let reason): reason.rawValue
+        case .fcm(let reason): reason.rawValue
         case .expiredRetrying(let last): Self.expiredPrefix + last.description + ")"
         case .quarantined(let what): Self.quarantinedPrefix + what
         case .other(let text): text
@@ -151,6 +185,8 @@ public enum DeliveryReason: Sendable, Hashable, CustomStringConvertible, Lossles
         case .apns(.unknown), .other: "other"
         case .apns(let reason): reason.rawValue
         case .gateway(let reason): reason.rawValue
+        case .webPush(let reason): reason.rawValue
+        case .fcm(let reason): reason.rawValue
         case .expiredRetrying: Gateway.expired.rawValue
         case .quarantined: "Quarantined"
         }

@@ -140,15 +140,28 @@ final class DeliveryWorkers: Service, Sendable {
         let grace = GracePeriod()
         let watchdog = Task { await self.watch(batch, grace: grace) }
         defer { watchdog.cancel() }
-        // Each platform's devices go to its delivery at once (most batches are of one platform).
+        let outcomes = await Self.outcomes(
+            of: batch, grace: grace,
+            part: { devices, collector in DeliveryPart(batch: devices, app: app, store: store, logger: logger, outcomes: collector) },
+            delivery: { generation.delivery(for: $0, app: app) })
+        await record(batch, outcomes, logger: logger, start: start)
+    }
+
+    /// Every device's outcome for `batch`, a part per platform in ``DevicePlatform/allCases``'s
+    /// order: each part is sent through its platform's delivery, all at once. An outcome that is
+    /// not in when `grace` ends, or when its delivery returns without it, is a `shutdown` retry;
+    /// a delivery still sending then is left to finish on its own, and its late outcomes are dropped.
+    static func outcomes(
+        of batch: WorkBatch, grace: GracePeriod, part: (WorkBatch, OutcomeCollector) -> DeliveryPart,
+        delivery: (DevicePlatform) -> any PlatformDelivery
+    ) async -> [DeliveryOutcome] {
         var collectors: [OutcomeCollector] = []
         for (platform, devices) in DevicePlatform.parts(of: batch) {
             let collector = OutcomeCollector(tokens: devices.items.map(\.token), missing: .retry(reason: .gateway(.shutdown)))
             grace.watch(collector)
             collectors.append(collector)
-            let part = DeliveryPart(batch: devices, app: app, store: store, logger: logger, outcomes: collector)
-            let delivery = generation.delivery(for: platform, app: app)
-            // Left to finish on its own if the grace period runs out first.
+            let part = part(devices, collector)
+            let delivery = delivery(platform)
             Task {
                 await delivery.send(part)
                 collector.stop()
@@ -159,7 +172,7 @@ final class DeliveryWorkers: Service, Sendable {
             await collector.wait()
             if outcomes.isEmpty { outcomes = collector.take() } else { outcomes += collector.take() }
         }
-        await record(batch, outcomes, logger: logger, start: start)
+        return outcomes
     }
 
     /// Renews `batch`'s lease while it is sent; once the process is stopping, gives the batch its

@@ -41,6 +41,25 @@ struct DeliveryPart: Sendable {
     }
 }
 
+extension DeliveryOutcome.Result {
+    /// The most of a push service's ID for an accepted message (APNs's `apns-id`, a Web Push
+    /// message's `Location`, FCM's message name) the store keeps: it is the peer's to make.
+    static let maximumReceiptLength = 128
+
+    /// Accepted, with the push service's ID cut to ``maximumReceiptLength`` bytes' worth of
+    /// characters.
+    static func accepted(boundedReceipt receipt: String?) -> Self {
+        guard let receipt, receipt.utf8.count > maximumReceiptLength else { return .accepted(receipt: receipt) }
+        // Whole characters only: none is cut in two.
+        var cut = ""
+        for character in receipt {
+            guard cut.utf8.count + character.utf8.count <= maximumReceiptLength else { break }
+            cut.append(character)
+        }
+        return .accepted(receipt: cut)
+    }
+}
+
 extension DevicePlatform {
     /// `batch` split by platform, in the order of ``DevicePlatform/allCases``: most batches are of
     /// one platform, and come back whole, without a copy of their items.

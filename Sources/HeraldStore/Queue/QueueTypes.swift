@@ -38,8 +38,8 @@ struct Invalidation: Sendable, Hashable {
         switch reason {
         // A browser's push service says so with 404 or 410 (RFC 8030 §7.3), and FCM with
         // UNREGISTERED, at the time they answer.
-        case .gateway(.subscriptionGone), .gateway(.fcmUnregistered): return .unregistered
-        case .gateway(.fcmInvalidToken), .gateway(.fcmSenderIdMismatch): return .invalid
+        case .webPush(.subscriptionGone), .fcm(.unregistered): return .unregistered
+        case .fcm(.invalidToken), .fcm(.senderIdMismatch): return .invalid
         default: break
         }
         return switch reason.apnsReason {

@@ -97,27 +97,27 @@ enum AndroidMessages {
         switch result {
         case .success(let receipt):
             // FCM's name for the message (projects/…/messages/…), kept as its ID (bounded: the peer's).
-            return .accepted(receipt: receipt.name.map { String($0.prefix(128)) })
+            return .accepted(boundedReceipt: receipt.name)
         case .failure(let error):
             switch error.code {
             case .unregistered:
-                return .rejected(reason: .gateway(.fcmUnregistered), timestamp: now)
+                return .rejected(reason: .fcm(.unregistered), timestamp: now)
             case .senderIDMismatch:
-                return .rejected(reason: .gateway(.fcmSenderIdMismatch), timestamp: nil)
+                return .rejected(reason: .fcm(.senderIdMismatch), timestamp: nil)
             case .invalidArgument where error.isTokenInvalid:
-                return .rejected(reason: .gateway(.fcmInvalidToken), timestamp: nil)
+                return .rejected(reason: .fcm(.invalidToken), timestamp: nil)
             case .invalidArgument, .invalidMessage, .rejected:
-                return .rejected(reason: .gateway(.fcmInvalidMessage), timestamp: nil)
+                return .rejected(reason: .fcm(.invalidMessage), timestamp: nil)
             case .thirdPartyAuthError:
-                return .failed(reason: .gateway(.fcmThirdPartyAuthError))
+                return .failed(reason: .fcm(.thirdPartyAuthError))
             case .unauthenticated, .tokenRefused, .permissionDenied, .notFound:
-                return .retry(reason: .gateway(.fcmSenderRefused))
+                return .retry(reason: .fcm(.senderRefused))
             case .quotaExceeded:
-                return .retry(reason: .apns(.tooManyRequests))
+                return .retry(reason: .fcm(.quotaExceeded))
             case .internal:
-                return .retry(reason: .apns(.internalServerError))
+                return .retry(reason: .fcm(.internalError))
             case .unavailable:
-                return .retry(reason: .apns(.serviceUnavailable))
+                return .retry(reason: .fcm(.unavailable))
             case .timedOut:
                 return .retry(reason: .gateway(.timedOut))
             case .connectionFailed:

@@ -17,7 +17,7 @@ struct FCMDelivery: PlatformDelivery {
     func send(_ part: DeliveryPart) async {
         let items = part.items
         guard let client else {
-            part.recordEach(.failed(reason: .gateway(.fcmNotConfigured)))
+            part.recordEach(.failed(reason: .fcm(.notConfigured)))
             return
         }
         let addresses: [String: FCMAddress]
@@ -42,7 +42,7 @@ struct FCMDelivery: PlatformDelivery {
         for (index, item) in items.enumerated() {
             // Deleted since the claim: nothing to send to.
             guard let address = addresses[item.token] else {
-                part.record(.rejected(reason: .gateway(.fcmUnregistered), timestamp: now), at: index)
+                part.record(.rejected(reason: .fcm(.unregistered), timestamp: now), at: index)
                 continue
             }
             indices.append(index)

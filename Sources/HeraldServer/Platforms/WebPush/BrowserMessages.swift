@@ -110,21 +110,21 @@ enum BrowserMessages {
         switch result {
         case .success(let receipt):
             // The message's resource at the push service, kept as its ID (bounded: it is the peer's).
-            return .accepted(receipt: receipt.location.map { String($0.prefix(128)) })
+            return .accepted(boundedReceipt: receipt.location)
         case .failure(let error):
             switch error.code {
             case .subscriptionGone:
-                return .rejected(reason: .gateway(.subscriptionGone), timestamp: now)
+                return .rejected(reason: .webPush(.subscriptionGone), timestamp: now)
             case .payloadTooLarge:
-                return .failed(reason: .apns(.payloadTooLarge))
+                return .failed(reason: .webPush(.payloadTooLarge))
             case .rejected:
                 let reason = DeliveryReason(error.reason)
-                if reason == .gateway(.badJwtToken) || error.status == 401 { return .retry(reason: .gateway(.badJwtToken)) }
+                if reason == .webPush(.badJwtToken) || error.status == 401 { return .retry(reason: .webPush(.badJwtToken)) }
                 return .rejected(reason: reason, timestamp: nil)
             case .tooManyRequests:
-                return .retry(reason: .apns(.tooManyRequests))
+                return .retry(reason: .webPush(.tooManyRequests))
             case .serviceUnavailable:
-                return .retry(reason: error.status == 500 ? .apns(.internalServerError) : .apns(.serviceUnavailable))
+                return .retry(reason: error.status == 500 ? .webPush(.internalServerError) : .webPush(.serviceUnavailable))
             case .timedOut:
                 return .retry(reason: .gateway(.timedOut))
             case .connectionFailed:
@@ -132,7 +132,7 @@ enum BrowserMessages {
             case .shutdown:
                 return .retry(reason: .gateway(.shutdown))
             case .endpointNotAllowed:
-                return .failed(reason: .gateway(.endpointNotAllowed))
+                return .failed(reason: .webPush(.endpointNotAllowed))
             default:
                 return .failed(reason: .gateway(.payloadInvalid))
             }
@@ -143,8 +143,8 @@ enum BrowserMessages {
     /// app may not send to, or a message no push service would take.
     static func reason(refusing error: WebPushError) -> DeliveryReason {
         switch error.code {
-        case .payloadTooLarge: .apns(.payloadTooLarge)
-        case .endpointNotAllowed: .gateway(.endpointNotAllowed)
+        case .payloadTooLarge: .webPush(.payloadTooLarge)
+        case .endpointNotAllowed: .webPush(.endpointNotAllowed)
         default: .gateway(.payloadInvalid)
         }
     }

@@ -18,12 +18,12 @@ struct WebPushDelivery: PlatformDelivery {
         let queued = part.batch.notification
         let items = part.items
         guard let client, let settings = part.app.webPush else {
-            part.recordEach(.failed(reason: .gateway(.webPushNotConfigured)))
+            part.recordEach(.failed(reason: .webPush(.notConfigured)))
             return
         }
         // Web Push has no silent messages: a background push reaches no browser.
         guard queued.pushType == .alert else {
-            part.recordEach(.failed(reason: .gateway(.notForBrowsers)))
+            part.recordEach(.failed(reason: .webPush(.notForBrowsers)))
             return
         }
         let addresses: [String: WebPushAddress]
@@ -52,7 +52,7 @@ struct WebPushDelivery: PlatformDelivery {
         for (index, item) in items.enumerated() {
             // Deleted since the claim: nothing to send to.
             guard let address = addresses[item.token] else {
-                part.record(.rejected(reason: .gateway(.subscriptionGone), timestamp: now), at: index)
+                part.record(.rejected(reason: .webPush(.subscriptionGone), timestamp: now), at: index)
                 continue
             }
             do throws(WebPushError) {
