@@ -110,6 +110,45 @@ struct ConfigurationTests {
         #expect(missing?.description.contains("nope.json") == true)
     }
 
+    /// ``app`` with its APNs settings in `apns`, beside `webPush` and `fcm`.
+    private let nested = #"{ "id": "shop", "apns": { "topic": "com.example.shop", "environment": "sandbox", "authKey": { "file": "AuthKey_ABC123DEFG.p8", "keyID": "ABC123DEFG", "teamID": "DEF123GHIJ" } } }"#
+
+    @Test("apps[].apns holds an app's APNs settings beside webPush and fcm; the flat form before it is read the same, with a notice")
+    func apnsNested() throws {
+        let (scratch, json) = try fixture()
+        let new = try GatewayConfiguration.load(file: try scratch.write("nested.json", json(nested)))
+        let old = try GatewayConfiguration.load(file: try scratch.write("flat.json", json(app)))
+        for configuration in [new, old] {
+            let shop = configuration.apps[0]
+            #expect(shop.topic == "com.example.shop" && shop.environment == .sandbox && shop.platforms == [.apns])
+            #expect(shop.credentialDescription == "provider key ABC123DEFG of team DEF123GHIJ")
+        }
+        #expect(new.formNotice == nil)
+        #expect(old.formNotice?.contains("app shop gives its APNs settings at the app's top level") == true, "\(old.formNotice ?? "")")
+        #expect(old.formNotice?.contains("apps[].apns") == true)
+        let tuned = try GatewayConfiguration.load(
+            file: try scratch.write(
+                "tuned.json",
+                json(nested.replacingOccurrences(of: #""environment": "sandbox""#, with: #""environment": "sandbox", "connections": 2, "environments": {"production": "https://127.0.0.1:2197"}"#))))
+        #expect(tuned.apps[0].connections == 2 && tuned.apps[0].host(for: .production) == .custom(host: "127.0.0.1", port: 2197))
+
+        let cases: [(String, String, String)] = [
+            (nested.replacingOccurrences(of: #""id": "shop","#, with: #""id": "shop", "topic": "com.example.shop","#), "apps[0].topic", "not both"),
+            (nested.replacingOccurrences(of: #""environment": "sandbox""#, with: #""environment": "sandbox", "colour": 1"#), "apps[0].apns.colour", "unknown field"),
+            (nested.replacingOccurrences(of: #""topic": "com.example.shop", "#, with: ""), "apps[0].apns.topic", "is required"),
+            (nested.replacingOccurrences(of: "sandbox", with: "staging"), "apps[0].apns.environment", "sandbox, production"),
+            (nested.replacingOccurrences(of: "AuthKey_ABC123DEFG.p8", with: "missing.p8"), "apps[0].apns.authKey.file", "missing.p8"),
+            (nested.replacingOccurrences(of: #", "authKey": { "file": "AuthKey_ABC123DEFG.p8", "keyID": "ABC123DEFG", "teamID": "DEF123GHIJ" }"#, with: ""), "apps[0].apns", "authKey"),
+            (#"{ "id": "shop" }"#, "apps[0]", "give apns"),
+        ]
+        for (index, (text, field, words)) in cases.enumerated() {
+            let file = try scratch.write("nested\(index).json", json(text))
+            let error = #expect(throws: ConfigurationError.self, "\(field)") { try GatewayConfiguration.load(file: file) }
+            #expect(error?.field == field, "\(error?.description ?? "")")
+            #expect(error?.message.contains(words) == true, "\(error?.description ?? ""): should say '\(words)'")
+        }
+    }
+
     @Test("webPush: a VAPID key file, a contact and a default URL; each mistake named by its field")
     func webPush() throws {
         let (scratch, json) = try fixture()

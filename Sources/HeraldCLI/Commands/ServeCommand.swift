@@ -66,6 +66,7 @@ struct ServeCommand: AsyncParsableCommand {
             return handler
         }
         let logger = Logger(label: "herald.gateway")
+        if let notice = configuration.formNotice { logger.notice("\(notice)") }
         // One registry for the gateway's metrics and the APNs clients' (through swift-metrics).
         let registry = PrometheusCollectorRegistry()
         MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: registry))

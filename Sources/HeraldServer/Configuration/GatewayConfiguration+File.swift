@@ -126,23 +126,52 @@ extension GatewayConfiguration {
 }
 
 extension GatewayConfiguration.App {
+    /// The fields of `apps[].apns`, which an app may also give at its top level (the form
+    /// before 0.x's platforms were equal; still read).
+    static let apnsFields = ["topic", "environment", "environments", "authKey", "certificate", "credentialsByKind", "caFile", "connections"]
+
     init(_ fields: JSONFields, directory: String, environment: [String: String]) throws(FieldError) {
-        try fields.only([
-            "id", "topic", "environment", "environments", "authKey", "certificate", "credentialsByKind", "caFile", "connections", "webPush", "fcm",
-            "defaultTimeZone", "quietHours", "maximumRatePerSecond", "webhooks",
-        ])
+        try fields.only(["id", "apns", "webPush", "fcm", "defaultTimeZone", "quietHours", "maximumRatePerSecond", "webhooks"] + Self.apnsFields)
         let id = try fields.requiredString("id")
         guard Self.isValidID(id) else { throw FieldError(fields.at("id"), "must be 1 to 64 of a-z 0-9 . _ - (it is part of the API's paths)") }
+        // How the app reaches APNs: `apns`, beside `webPush` and `fcm`; or, as before, the same
+        // fields at the app's top level (not both).
+        let flat = Self.apnsFields.filter(fields.has)
+        let apns: JSONFields?
+        if let nested = try fields.object("apns") {
+            if let first = flat.first {
+                throw FieldError(fields.at(first), "is an APNs setting: give it inside apns with the others (an app gives them in apns or at its top level, not both)")
+            }
+            try nested.only(Self.apnsFields)
+            apns = nested
+        } else if !flat.isEmpty {
+            apns = try JSONFields(.object(fields.members.filter { Self.apnsFields.contains($0.key) }), path: fields.path)
+            givesAPNSAtTopLevel = true
+        } else {
+            apns = nil
+        }
         // An app without APNs credentials (it reaches browsers and/or Android devices) needs no
         // topic or environment; one with APNs credentials needs both.
-        let browsersOnly = !fields.has("authKey") && !fields.has("certificate") && (fields.has("webPush") || fields.has("fcm"))
-        let topic = browsersOnly ? try fields.string("topic") : try fields.requiredString("topic")
+        let hasCredentials = apns.map { $0.has("authKey") || $0.has("certificate") } ?? false
+        let browsersOnly = !hasCredentials && (fields.has("webPush") || fields.has("fcm"))
+        let settings: JSONFields
+        if let apns {
+            settings = apns
+        } else if browsersOnly {
+            settings = try JSONFields(.object([:]), path: fields.at("apns"))
+        } else {
+            throw FieldError(
+                fields.path,
+                "give apns {topic, environment, authKey {file, keyID, teamID} and/or certificate {file, passwordEnv}} to reach APNs, and/or webPush {vapidKeyFile, subject, defaultURL} to reach browsers, and/or fcm {serviceAccountFile} to reach Android devices"
+            )
+        }
+        let topic = browsersOnly ? try settings.string("topic") : try settings.requiredString("topic")
         if let topic {
             guard !topic.contains("/"), PeerText.isSafe(topic), topic.utf8.count <= 255 else {
-                throw FieldError(fields.at("topic"), "must be the app's bundle ID, e.g. com.example.app")
+                throw FieldError(settings.at("topic"), "must be the app's bundle ID, e.g. com.example.app")
             }
         }
-        let environmentName = browsersOnly ? try fields.string("environment") ?? "production" : try fields.requiredString("environment")
+        let environmentName = browsersOnly ? try settings.string("environment") ?? "production" : try settings.requiredString("environment")
         let apnsEnvironment: APNSEnvironment
         switch environmentName {
         case "sandbox": apnsEnvironment = .sandbox
@@ -151,29 +180,29 @@ extension GatewayConfiguration.App {
             do {
                 apnsEnvironment = try APNSEnvironment(url: environmentName)
             } catch {
-                throw FieldError(fields.at("environment"), "must be sandbox, production or https://HOST:PORT (\(error.message))")
+                throw FieldError(settings.at("environment"), "must be sandbox, production or https://HOST:PORT (\(error.message))")
             }
         }
         // The app's credentials: a provider key and/or a certificate (the key serves every kind
         // not named in credentialsByKind when both are given: token authentication covers every
         // push type, apns-spec §1.5), and a credential per token kind where one is needed (a
         // VoIP certificate).
-        let authKey = try fields.object("authKey").map { object throws(FieldError) in try Self.providerKey(object, directory: directory) }
-        let certificate = try fields.object("certificate").map { object throws(FieldError) in
+        let authKey = try settings.object("authKey").map { object throws(FieldError) in try Self.providerKey(object, directory: directory) }
+        let certificate = try settings.object("certificate").map { object throws(FieldError) in
             try Self.certificate(object, directory: directory, environment: environment)
         }
         let credentials = authKey ?? certificate
         if credentials == nil, !browsersOnly {
             throw FieldError(
-                fields.path,
+                settings.path,
                 "give authKey {file, keyID, teamID} and/or certificate {file, passwordEnv} to reach APNs, and/or webPush {vapidKeyFile, subject, defaultURL} to reach browsers, and/or fcm {serviceAccountFile} to reach Android devices"
             )
         }
-        if credentials == nil, fields.has("credentialsByKind") {
-            throw FieldError(fields.at("credentialsByKind"), "needs the app's own authKey or certificate as well")
+        if credentials == nil, settings.has("credentialsByKind") {
+            throw FieldError(settings.at("credentialsByKind"), "needs the app's own authKey or certificate as well")
         }
         var byKind: [TokenKind: APNSCredentials] = [:]
-        if let kinds = try fields.object("credentialsByKind") {
+        if let kinds = try settings.object("credentialsByKind") {
             try kinds.only(TokenKind.allCases.map(\.rawValue))
             for kind in TokenKind.allCases {
                 switch kinds.members[kind.rawValue] {
@@ -203,7 +232,7 @@ extension GatewayConfiguration.App {
         self.credentials = credentials
         credentialsByKind = byKind
         // Hosts per token environment (mocks and tests); caFile applies to each.
-        if let hosts = try fields.object("environments") {
+        if let hosts = try settings.object("environments") {
             try hosts.only(TokenEnvironment.allCases.map(\.rawValue))
             for tokenEnvironment in TokenEnvironment.allCases {
                 guard let url = try hosts.string(tokenEnvironment.rawValue) else { continue }
@@ -214,9 +243,9 @@ extension GatewayConfiguration.App {
                 }
             }
         }
-        if let certificates = try Self.caFile(fields, directory: directory) { trustRoots = .systemAnd(certificates) }
-        if let connections = try fields.int("connections") {
-            guard (1...64).contains(connections) else { throw FieldError(fields.at("connections"), "must be 1 to 64") }
+        if let certificates = try Self.caFile(settings, directory: directory) { trustRoots = .systemAnd(certificates) }
+        if let connections = try settings.int("connections") {
+            guard (1...64).contains(connections) else { throw FieldError(settings.at("connections"), "must be 1 to 64") }
             self.connections = connections
         }
         if let webPush = try fields.object("webPush") {

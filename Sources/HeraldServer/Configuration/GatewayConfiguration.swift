@@ -52,6 +52,8 @@ public struct GatewayConfiguration: Sendable {
         public var maximumRatePerSecond: Double?
         /// Where the app's events are POSTed (`webhooks` in the file); none by default.
         public var webhooks: [Webhook] = []
+        /// The file gave the app's APNs settings at its top level, not in `apns`.
+        var givesAPNSAtTopLevel = false
 
         public init(id: String, topic: String, environment: APNSEnvironment, credentials: APNSCredentials) {
             self.id = id
@@ -198,6 +200,15 @@ public struct GatewayConfiguration: Sendable {
     public var tls: APITLSIdentity?
     /// How webhook events are sent (`webhookSender` in the file).
     public var webhookSender = WebhookSenderSettings()
+
+    /// One line for the log at start when the file gives apps' APNs settings in the form before
+    /// `apps[].apns` (still read); `nil` when it does not.
+    public var formNotice: String? {
+        let flat = apps.filter(\.givesAPNSAtTopLevel).map(\.id)
+        guard !flat.isEmpty else { return nil }
+        return "app \(flat.joined(separator: ", ")) gives its APNs settings at the app's top level, which is still read; "
+            + "the form now nests them as apps[].apns {topic, environment, authKey or certificate, …} beside webPush and fcm (docs/gateway.md)"
+    }
 
     public init(database: StoreURL, apps: [App], apiKeys: [APIKey]) {
         self.database = database
