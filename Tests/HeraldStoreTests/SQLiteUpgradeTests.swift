@@ -62,3 +62,48 @@ struct SQLiteUpgradeTests {
         }
     }
 }
+
+/// A database at the schema before counts per platform had their own table, with counts in it,
+/// opened by this Herald: the counts are moved, none lost, on both databases.
+@Suite("Counts per platform: the upgrade", .timeLimit(.minutes(6)))
+struct PlatformCountsUpgradeTests {
+    @Test("a notification's Web Push and FCM counts in the columns of the schema before are its counts per platform after", arguments: Backend.allCases)
+    func moved(backend: Backend) async throws {
+        let scratch = try ScratchDirectory()
+        let url = try await backend.storeURL(scratch: scratch)
+        let raw = RawDatabase(backend: backend, url: url)
+        let migrations = backend == .sqlite ? SQLiteSchema.migrations : PostgresSchema.migrations
+        let before = migrations.count - 1
+        #expect(migrations[before].contains { $0.contains("CREATE TABLE notification_platforms") }, "the last migration makes the table")
+        var script = migrations[0..<before].joined().map { $0 + ";\n" }.joined()
+        script += (backend == .sqlite ? SQLiteSchema.createVersions : PostgresSchema.createVersions) + ";\n"
+        script += (1...before).map { "INSERT INTO herald_schema VALUES (\($0), 0);\n" }.joined()
+        // Three notifications as an earlier Herald left them: one to APNs devices only, one with
+        // browsers and Android devices among its outcomes, one with browsers only.
+        let payload = backend == .sqlite ? "X'7B7D'" : "'\\x7b7d'::bytea"
+        for (id, counts) in [("01900000-0000-7000-8000-000000000001", (0, 0, 0, 0, 0, 0)), ("01900000-0000-7000-8000-000000000002", (3, 1, 2, 4, 0, 1)), ("01900000-0000-7000-8000-000000000003", (5, 0, 0, 0, 0, 0))] {
+            script += """
+                INSERT INTO notifications (id, app, audience_kind, audience, payload, push_type, badge_mode, status, targeted,
+                    accepted, rejected, failed, deadline, created_at, finished_at,
+                    webpush_accepted, webpush_rejected, webpush_failed, fcm_accepted, fcm_rejected, fcm_failed)
+                VALUES ('\(id)', '\(app)', 0, '', \(payload), 'alert', 0, 2, 20, 12, 2, 3, 9999999999999, 1, 2,
+                    \(counts.0), \(counts.1), \(counts.2), \(counts.3), \(counts.4), \(counts.5));\n
+                """
+        }
+        // Its rejections by reason, which the totals are read from.
+        script += "INSERT INTO notification_reasons (notification_id, reason, count) VALUES ('01900000-0000-7000-8000-000000000002', 'Unregistered', 2);\n"
+        try await raw.execute(script)
+
+        try await withHeraldStore(configuration: try HeraldStore.Configuration(url: url)) { store in
+            try await store.checkReady()
+            let mixed = try #require(try await store.notification(id: "01900000-0000-7000-8000-000000000002"))
+            #expect(mixed.counts.byPlatform == [.webpush: PlatformCounts(accepted: 3, rejected: 1, failed: 2), .fcm: PlatformCounts(accepted: 4, failed: 1)])
+            #expect(mixed.counts.apns == PlatformCounts(accepted: 5, rejected: 1, failed: 0), "APNs's: the totals less the others'")
+            #expect(try await store.notification(id: "01900000-0000-7000-8000-000000000003")?.counts.byPlatform == [.webpush: PlatformCounts(accepted: 5)])
+            #expect(try await store.notification(id: "01900000-0000-7000-8000-000000000001")?.counts.byPlatform == [:])
+            let listed = try await store.notifications(app: app, limit: 10).items
+            #expect(Set(listed.map(\.id)) == ["01900000-0000-7000-8000-000000000001", "01900000-0000-7000-8000-000000000002", "01900000-0000-7000-8000-000000000003"])
+            #expect(listed.first { $0.id == "01900000-0000-7000-8000-000000000002" }?.counts.android == PlatformCounts(accepted: 4, failed: 1), "the list reads them too")
+        }
+    }
+}

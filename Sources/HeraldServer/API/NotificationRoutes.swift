@@ -198,16 +198,15 @@ struct NotificationRoutes {
         writer.endObject()
         writer.member("failed", counts.failed)
         writer.member("pending", counts.pending)
-        // The same outcomes by platform: browsers' and Android devices' as counted, the rest
-        // APNs devices'.
-        let (browsers, android) = (counts.browsers, counts.android)
-        let rejected = counts.rejected.values.reduce(0, +)
-        let apns = PlatformCounts(
-            accepted: max(0, counts.accepted - browsers.accepted - android.accepted), rejected: max(0, rejected - browsers.rejected - android.rejected),
-            failed: max(0, counts.failed - browsers.failed - android.failed))
+        // The same outcomes by platform: each platform's as counted, APNs's the rest.
+        let apns = counts.apns
         writer.key("platforms")
         writer.beginObject()
-        for (platform, platformCounts) in [(DevicePlatform.apns, apns), (.webpush, browsers), (.fcm, android)] {
+        for platform in DevicePlatform.allCases {
+            let platformCounts =
+                platform == .apns
+                ? PlatformCounts(accepted: max(0, apns.accepted), rejected: max(0, apns.rejected), failed: max(0, apns.failed))
+                : counts.byPlatform[platform] ?? PlatformCounts()
             writer.key(platform.rawValue)
             writer.beginObject()
             writer.member("accepted", platformCounts.accepted)

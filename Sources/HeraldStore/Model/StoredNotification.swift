@@ -110,22 +110,37 @@ public struct NotificationCounts: Sendable, Hashable {
     public var rejected: [String: Int]
     /// Devices it could not reach (APNs unreachable until it expired, or cancelled).
     public var failed: Int
-    /// Of the outcomes above, those of browsers (Web Push subscriptions): the rest are APNs
-    /// devices'. Counted as browsers are sent to (not a cancel's).
-    public var browsers: PlatformCounts
-    /// Of the outcomes above, those of Android devices (FCM registration tokens).
-    public var android: PlatformCounts
+    /// Of the outcomes above, those of each platform but APNs (Web Push, FCM): the rest are APNs
+    /// devices'. Counted as devices are sent to (not a cancel's); a platform none of whose
+    /// devices has an outcome yet is absent.
+    public var byPlatform: [DevicePlatform: PlatformCounts]
 
-    public init(
-        targeted: Int = 0, accepted: Int = 0, rejected: [String: Int] = [:], failed: Int = 0, browsers: PlatformCounts = PlatformCounts(),
-        android: PlatformCounts = PlatformCounts()
-    ) {
+    public init(targeted: Int = 0, accepted: Int = 0, rejected: [String: Int] = [:], failed: Int = 0, byPlatform: [DevicePlatform: PlatformCounts] = [:]) {
         self.targeted = targeted
         self.accepted = accepted
         self.rejected = rejected
         self.failed = failed
-        self.browsers = browsers
-        self.android = android
+        self.byPlatform = byPlatform
+    }
+
+    /// Of the outcomes, those of browsers (Web Push subscriptions).
+    public var browsers: PlatformCounts {
+        get { byPlatform[.webpush] ?? PlatformCounts() }
+        set { byPlatform[.webpush] = newValue }
+    }
+
+    /// Of the outcomes, those of Android devices (FCM registration tokens).
+    public var android: PlatformCounts {
+        get { byPlatform[.fcm] ?? PlatformCounts() }
+        set { byPlatform[.fcm] = newValue }
+    }
+
+    /// APNs devices' outcomes: the totals less the other platforms'.
+    public var apns: PlatformCounts {
+        let others = byPlatform.filter { $0.key != .apns }.values
+        return PlatformCounts(
+            accepted: accepted - others.reduce(0) { $0 + $1.accepted }, rejected: rejected.values.reduce(0, +) - others.reduce(0) { $0 + $1.rejected },
+            failed: failed - others.reduce(0) { $0 + $1.failed })
     }
 
     /// Devices without an outcome yet.

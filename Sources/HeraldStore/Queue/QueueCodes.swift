@@ -14,6 +14,29 @@ extension StoredCode {
 }
 
 /// Where one device of a notification stands.
+/// A device's platform in `notification_platforms` (the counts of a notification's outcomes).
+enum PlatformCode: Int, StoredCode {
+    case apns = 0
+    case webpush = 1
+    case fcm = 2
+
+    init(_ platform: DevicePlatform) {
+        switch platform {
+        case .apns: self = .apns
+        case .webpush: self = .webpush
+        case .fcm: self = .fcm
+        }
+    }
+
+    var platform: DevicePlatform {
+        switch self {
+        case .apns: .apns
+        case .webpush: .webpush
+        case .fcm: .fcm
+        }
+    }
+}
+
 enum DeliveryState: Int, StoredCode {
     /// Due at its `next_attempt_at`.
     case pending = 0

@@ -225,28 +225,45 @@ extension QueueEngine {
             if more { rows.removeLast() }
             // The rejection counts of the whole page in one query, not one per notification.
             var reasons: [String: [String: Int]] = [:]
+            var platforms: [String: [DevicePlatform: PlatformCounts]] = [:]
             let ids = rows.compactMap { $0.text(0) }
             if !ids.isEmpty {
                 for row in try await connection.query(sql.selectReasonsOf, [.texts(ids)]) {
                     reasons[row.text(0) ?? "", default: [:]][row.text(1) ?? ""] = row.int(2, default: 0)
                 }
+                platforms = try await platformCounts(of: ids, on: connection)
             }
-            let notifications = rows.map { Self.notification($0, rejected: reasons[$0.text(0) ?? ""] ?? [:]) }
+            let notifications = rows.map { row in
+                Self.notification(row, rejected: reasons[row.text(0) ?? ""] ?? [:], byPlatform: platforms[row.text(0) ?? ""] ?? [:])
+            }
             return Page(items: notifications, next: more ? notifications.last?.id : nil)
         }
     }
 
-    /// A notification from a row of ``QueueStatements/notificationColumns``, with its rejection counts.
+    /// A notification from a row of ``QueueStatements/notificationColumns``, with its rejection
+    /// counts and its counts per platform.
     func notification(_ row: SQLRow, on connection: any SQLConnection) async throws -> StoredNotification {
         let id = row.text(0) ?? ""
         var rejected: [String: Int] = [:]
         for reason in try await connection.query(sql.selectReasons, [.text(id)]) {
             rejected[reason.text(0) ?? ""] = reason.int(1, default: 0)
         }
-        return Self.notification(row, rejected: rejected)
+        return Self.notification(row, rejected: rejected, byPlatform: try await platformCounts(of: [id], on: connection)[id] ?? [:])
     }
 
-    static func notification(_ row: SQLRow, rejected: [String: Int]) -> StoredNotification {
+    /// The counts per platform of the notifications `ids`, by notification ID (a platform Herald
+    /// does not know, written by a newer one, is left out).
+    func platformCounts(of ids: [String], on connection: any SQLConnection) async throws -> [String: [DevicePlatform: PlatformCounts]] {
+        var counts: [String: [DevicePlatform: PlatformCounts]] = [:]
+        for row in try await connection.query(sql.selectPlatformCountsOf, [.texts(ids)]) {
+            guard let platform = PlatformCode(code: row.int(1))?.platform else { continue }
+            counts[row.text(0) ?? "", default: [:]][platform] = PlatformCounts(
+                accepted: row.int(2, default: 0), rejected: row.int(3, default: 0), failed: row.int(4, default: 0))
+        }
+        return counts
+    }
+
+    static func notification(_ row: SQLRow, rejected: [String: Int], byPlatform: [DevicePlatform: PlatformCounts]) -> StoredNotification {
         let id = row.text(0) ?? ""
         var request = NotificationRequest(
             app: row.text(1) ?? "",
@@ -260,15 +277,14 @@ extension QueueEngine {
             idempotencyKey: row.text(10),
             activityType: row.text(19)
         )
-        request.webPush = row.text(23).map { Array($0.utf8) }
-        request.fcm = row.text(27).map { Array($0.utf8) }
-        request.schedule = DeliverySchedule(stored: row.text(28))
+        request.webPush = row.text(20).map { Array($0.utf8) }
+        request.fcm = row.text(21).map { Array($0.utf8) }
+        request.schedule = DeliverySchedule(stored: row.text(22))
         return StoredNotification(
             id: id, request: request, status: NotificationState(code: row.int(11))?.status ?? .queued,
             counts: NotificationCounts(
                 targeted: row.int(12, default: 0), accepted: row.int(13, default: 0), rejected: rejected, failed: row.int(15, default: 0),
-                browsers: PlatformCounts(accepted: row.int(20, default: 0), rejected: row.int(21, default: 0), failed: row.int(22, default: 0)),
-                android: PlatformCounts(accepted: row.int(24, default: 0), rejected: row.int(25, default: 0), failed: row.int(26, default: 0))
+                byPlatform: byPlatform
             ),
             createdAt: Date(milliseconds: row.int(17) ?? 0),
             finishedAt: row.int(18).map(Date.init(milliseconds:))

@@ -97,11 +97,10 @@ extension QueueEngine {
                 try await connection.query(sql.addCounts, [.int(accepted), .int(rejectedCount), .int(failed), .text(id)])
             }
             if !others.isEmpty {
-                let (browsers, android) = (others.browsers, others.android)
-                try await connection.query(sql.addPlatformCounts, [
-                    .int(browsers.accepted), .int(browsers.rejected), .int(browsers.failed), .text(id), .int(android.accepted), .int(android.rejected),
-                    .int(android.failed),
-                ])
+                let rows: [[SQLValue]] = others.counts.sorted { $0.key.rawValue < $1.key.rawValue }.map { platform, counts in
+                    [.code(PlatformCode(platform)), .int(counts.accepted), .int(counts.rejected), .int(counts.failed)]
+                }
+                try await connection.query(sql.addPlatformCounts, [.text(id), .rows(rows)])
             }
             if !rejected.isEmpty {
                 try await connection.query(sql.addReasons, [.text(id), .rows(rejected.sorted { $0.key < $1.key }.map { [.text($0.key), .int($0.value)] })])
@@ -141,20 +140,21 @@ extension QueueEngine {
     }
 }
 
-/// A completion's outcomes of browsers and of Android devices, told by their device IDs.
+/// A completion's outcomes of each platform but APNs (whose are the totals less these), told by
+/// their device IDs.
 struct OtherPlatforms {
-    var browsers = PlatformCounts()
-    var android = PlatformCounts()
+    var counts: [DevicePlatform: PlatformCounts] = [:]
 
-    var isEmpty: Bool { browsers == PlatformCounts() && android == PlatformCounts() }
+    var isEmpty: Bool { counts.isEmpty }
 
-    /// Counts `token`'s finished delivery if it is a browser's or an Android device's (one
-    /// prefix check for an APNs token).
+    /// Counts `token`'s finished delivery if it is not an APNs device's (one prefix check for an
+    /// APNs token).
     mutating func count(_ token: String, _ state: DeliveryState?) {
-        switch DevicePlatform(deviceID: token) {
-        case .apns: break
-        case .webpush: browsers.count(state)
-        case .fcm: android.count(state)
+        let platform = DevicePlatform(deviceID: token)
+        guard platform != .apns else { return }
+        switch state {
+        case .accepted, .rejected, .failed: counts[platform, default: PlatformCounts()].count(state)
+        default: break
         }
     }
 }

@@ -137,12 +137,16 @@ struct QueueStatements: Sendable {
 
     static let notificationColumns = """
         id, app, audience_kind, audience, payload, push_type, priority, expiration, collapse_id, badge_mode, \
-        idempotency_key, status, targeted, accepted, rejected, failed, deadline, created_at, finished_at, activity_type,
-        webpush_accepted, webpush_rejected, webpush_failed, web_push, fcm_accepted, fcm_rejected, fcm_failed, fcm, schedule
+        idempotency_key, status, targeted, accepted, rejected, failed, deadline, created_at, finished_at, activity_type, \
+        web_push, fcm, schedule
         """
     var selectNotification: String { "SELECT \(Self.notificationColumns) FROM notifications WHERE id = $1" }
     var selectByIdempotencyKey: String { "SELECT \(Self.notificationColumns) FROM notifications WHERE app = $1 AND idempotency_key = $2" }
     var selectReasons: String { "SELECT reason, count FROM notification_reasons WHERE notification_id = $1" }
+    /// The counts per platform of the notifications $1 (``PlatformCode``).
+    var selectPlatformCountsOf: String {
+        "SELECT notification_id, platform, accepted, rejected, failed FROM notification_platforms WHERE notification_id IN (\(d.list(1, .text)))"
+    }
     /// The rejection counts of the notifications $1.
     var selectReasonsOf: String { "SELECT notification_id, reason, count FROM notification_reasons WHERE notification_id IN (\(d.list(1, .text)))" }
     /// App $1's notifications before ID $2 (IDs sort by creation), newest first, at most $3,
@@ -521,12 +525,13 @@ struct QueueStatements: Sendable {
         RETURNING state, reason, token
         """
     }
-    /// Browsers' outcomes of notification $4: accepted $1, rejected $2, failed $3; Android
-    /// devices' $5, $6, $7.
+    /// Adds to notification $1's counts per platform, rows `[platform, accepted, rejected, failed]` ($2).
     var addPlatformCounts: String {
         """
-        UPDATE notifications SET webpush_accepted = webpush_accepted + $1, webpush_rejected = webpush_rejected + $2, webpush_failed = webpush_failed + $3,
-            fcm_accepted = fcm_accepted + $5, fcm_rejected = fcm_rejected + $6, fcm_failed = fcm_failed + $7 WHERE id = $4
+        INSERT INTO notification_platforms (notification_id, platform, accepted, rejected, failed)
+        SELECT $1, \(e(0, .smallint)), \(e(1, .bigint)), \(e(2, .bigint)), \(e(3, .bigint)) FROM \(d.rows(2)) AS j WHERE true
+        ON CONFLICT (notification_id, platform) DO UPDATE SET accepted = notification_platforms.accepted + excluded.accepted,
+            rejected = notification_platforms.rejected + excluded.rejected, failed = notification_platforms.failed + excluded.failed
         """
     }
     /// A range moves on to ($1, $2), in state $3, only while $6 still holds its lease.
@@ -683,6 +688,7 @@ struct QueueStatements: Sendable {
     var deleteNotifications: [String] {
         [
             "DELETE FROM notification_reasons WHERE notification_id IN (\(d.list(1, .text)))",
+            "DELETE FROM notification_platforms WHERE notification_id IN (\(d.list(1, .text)))",
             "DELETE FROM segments WHERE notification_id IN (\(d.list(1, .text)))",
             "DELETE FROM notifications WHERE id IN (\(d.list(1, .text)))",
         ]

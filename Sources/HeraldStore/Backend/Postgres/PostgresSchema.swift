@@ -247,6 +247,30 @@ enum PostgresSchema {
             "DROP INDEX devices_hash",
             "CREATE INDEX devices_hash ON devices (app, kind, hash, token) INCLUDE (environment) WHERE status = 0",
         ],
+        // 13: a notification's outcomes per platform, in a table keyed by platform
+        // (``PlatformCode``), not two columns each for Web Push and FCM: a platform more is a
+        // code, not a migration. APNs's are the notification's totals less the others', as
+        // before. The counts kept in the old columns are copied; the columns stay, no longer
+        // written (a process of an earlier Herald may still run beside this one on PostgreSQL).
+        [
+            """
+            CREATE TABLE notification_platforms (
+                notification_id TEXT NOT NULL, platform SMALLINT NOT NULL,
+                accepted BIGINT NOT NULL DEFAULT 0, rejected BIGINT NOT NULL DEFAULT 0, failed BIGINT NOT NULL DEFAULT 0,
+                PRIMARY KEY (notification_id, platform)
+            )
+            """,
+            """
+            INSERT INTO notification_platforms (notification_id, platform, accepted, rejected, failed)
+            SELECT id, 1, webpush_accepted, webpush_rejected, webpush_failed FROM notifications
+            WHERE webpush_accepted + webpush_rejected + webpush_failed > 0
+            """,
+            """
+            INSERT INTO notification_platforms (notification_id, platform, accepted, rejected, failed)
+            SELECT id, 2, fcm_accepted, fcm_rejected, fcm_failed FROM notifications
+            WHERE fcm_accepted + fcm_rejected + fcm_failed > 0
+            """,
+        ],
     ]
 
     static let createVersions = "CREATE TABLE IF NOT EXISTS herald_schema (version INTEGER PRIMARY KEY, applied_at BIGINT NOT NULL)"

@@ -270,6 +270,30 @@ enum SQLiteSchema {
             """,
             "CREATE INDEX webhook_events_due ON webhook_events (next_attempt_at)",
         ],
+        // 14: a notification's outcomes per platform, in a table keyed by platform
+        // (``PlatformCode``), not two columns each for Web Push and FCM: a platform more is a
+        // code, not a migration. APNs's are the notification's totals less the others', as
+        // before. The counts kept in the old columns are copied; the columns stay, no longer
+        // written (a process of an earlier Herald may still run beside this one on PostgreSQL).
+        [
+            """
+            CREATE TABLE notification_platforms (
+                notification_id TEXT NOT NULL, platform INTEGER NOT NULL,
+                accepted INTEGER NOT NULL DEFAULT 0, rejected INTEGER NOT NULL DEFAULT 0, failed INTEGER NOT NULL DEFAULT 0,
+                PRIMARY KEY (notification_id, platform)
+            ) WITHOUT ROWID
+            """,
+            """
+            INSERT INTO notification_platforms (notification_id, platform, accepted, rejected, failed)
+            SELECT id, 1, webpush_accepted, webpush_rejected, webpush_failed FROM notifications
+            WHERE webpush_accepted + webpush_rejected + webpush_failed > 0
+            """,
+            """
+            INSERT INTO notification_platforms (notification_id, platform, accepted, rejected, failed)
+            SELECT id, 2, fcm_accepted, fcm_rejected, fcm_failed FROM notifications
+            WHERE fcm_accepted + fcm_rejected + fcm_failed > 0
+            """,
+        ],
     ]
 
     /// Before migration 6: gives every device without a hash (stored before migration 4, and
