@@ -9,10 +9,12 @@ let package = Package(
         .library(name: "HeraldCore", targets: ["HeraldCore"]),
         // Certificates and keys from .p12 and PEM files, for TLS client auth and signing.
         .library(name: "HeraldIdentity", targets: ["HeraldIdentity"]),
-        // The HTTP/2 provider client.
-        .library(name: "HeraldClient", targets: ["HeraldClient"]),
-        // A mock APNs server to test against.
-        .library(name: "HeraldMock", targets: ["HeraldMock"]),
+        // APNs: the HTTP/2 provider client.
+        .library(name: "HeraldAPNS", targets: ["HeraldAPNS"]),
+        // A mock APNs server (HTTP/2 and the legacy binary protocol) to test against.
+        .library(name: "HeraldAPNSMock", targets: ["HeraldAPNSMock"]),
+        // What every mock shares: the certificate authority that issues their TLS identities.
+        .library(name: "HeraldMockCore", targets: ["HeraldMockCore"]),
         // The legacy binary provider and feedback reader (retired by Apple, kept for old gateways).
         .library(name: "HeraldLegacy", targets: ["HeraldLegacy"]),
         // Signed Wallet passes and Safari push packages.
@@ -27,8 +29,8 @@ let package = Package(
         .library(name: "HeraldFCMMock", targets: ["HeraldFCMMock"]),
         // The device registry and durable delivery queue, on SQLite or PostgreSQL.
         .library(name: "HeraldStore", targets: ["HeraldStore"]),
-        // The push gateway: HTTP API, delivery workers and metrics over the store.
-        .library(name: "HeraldServer", targets: ["HeraldServer"]),
+        // The push gateway (`herald serve`): HTTP API, delivery workers and metrics over the store.
+        .library(name: "HeraldGateway", targets: ["HeraldGateway"]),
         .executable(name: "herald", targets: ["herald"]),
     ],
     dependencies: [
@@ -97,7 +99,7 @@ let package = Package(
             dependencies: [.product(name: "NIOCore", package: "swift-nio")]
         ),
         .target(
-            name: "HeraldClient",
+            name: "HeraldAPNS",
             dependencies: [
                 "HeraldCore",
                 "HeraldIdentity",
@@ -135,9 +137,22 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
+        // What the APNs, Web Push and FCM mocks share (no platform's): a certificate authority
+        // for their TLS identities, and a bounded record of what they received.
         .target(
-            name: "HeraldMock",
+            name: "HeraldMockCore",
             dependencies: [
+                "HeraldIdentity",
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "X509", package: "swift-certificates"),
+                .product(name: "SwiftASN1", package: "swift-asn1"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]
+        ),
+        .target(
+            name: "HeraldAPNSMock",
+            dependencies: [
+                "HeraldMockCore",
                 "HeraldCore",
                 "HeraldFlow",
                 "HeraldIdentity",
@@ -169,7 +184,7 @@ let package = Package(
             dependencies: [
                 "HeraldCore",
                 "HeraldFlow",
-                "HeraldClient",
+                "HeraldAPNS",
                 "HeraldIdentity",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -185,7 +200,7 @@ let package = Package(
         .target(
             name: "HeraldMockHTTP",
             dependencies: [
-                "HeraldMock",
+                "HeraldMockCore",
                 "HeraldHTTP2",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
@@ -204,7 +219,7 @@ let package = Package(
                 "HeraldCore",
                 "HeraldFlow",
                 "HeraldWebPush",
-                "HeraldMock",
+                "HeraldMockCore",
                 "HeraldMockHTTP",
                 "HeraldIdentity",
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -223,7 +238,7 @@ let package = Package(
             dependencies: [
                 "HeraldCore",
                 "HeraldFlow",
-                "HeraldClient",
+                "HeraldAPNS",
                 "HeraldIdentity",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
@@ -241,7 +256,7 @@ let package = Package(
                 "HeraldCore",
                 "HeraldFlow",
                 "HeraldFCM",
-                "HeraldMock",
+                "HeraldMockCore",
                 "HeraldMockHTTP",
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
                 .product(name: "Hummingbird", package: "hummingbird"),
@@ -264,11 +279,11 @@ let package = Package(
             ]
         ),
         .target(
-            name: "HeraldServer",
+            name: "HeraldGateway",
             dependencies: [
                 "HeraldCore",
                 "HeraldIdentity",
-                "HeraldClient",
+                "HeraldAPNS",
                 "HeraldStore",
                 "HeraldWebPush",
                 "HeraldFCM",
@@ -301,11 +316,11 @@ let package = Package(
                 "HeraldCore",
                 "HeraldIdentity",
                 "HeraldBundles",
-                "HeraldClient",
+                "HeraldAPNS",
                 "HeraldLegacy",
-                "HeraldMock",
+                "HeraldAPNSMock",
                 "HeraldStore",
-                "HeraldServer",
+                "HeraldGateway",
                 "HeraldWebPush",
                 "HeraldWebPushMock",
                 "HeraldFCM",
@@ -332,7 +347,7 @@ let package = Package(
             name: "HeraldHostilePeers",
             dependencies: [
                 "HeraldHTTP2",
-                "HeraldMock",
+                "HeraldAPNSMock",
                 "HeraldTestSupport",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -348,7 +363,7 @@ let package = Package(
             dependencies: ["HeraldTestSupport", "HeraldCore", .product(name: "Crypto", package: "swift-crypto")]
         ),
         .testTarget(
-            name: "HeraldClientTests",
+            name: "HeraldAPNSTests",
             dependencies: [
                 "HeraldTestSupport",
                 "HeraldFlow",
@@ -356,8 +371,8 @@ let package = Package(
                 "HeraldHTTP2",
                 "HeraldCore",
                 "HeraldIdentity",
-                "HeraldClient",
-                "HeraldMock",
+                "HeraldAPNS",
+                "HeraldAPNSMock",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),
@@ -406,7 +421,7 @@ let package = Package(
                 "HeraldCore",
                 "HeraldIdentity",
                 "HeraldLegacy",
-                "HeraldMock",
+                "HeraldAPNSMock",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),
@@ -420,15 +435,15 @@ let package = Package(
             dependencies: ["HeraldTestSupport", "HeraldCore", "HeraldStore"]
         ),
         .testTarget(
-            name: "HeraldServerTests",
+            name: "HeraldGatewayTests",
             dependencies: [
                 "HeraldTestSupport",
                 "HeraldHostilePeers",
                 "HeraldCore",
-                "HeraldClient",
-                "HeraldMock",
+                "HeraldAPNS",
+                "HeraldAPNSMock",
                 "HeraldStore",
-                "HeraldServer",
+                "HeraldGateway",
                 "HeraldWebPush",
                 "HeraldWebPushMock",
                 "HeraldFCM",
@@ -453,7 +468,7 @@ let package = Package(
                 "HeraldHostilePeers",
                 "HeraldCore",
                 "HeraldHTTP2",
-                "HeraldMock",
+                "HeraldMockCore",
                 "HeraldMockHTTP",
                 "HeraldWebPush",
                 "HeraldWebPushMock",
@@ -483,7 +498,7 @@ let package = Package(
         .testTarget(
             name: "HeraldCLITests",
             dependencies: [
-                "HeraldTestSupport", "HeraldHostilePeers", "HeraldCore", "HeraldMock", "HeraldWebPush", "HeraldWebPushMock", "HeraldFCMMock", "herald",
+                "HeraldTestSupport", "HeraldHostilePeers", "HeraldCore", "HeraldAPNSMock", "HeraldWebPush", "HeraldWebPushMock", "HeraldFCMMock", "herald",
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),

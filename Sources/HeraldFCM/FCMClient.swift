@@ -1,5 +1,5 @@
 import AsyncHTTPClient
-import HeraldClient
+import HeraldAPNS
 import HeraldCore
 @_spi(HeraldFlow) import HeraldFlow
 import HeraldIdentity

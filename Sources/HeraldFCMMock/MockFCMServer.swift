@@ -1,6 +1,6 @@
 import HeraldCore
 import HeraldFCM
-import HeraldMock
+@_exported import HeraldMockCore
 import HeraldMockHTTP
 import Logging
 import NIOSSL

@@ -1,4 +1,4 @@
-import HeraldMock
+import HeraldMockCore
 import Synchronization
 
 /// What the mock FCM holds, behind one lock: the access tokens it handed out, the unregistered

@@ -1,4 +1,4 @@
-import HeraldMock
+import HeraldMockCore
 import Hummingbird
 import HummingbirdCore
 import HummingbirdTLS

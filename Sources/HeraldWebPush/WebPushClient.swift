@@ -1,4 +1,4 @@
-import HeraldClient
+import HeraldAPNS
 import HeraldCore
 @_spi(HeraldFlow) import HeraldFlow
 import HeraldIdentity

@@ -1,5 +1,5 @@
 import HeraldIdentity
-import HeraldMock
+@_exported import HeraldMockCore
 import HeraldMockHTTP
 import HeraldWebPush
 import Logging

@@ -1,5 +1,5 @@
 import Crypto
-import HeraldMock
+import HeraldMockCore
 import Synchronization
 
 #if canImport(FoundationEssentials)

@@ -2,7 +2,7 @@ import Crypto
 import Foundation
 import HeraldTestSupport
 import HeraldCore
-import HeraldMock
+import HeraldAPNSMock
 import Testing
 
 @Suite("herald mock, push, demo and bench, end to end", .timeLimit(.minutes(6)))

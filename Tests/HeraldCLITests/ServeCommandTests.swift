@@ -1,7 +1,7 @@
 import Crypto
 import Foundation
 import HeraldCore
-import HeraldMock
+import HeraldAPNSMock
 import HeraldTestSupport
 import Testing
 

@@ -2,7 +2,7 @@ import Crypto
 import Foundation
 import HeraldCore
 import HeraldFCMMock
-import HeraldMock
+import HeraldAPNSMock
 import HeraldTestSupport
 import HeraldWebPush
 import HeraldWebPushMock

@@ -1,4 +1,4 @@
-import HeraldMock
+import HeraldAPNSMock
 import HeraldTestSupport
 import NIOSSL
 

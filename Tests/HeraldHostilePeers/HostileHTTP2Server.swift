@@ -1,5 +1,5 @@
 import HeraldHTTP2
-import HeraldMock
+import HeraldAPNSMock
 import NIOConcurrencyHelpers
 import NIOCore
 import NIOHPACK

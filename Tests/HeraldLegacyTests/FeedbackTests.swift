@@ -2,7 +2,7 @@ import Foundation
 import HeraldCore
 import HeraldIdentity
 import HeraldLegacy
-import HeraldMock
+import HeraldAPNSMock
 import Testing
 
 @Suite("Feedback service, end to end over TLS", .timeLimit(.minutes(6)))

@@ -2,7 +2,7 @@ import Foundation
 import HeraldCore
 import HeraldIdentity
 @testable import HeraldLegacy
-import HeraldMock
+import HeraldAPNSMock
 import NIOCore
 
 /// A distinct 32-byte token for each number.

@@ -1,7 +1,7 @@
 import AsyncHTTPClient
 import HeraldHTTP2
 import HeraldHostilePeers
-import HeraldMock
+import HeraldAPNSMock
 import HeraldMockHTTP
 import Logging
 import NIOCore

@@ -1,7 +1,7 @@
 import ArgumentParser
-import HeraldClient
+import HeraldAPNS
 import HeraldCore
-import HeraldMock
+import HeraldAPNSMock
 import Histogram
 import NIOCore
 

@@ -1,7 +1,7 @@
 import ArgumentParser
-import HeraldClient
+import HeraldAPNS
 import HeraldCore
-import HeraldMock
+import HeraldAPNSMock
 import Histogram
 
 /// `herald demo`: Herald's main job end to end on this machine, with no account and no setup.

@@ -1,8 +1,8 @@
 import Foundation
-import HeraldClient
+import HeraldAPNS
 import HeraldCore
 import HeraldFCM
-import HeraldMock
+import HeraldAPNSMock
 
 extension FCMBenchCommand {
     /// The alert both clients send, about 100 bytes like `herald bench client`'s.

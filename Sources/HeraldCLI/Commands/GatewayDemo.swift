@@ -1,9 +1,9 @@
 import ArgumentParser
 import Foundation
-import HeraldClient
+import HeraldAPNS
 import HeraldCore
-import HeraldMock
-import HeraldServer
+import HeraldAPNSMock
+import HeraldGateway
 import HeraldStore
 import Logging
 import ServiceLifecycle

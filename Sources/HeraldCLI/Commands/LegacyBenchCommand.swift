@@ -2,7 +2,7 @@ import ArgumentParser
 import HeraldCore
 import HeraldIdentity
 import HeraldLegacy
-import HeraldMock
+import HeraldAPNSMock
 import NIOCore
 import NIOPosix
 import NIOSSL

@@ -1,7 +1,7 @@
 import Foundation
 import HeraldCore
 import HeraldFCMMock
-import HeraldMock
+import HeraldAPNSMock
 
 extension MockCommand {
     /// Starts the mock FCM for `--fcm-port`, its certificate issued by `authority` (the other

@@ -4,7 +4,7 @@ import HeraldCore
 import Foundation
 import HeraldIdentity
 import HeraldLegacy
-import HeraldMock
+import HeraldAPNSMock
 import HeraldWebPushMock
 import NIOCore
 import NIOPosix

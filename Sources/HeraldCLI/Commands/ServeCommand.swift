@@ -1,6 +1,6 @@
 import ArgumentParser
 import HeraldCore
-import HeraldServer
+import HeraldGateway
 import HeraldStore
 import Logging
 import Metrics

@@ -1,5 +1,5 @@
 import ArgumentParser
-import HeraldClient
+import HeraldAPNS
 import HeraldCore
 import HeraldIdentity
 import NIOSSL

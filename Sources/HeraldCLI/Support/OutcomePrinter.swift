@@ -1,4 +1,4 @@
-import HeraldClient
+import HeraldAPNS
 import HeraldCore
 
 #if canImport(FoundationEssentials)

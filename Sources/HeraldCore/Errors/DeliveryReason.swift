@@ -44,7 +44,7 @@ public enum DeliveryReason: Sendable, Hashable, CustomStringConvertible, Lossles
         /// Sending stopped before APNs answered: the client was shut down, or the worker's grace
         /// period ran out while the process stopped. Retried.
         case shutdown = "shutdown"
-        // The APNs client gave up without an answer from APNs: HeraldClient's `APNSClientError`
+        // The APNs client gave up without an answer from APNs: HeraldAPNS's `APNSClientError`
         // codes, by name.
         /// No connection could be made.
         case connectionFailed

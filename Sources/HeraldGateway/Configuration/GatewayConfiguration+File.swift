@@ -1,0 +1,515 @@
+import HeraldAPNS
+import HeraldCore
+import HeraldIdentity
+import HeraldFCM
+import HeraldStore
+import HeraldWebPush
+import NIOSSL
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// A configuration file that cannot be used: which file, which field, and what is wrong with it.
+public struct ConfigurationError: Error, Sendable, Hashable, CustomStringConvertible {
+    public var file: String
+    /// The field, as a path: `apps[0].authKey.keyID`; empty for the file as a whole.
+    public var field: String
+    public var message: String
+
+    public init(file: String, field: String, message: String) {
+        self.file = file
+        self.field = field
+        self.message = message
+    }
+
+    public var description: String { field.isEmpty ? "\(file): \(message)" : "\(file): \(field): \(message)" }
+}
+
+extension GatewayConfiguration {
+    /// The largest configuration file read.
+    static let maximumFileSize = 1 << 20
+
+    /// Reads a configuration file (the format is in the README's gateway section). Key,
+    /// certificate and CA files are read now, relative to the configuration file's directory.
+    ///
+    /// - Parameter environment: where `passwordEnv` names are looked up; the process's by default.
+    /// - Throws: ``ConfigurationError`` naming the file, the field and what is wrong.
+    public static func load(file: String, environment: [String: String]? = nil) throws(ConfigurationError) -> GatewayConfiguration {
+        let bytes: [UInt8]
+        do {
+            bytes = try FileContents.read(file, limit: maximumFileSize)
+        } catch {
+            throw ConfigurationError(file: file, field: "", message: error.reason)
+        }
+        let directory = file.contains("/") ? String(file[...file.lastIndex(of: "/")!]) : ""
+        do {
+            return try GatewayConfiguration(json: bytes, directory: directory, environment: environment ?? processEnvironment())
+        } catch {
+            throw ConfigurationError(file: file, field: error.path, message: error.message)
+        }
+    }
+
+    /// A configuration from the JSON text of a file; relative file names are resolved against
+    /// `directory` (empty or ending in `/`).
+    init(json bytes: [UInt8], directory: String, environment: [String: String]) throws(FieldError) {
+        let document: JSONValue
+        do {
+            document = try JSONValue(parsing: bytes)
+        } catch {
+            throw FieldError("", "not valid JSON: \(error)")
+        }
+        let root = try JSONFields(document, path: "")
+        try root.only(["listen", "database", "apps", "apiKeys", "queue", "workers", "limits", "housekeeping", "tls", "webhookSender"])
+        let databaseText = try root.requiredString("database")
+        let database: StoreURL
+        do {
+            database = try StoreURL(databaseText).withPassword(from: environment)
+        } catch {
+            throw FieldError("database", error.message)
+        }
+        var apps: [App] = []
+        for fields in try root.objects("apps") {
+            let app = try App(fields, directory: directory, environment: environment)
+            guard !apps.contains(where: { $0.id == app.id }) else { throw FieldError(fields.at("id"), "'\(app.id)' is given twice") }
+            apps.append(app)
+        }
+        guard !apps.isEmpty else { throw FieldError("apps", "at least one app is needed") }
+        var keys: [APIKey] = []
+        for fields in try root.objects("apiKeys") {
+            let key = try APIKey(fields, apps: Set(apps.map(\.id)))
+            guard !keys.contains(where: { $0.name == key.name }) else { throw FieldError(fields.at("name"), "'\(key.name)' is given twice") }
+            guard !keys.contains(where: { $0.sha256 == key.sha256 }) else { throw FieldError(fields.at("sha256"), "the same key is given twice") }
+            keys.append(key)
+        }
+        self.init(database: database, apps: apps, apiKeys: keys)
+        if let listen = try root.string("listen") {
+            do {
+                self.listen = try ListenAddress(parsing: listen)
+            } catch {
+                throw FieldError("listen", error.message)
+            }
+        }
+        if let queue = try root.object("queue") { self.queue = try QueueSettings(queue) }
+        if let workers = try root.object("workers") { self.workers = try WorkerSettings(workers) }
+        if let limits = try root.object("limits") { self.limits = try APILimits(limits) }
+        if let housekeeping = try root.object("housekeeping") { self.housekeeping = try HousekeepingSettings(housekeeping) }
+        if let sender = try root.object("webhookSender") { self.webhookSender = try WebhookSenderSettings(sender) }
+        if let tls = try root.object("tls") {
+            try tls.only(["certificateFile", "keyFile"])
+            let files = APITLSIdentity.Files(
+                certificateFile: App.resolve(try tls.requiredString("certificateFile"), in: directory),
+                keyFile: App.resolve(try tls.requiredString("keyFile"), in: directory)
+            )
+            do {
+                self.tls = try APITLSIdentity(files: files)
+            } catch {
+                throw FieldError("tls", error.description)
+            }
+        }
+    }
+
+    private static func processEnvironment() -> [String: String] {
+        var environment: [String: String] = [:]
+        var pointer = environ
+        while let entry = pointer.pointee {
+            let text = String(cString: entry)
+            if let equals = text.firstIndex(of: "=") {
+                environment[String(text[..<equals])] = String(text[text.index(after: equals)...])
+            }
+            pointer += 1
+        }
+        return environment
+    }
+}
+
+extension GatewayConfiguration.App {
+    /// The fields of `apps[].apns`, which an app may also give at its top level (the form
+    /// before 0.x's platforms were equal; still read).
+    static let apnsFields = ["topic", "environment", "environments", "authKey", "certificate", "credentialsByKind", "caFile", "connections"]
+
+    init(_ fields: JSONFields, directory: String, environment: [String: String]) throws(FieldError) {
+        try fields.only(["id", "apns", "webPush", "fcm", "defaultTimeZone", "quietHours", "maximumRatePerSecond", "webhooks"] + Self.apnsFields)
+        let id = try fields.requiredString("id")
+        guard Self.isValidID(id) else { throw FieldError(fields.at("id"), "must be 1 to 64 of a-z 0-9 . _ - (it is part of the API's paths)") }
+        // How the app reaches APNs: `apns`, beside `webPush` and `fcm`; or, as before, the same
+        // fields at the app's top level (not both).
+        let flat = Self.apnsFields.filter(fields.has)
+        let apns: JSONFields?
+        if let nested = try fields.object("apns") {
+            if let first = flat.first {
+                throw FieldError(fields.at(first), "is an APNs setting: give it inside apns with the others (an app gives them in apns or at its top level, not both)")
+            }
+            try nested.only(Self.apnsFields)
+            apns = nested
+        } else if !flat.isEmpty {
+            apns = try JSONFields(.object(fields.members.filter { Self.apnsFields.contains($0.key) }), path: fields.path)
+            givesAPNSAtTopLevel = true
+        } else {
+            apns = nil
+        }
+        // An app without APNs credentials (it reaches browsers and/or Android devices) needs no
+        // topic or environment; one with APNs credentials needs both.
+        let hasCredentials = apns.map { $0.has("authKey") || $0.has("certificate") } ?? false
+        let browsersOnly = !hasCredentials && (fields.has("webPush") || fields.has("fcm"))
+        let settings: JSONFields
+        if let apns {
+            settings = apns
+        } else if browsersOnly {
+            settings = try JSONFields(.object([:]), path: fields.at("apns"))
+        } else {
+            throw FieldError(
+                fields.path,
+                "give apns {topic, environment, authKey {file, keyID, teamID} and/or certificate {file, passwordEnv}} to reach APNs, and/or webPush {vapidKeyFile, subject, defaultURL} to reach browsers, and/or fcm {serviceAccountFile} to reach Android devices"
+            )
+        }
+        let topic = browsersOnly ? try settings.string("topic") : try settings.requiredString("topic")
+        if let topic {
+            guard !topic.contains("/"), PeerText.isSafe(topic), topic.utf8.count <= 255 else {
+                throw FieldError(settings.at("topic"), "must be the app's bundle ID, e.g. com.example.app")
+            }
+        }
+        let environmentName = browsersOnly ? try settings.string("environment") ?? "production" : try settings.requiredString("environment")
+        let apnsEnvironment: APNSEnvironment
+        switch environmentName {
+        case "sandbox": apnsEnvironment = .sandbox
+        case "production": apnsEnvironment = .production
+        default:
+            do {
+                apnsEnvironment = try APNSEnvironment(url: environmentName)
+            } catch {
+                throw FieldError(settings.at("environment"), "must be sandbox, production or https://HOST:PORT (\(error.message))")
+            }
+        }
+        // The app's credentials: a provider key and/or a certificate (the key serves every kind
+        // not named in credentialsByKind when both are given: token authentication covers every
+        // push type, apns-spec §1.5), and a credential per token kind where one is needed (a
+        // VoIP certificate).
+        let authKey = try settings.object("authKey").map { object throws(FieldError) in try Self.providerKey(object, directory: directory) }
+        let certificate = try settings.object("certificate").map { object throws(FieldError) in
+            try Self.certificate(object, directory: directory, environment: environment)
+        }
+        let credentials = authKey ?? certificate
+        if credentials == nil, !browsersOnly {
+            throw FieldError(
+                settings.path,
+                "give authKey {file, keyID, teamID} and/or certificate {file, passwordEnv} to reach APNs, and/or webPush {vapidKeyFile, subject, defaultURL} to reach browsers, and/or fcm {serviceAccountFile} to reach Android devices"
+            )
+        }
+        if credentials == nil, settings.has("credentialsByKind") {
+            throw FieldError(settings.at("credentialsByKind"), "needs the app's own authKey or certificate as well")
+        }
+        var byKind: [TokenKind: APNSCredentials] = [:]
+        if let kinds = try settings.object("credentialsByKind") {
+            try kinds.only(TokenKind.allCases.map(\.rawValue))
+            for kind in TokenKind.allCases {
+                switch kinds.members[kind.rawValue] {
+                case nil: continue
+                case .string("authKey")?:
+                    guard let authKey else { throw FieldError(kinds.at(kind.rawValue), "names authKey, which this app does not have") }
+                    byKind[kind] = authKey
+                case .string("certificate")?:
+                    guard let certificate else { throw FieldError(kinds.at(kind.rawValue), "names certificate, which this app does not have") }
+                    byKind[kind] = certificate
+                case .object?:
+                    let entry = try kinds.object(kind.rawValue)!
+                    try entry.only(["authKey", "certificate"])
+                    switch (try entry.object("authKey"), try entry.object("certificate")) {
+                    case (let key?, nil): byKind[kind] = try Self.providerKey(key, directory: directory)
+                    case (nil, let file?): byKind[kind] = try Self.certificate(file, directory: directory, environment: environment)
+                    default: throw FieldError(entry.path, "give one of authKey {file, keyID, teamID} or certificate {file, passwordEnv}")
+                    }
+                default:
+                    throw FieldError(kinds.at(kind.rawValue), "must be \"authKey\", \"certificate\" (the app's own) or {\"certificate\": {…}} / {\"authKey\": {…}}")
+                }
+            }
+        }
+        self.id = id
+        self.topic = topic
+        self.environment = apnsEnvironment
+        self.credentials = credentials
+        credentialsByKind = byKind
+        // Hosts per token environment (mocks and tests); caFile applies to each.
+        if let hosts = try settings.object("environments") {
+            try hosts.only(TokenEnvironment.allCases.map(\.rawValue))
+            for tokenEnvironment in TokenEnvironment.allCases {
+                guard let url = try hosts.string(tokenEnvironment.rawValue) else { continue }
+                do {
+                    environments[tokenEnvironment] = try APNSEnvironment(url: url)
+                } catch {
+                    throw FieldError(hosts.at(tokenEnvironment.rawValue), "must be https://HOST:PORT (\(error.message))")
+                }
+            }
+        }
+        if let certificates = try Self.caFile(settings, directory: directory) { trustRoots = .systemAnd(certificates) }
+        if let connections = try settings.int("connections") {
+            guard (1...64).contains(connections) else { throw FieldError(settings.at("connections"), "must be 1 to 64") }
+            self.connections = connections
+        }
+        if let webPush = try fields.object("webPush") {
+            self.webPush = try Self.webPush(webPush, directory: directory)
+        }
+        if let fcm = try fields.object("fcm") {
+            self.fcm = try Self.fcm(fcm, directory: directory)
+        }
+        if let zone = try fields.timeZone("defaultTimeZone") { defaultTimeZone = zone }
+        if let quiet = try fields.object("quietHours") {
+            try quiet.only(["start", "end"])
+            guard let start = try quiet.timeOfDay("start") else { throw FieldError(quiet.at("start"), "is required (HH:MM)") }
+            guard let end = try quiet.timeOfDay("end") else { throw FieldError(quiet.at("end"), "is required (HH:MM)") }
+            guard start != end else { throw FieldError(quiet.at("end"), "must differ from start") }
+            quietHours = QuietHours(start: start, end: end)
+        }
+        if let rate = try fields.number("maximumRatePerSecond") {
+            guard rate > 0, rate <= 1_000_000 else { throw FieldError(fields.at("maximumRatePerSecond"), "must be more than 0 and at most 1,000,000") }
+            maximumRatePerSecond = rate
+        }
+        webhooks = try Self.webhooks(fields, environment: environment)
+    }
+
+    /// `fcm`: `{"serviceAccountFile", "endpoint"?, "caFile"?, "connections"?}`.
+    static func fcm(_ fields: JSONFields, directory: String) throws(FieldError) -> GatewayConfiguration.FCMSettings {
+        try fields.only(["serviceAccountFile", "endpoint", "caFile", "connections"])
+        let file = resolve(try fields.requiredString("serviceAccountFile"), in: directory)
+        let account: FCMServiceAccount
+        do {
+            account = try FCMServiceAccount(contentsOfFile: file)
+        } catch {
+            // The message names the field of the file, never its key.
+            throw FieldError(fields.at("serviceAccountFile"), "\(error.message) (the key file of a service account, from the Firebase console or gcloud)")
+        }
+        var settings = GatewayConfiguration.FCMSettings(serviceAccount: account)
+        if let endpoint = try fields.string("endpoint") {
+            guard JSONFields.isHTTPSURL(endpoint) else {
+                throw FieldError(fields.at("endpoint"), "must be an https:// URL (FCM's, or a mock's: herald mock --fcm-port)")
+            }
+            settings.endpoint = endpoint
+        }
+        settings.trustRoots = try caFile(fields, directory: directory) ?? []
+        if let connections = try fields.int("connections") {
+            guard (1...64).contains(connections) else { throw FieldError(fields.at("connections"), "must be 1 to 64") }
+            settings.connections = connections
+        }
+        return settings
+    }
+
+    /// `webPush`: `{"vapidKeyFile", "subject", "defaultURL", "caFile"?, "allowedHosts"?,
+    /// "allowPrivateAddresses"?, "allowLoopbackHTTP"?}`.
+    static func webPush(_ fields: JSONFields, directory: String) throws(FieldError) -> GatewayConfiguration.WebPushSettings {
+        try fields.only(["vapidKeyFile", "subject", "defaultURL", "caFile", "allowedHosts", "allowPrivateAddresses", "allowLoopbackHTTP"])
+        let keyFile = resolve(try fields.requiredString("vapidKeyFile"), in: directory)
+        let key: VAPIDKey
+        do {
+            key = try VAPIDKey(contentsOfFile: keyFile)
+        } catch {
+            throw FieldError(fields.at("vapidKeyFile"), "\(error.message) (make one with: herald webpush keygen --out FILE)")
+        }
+        let subject = try fields.requiredString("subject")
+        do {
+            try VAPID.checkSubject(subject)
+        } catch {
+            throw FieldError(fields.at("subject"), error.message)
+        }
+        let defaultURL = try fields.requiredString("defaultURL")
+        guard JSONFields.isHTTPSURL(defaultURL) else {
+            throw FieldError(fields.at("defaultURL"), "must be an https:// URL (where a browser's notification opens)")
+        }
+        var settings = GatewayConfiguration.WebPushSettings(key: key, subject: subject, defaultURL: defaultURL)
+        settings.trustRoots = try caFile(fields, directory: directory) ?? []
+        settings.allowsLoopbackHTTP = try fields.bool("allowLoopbackHTTP") ?? false
+        settings.allowsPrivateAddresses = try fields.bool("allowPrivateAddresses") ?? false
+        settings.allowedHosts = try fields.strings("allowedHosts") ?? []
+        for host in settings.allowedHosts {
+            let name = host.hasPrefix("*.") ? String(host.dropFirst(2)) : host.hasPrefix(".") ? String(host.dropFirst()) : host
+            guard !name.isEmpty, name.utf8.count <= 253, !name.contains(where: { "/:@?# ".contains($0) }) || IPAddress(name) != nil else {
+                throw FieldError(fields.at("allowedHosts"), "\(PeerText(host, limit: 80)) is not a host name (give names like push.example.net or .example.net, without a scheme or path)")
+            }
+        }
+        return settings
+    }
+
+    /// `caFile`: the PEM certificates of a CA to trust besides the system's (a mock's), if given.
+    static func caFile(_ fields: JSONFields, directory: String) throws(FieldError) -> [NIOSSLCertificate]? {
+        guard let caFile = try fields.string("caFile") else { return nil }
+        let path = resolve(caFile, in: directory)
+        let certificates: [NIOSSLCertificate]
+        do {
+            certificates = try NIOSSLCertificate.fromPEMFile(path)
+        } catch {
+            throw FieldError(fields.at("caFile"), "cannot read PEM certificates from '\(path)' (\(error))")
+        }
+        guard !certificates.isEmpty else { throw FieldError(fields.at("caFile"), "'\(path)' holds no PEM certificate") }
+        return certificates
+    }
+
+    static func isValidID(_ id: String) -> Bool {
+        let bytes = id.utf8
+        return !bytes.isEmpty && bytes.count <= 64 && bytes.allSatisfy { byte in
+            (byte >= 0x30 && byte <= 0x39) || (byte >= 0x61 && byte <= 0x7A) || byte == 0x2E || byte == 0x5F || byte == 0x2D
+        }
+    }
+
+    /// `{file, keyID, teamID}`: a `.p8` provider key.
+    static func providerKey(_ authKey: JSONFields, directory: String) throws(FieldError) -> APNSCredentials {
+        try authKey.only(["file", "keyID", "teamID"])
+        let file = try authKey.requiredString("file")
+        do {
+            return .providerToken(
+                try ProviderKey(contentsOfFile: resolve(file, in: directory), keyID: try authKey.requiredString("keyID"), teamID: try authKey.requiredString("teamID"))
+            )
+        } catch let error as FieldError {
+            throw error
+        } catch let error as ProviderKeyError {
+            throw FieldError(authKey.at("file"), error.message)
+        } catch {
+            throw FieldError(authKey.at("file"), "\(error)")
+        }
+    }
+
+    /// `{file, keyFile?, passwordEnv?}`: a `.p12` or PEM push certificate.
+    static func certificate(_ certificate: JSONFields, directory: String, environment: [String: String]) throws(FieldError) -> APNSCredentials {
+        try certificate.only(["file", "keyFile", "passwordEnv"])
+        let file = try certificate.requiredString("file")
+        var password: String?
+        if let name = try certificate.string("passwordEnv") {
+            guard let value = environment[name] else {
+                throw FieldError(certificate.at("passwordEnv"), "the environment variable \(name) is not set")
+            }
+            password = value
+        }
+        do {
+            return .certificate(
+                try CertificateIdentity(
+                    file: resolve(file, in: directory), keyFile: try certificate.string("keyFile").map { resolve($0, in: directory) }, password: password
+                )
+            )
+        } catch let error as FieldError {
+            throw error
+        } catch let error as IdentityError {
+            throw FieldError(certificate.at("file"), error.message)
+        } catch {
+            throw FieldError(certificate.at("file"), "\(error)")
+        }
+    }
+
+    static func resolve(_ file: String, in directory: String) -> String {
+        file.hasPrefix("/") ? file : directory + file
+    }
+}
+
+extension APIKey {
+    init(_ fields: JSONFields, apps known: Set<String>) throws(FieldError) {
+        try fields.only(["name", "sha256", "apps"])
+        let name = try fields.requiredString("name")
+        guard name.utf8.count <= 64, PeerText.isSafe(name) else { throw FieldError(fields.at("name"), "must be 1 to 64 printable characters") }
+        let hex = try fields.requiredString("sha256")
+        guard let digest = Self.bytes(hex: hex), digest.count == 32 else {
+            throw FieldError(fields.at("sha256"), "must be the 64 hex digits of the key's SHA-256 (herald api-key prints it)")
+        }
+        guard let apps = try fields.strings("apps"), !apps.isEmpty else { throw FieldError(fields.at("apps"), "list the apps this key may use") }
+        for (index, app) in apps.enumerated() where !known.contains(app) {
+            throw FieldError("\(fields.at("apps"))[\(index)]", "no app has the ID '\(PeerText(app, limit: 64))'")
+        }
+        self.init(name: name, sha256: digest, apps: Set(apps))
+    }
+
+    private static func bytes(hex: String) -> [UInt8]? {
+        let digits = Array(hex.utf8)
+        guard digits.count % 2 == 0 else { return nil }
+        func value(_ digit: UInt8) -> UInt8? {
+            switch digit {
+            case 0x30...0x39: digit - 0x30
+            case 0x61...0x66: digit - 0x61 + 10
+            case 0x41...0x46: digit - 0x41 + 10
+            default: nil
+            }
+        }
+        var bytes: [UInt8] = []
+        for index in stride(from: 0, to: digits.count, by: 2) {
+            guard let high = value(digits[index]), let low = value(digits[index + 1]) else { return nil }
+            bytes.append(high << 4 | low)
+        }
+        return bytes
+    }
+}
+
+extension QueueSettings {
+    init(_ fields: JSONFields) throws(FieldError) {
+        self.init()
+        try fields.only(["leaseSeconds", "maximumAgeSeconds", "retryInitialSeconds", "retryMaximumSeconds", "retentionSeconds"])
+        func seconds(_ name: String, _ range: ClosedRange<Int>) throws(FieldError) -> Duration? {
+            guard let value = try fields.int(name) else { return nil }
+            guard range.contains(value) else { throw FieldError(fields.at(name), "must be \(range.lowerBound) to \(range.upperBound) seconds") }
+            return .seconds(value)
+        }
+        if let value = try seconds("leaseSeconds", 2...3600) { lease = value }
+        if let value = try seconds("maximumAgeSeconds", 1...(30 * 86400)) { maximumAge = value }
+        if let value = try seconds("retryInitialSeconds", 1...3600) { initialRetryDelay = value }
+        if let value = try seconds("retryMaximumSeconds", 1...86400) { maximumRetryDelay = value }
+        if let value = try seconds("retentionSeconds", 60...(365 * 86400)) { retention = value }
+    }
+}
+
+extension WorkerSettings {
+    init(_ fields: JSONFields) throws(FieldError) {
+        self.init()
+        try fields.only(["count", "batchSize", "shutdownGraceSeconds"])
+        if let count = try fields.int("count") {
+            guard (1...64).contains(count) else { throw FieldError(fields.at("count"), "must be 1 to 64") }
+            self.count = count
+        }
+        if let batchSize = try fields.int("batchSize") {
+            guard (1...10_000).contains(batchSize) else { throw FieldError(fields.at("batchSize"), "must be 1 to 10000") }
+            self.batchSize = batchSize
+        }
+        if let seconds = try fields.int("shutdownGraceSeconds") {
+            guard (1...300).contains(seconds) else { throw FieldError(fields.at("shutdownGraceSeconds"), "must be 1 to 300") }
+            shutdownGrace = .seconds(seconds)
+        }
+    }
+}
+
+extension APILimits {
+    init(_ fields: JSONFields) throws(FieldError) {
+        self.init()
+        try fields.only([
+            "maximumBodySize", "maximumImportLineSize", "maximumAudienceSize", "maximumConnections", "maximumConnectionsPerAddress",
+            "requestHeadTimeoutSeconds", "minimumBodyRate", "maximumImportSize", "requestsPerSecondPerKey", "requestBurstPerKey",
+            "maximumPendingPerApp", "maximumScheduleAheadSeconds",
+        ])
+        func bounded(_ name: String, _ range: ClosedRange<Int>) throws(FieldError) -> Int? {
+            guard let value = try fields.int(name) else { return nil }
+            guard range.contains(value) else { throw FieldError(fields.at(name), "must be \(range.lowerBound) to \(range.upperBound)") }
+            return value
+        }
+        if let value = try bounded("maximumBodySize", 4096...(64 << 20)) { maximumBodySize = value }
+        if let value = try bounded("maximumImportLineSize", 1024...(1 << 20)) { maximumImportLineSize = value }
+        if let value = try bounded("maximumAudienceSize", 1...1_000_000) { maximumAudienceSize = value }
+        if let value = try bounded("maximumConnections", 1...100_000) { maximumConnections = value }
+        if let value = try bounded("maximumConnectionsPerAddress", 1...100_000) { maximumConnectionsPerAddress = value }
+        if let value = try bounded("requestHeadTimeoutSeconds", 1...30) { requestHeadTimeout = .seconds(value) }
+        if let value = try bounded("minimumBodyRate", 1...(1 << 30)) { minimumBodyRate = value }
+        if let value = try bounded("maximumImportSize", 4096...(1 << 40)) { maximumImportSize = value }
+        if let value = try bounded("requestsPerSecondPerKey", 1...1_000_000) { requestsPerSecondPerKey = value }
+        if let value = try bounded("requestBurstPerKey", 1...10_000_000) { requestBurstPerKey = value }
+        if let value = try bounded("maximumPendingPerApp", 1...1_000_000_000_000) { maximumPendingPerApp = value }
+        if let value = try bounded("maximumScheduleAheadSeconds", 60...(366 * 24 * 3600)) { maximumScheduleAhead = .seconds(value) }
+    }
+}
+
+extension HousekeepingSettings {
+    init(_ fields: JSONFields) throws(FieldError) {
+        self.init()
+        try fields.only(["statisticsIntervalSeconds", "purgeIntervalSeconds", "purgeBatchSize"])
+        func bounded(_ name: String, _ range: ClosedRange<Int>) throws(FieldError) -> Int? {
+            guard let value = try fields.int(name) else { return nil }
+            guard range.contains(value) else { throw FieldError(fields.at(name), "must be \(range.lowerBound) to \(range.upperBound)") }
+            return value
+        }
+        if let value = try bounded("statisticsIntervalSeconds", 1...3600) { statisticsInterval = .seconds(value) }
+        if let value = try bounded("purgeIntervalSeconds", 1...3600) { purgeInterval = .seconds(value) }
+        if let value = try bounded("purgeBatchSize", 1...100_000) { purgeBatchSize = value }
+    }
+}

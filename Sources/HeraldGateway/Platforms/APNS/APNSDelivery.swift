@@ -1,0 +1,61 @@
+import HeraldAPNS
+import HeraldCore
+import HeraldStore
+
+/// APNs devices: each goes to its app's client for its token environment (and for the push type's
+/// token kind, when that kind has a credential of its own), as the answers stream in.
+struct APNSDelivery: PlatformDelivery {
+    /// The workers' APNs clients of this generation (every app's).
+    let clients: [AppEnvironment: APNSClient]
+
+    func send(_ part: DeliveryPart) async {
+        let app = part.app
+        // An app that reaches other platforms only (no APNs credentials, or not any more).
+        guard let topic = app.apnsTopic else {
+            part.recordEach(.failed(reason: .gateway(.apnsNotConfigured)))
+            return
+        }
+        let messages: BatchNotifications
+        do {
+            messages = try BatchNotifications(for: part.batch, topic: topic)
+        } catch {
+            part.recordEach(.failed(reason: .gateway(.payloadInvalid)))
+            return
+        }
+        // The items that have a notification (a token that is not hex has none), in its order,
+        // and their positions in the part when some have none.
+        let items = part.items
+        let positions: [Int]?
+        if messages.invalid.isEmpty {
+            positions = nil
+        } else {
+            for index in messages.invalid { part.record(.failed(reason: .apns(.badDeviceToken)), at: index) }
+            let invalid = Set(messages.invalid)
+            positions = items.indices.filter { !invalid.contains($0) }
+        }
+        let sent = positions.map { $0.map { items[$0] } } ?? items
+        let groups = BatchMessages.groups(of: sent, defaultEnvironment: app.defaultEnvironment)
+        let appID = app.id
+        // The kind's own credential's clients, if it has one (a VoIP certificate).
+        let kind = TokenKind(for: part.batch.notification.pushType).flatMap { app.credentialsByKind[$0] == nil ? nil : $0 }
+        let keepsIDs = part.batch.keepsAcceptanceIDs
+        let logger = part.logger
+        await withTaskGroup(of: Void.self) { senders in
+            // Each device goes to its own environment's client (most batches: all to one).
+            for (environment, indices) in groups {
+                guard let client = clients[AppEnvironment(app: appID, environment: environment, kind: kind)] else { continue }
+                senders.addTask {
+                    let notifications = messages.part(indices.count == messages.count ? nil : indices)
+                    do {
+                        for try await outcome in client.send(contentsOf: notifications, logger: logger) {
+                            let index = indices[outcome.index]
+                            part.record(BatchMessages.outcome(outcome.result, keepingID: keepsIDs), at: positions?[index] ?? index)
+                        }
+                    } catch {
+                        logger.error("the send ended early", metadata: ["error": "\(error)", "environment": "\(environment)"])
+                    }
+                }
+            }
+        }
+    }
+}
