@@ -78,8 +78,10 @@ final class GatewayMetrics: Sendable {
     /// How the devices of one sent batch ended.
     func recordOutcomes(app: String, _ outcomes: [DeliveryOutcome], duration: Duration) {
         var counts: [DeliveryKey: Int] = [:]
-        // Acceptances, nearly every outcome, are counted without a key per device.
-        var accepted = (apns: 0, webpush: 0, fcm: 0)
+        // Acceptances, nearly every outcome, are counted without a key per device: APNs's, most
+        // of them, in a plain count.
+        var acceptedAPNs = 0
+        var acceptedOthers: [DevicePlatform: Int] = [:]
         // By index, not `for outcome in outcomes`: a copy of each outcome retains its token (and
         // releases it), 5,000 times a batch, for a look at its length.
         for index in outcomes.indices {
@@ -88,11 +90,7 @@ final class GatewayMetrics: Sendable {
             let platform = devicePlatform.rawValue
             switch outcomes[index].result {
             case .accepted:
-                switch devicePlatform {
-                case .apns: accepted.apns += 1
-                case .webpush: accepted.webpush += 1
-                case .fcm: accepted.fcm += 1
-                }
+                if devicePlatform == .apns { acceptedAPNs += 1 } else { acceptedOthers[devicePlatform, default: 0] += 1 }
                 continue
             case .rejected(let reason, _): key = DeliveryKey(app: app, platform: platform, outcome: "rejected", reason: Self.label(reason))
             case .retry(let reason): key = DeliveryKey(app: app, platform: platform, outcome: "retry", reason: Self.label(reason))
@@ -100,7 +98,8 @@ final class GatewayMetrics: Sendable {
             }
             counts[key, default: 0] += 1
         }
-        for (platform, count) in [(DevicePlatform.apns, accepted.apns), (.webpush, accepted.webpush), (.fcm, accepted.fcm)] where count > 0 {
+        acceptedOthers[.apns] = acceptedAPNs
+        for (platform, count) in acceptedOthers where count > 0 {
             counts[DeliveryKey(app: app, platform: platform.rawValue, outcome: "accepted", reason: ""), default: 0] += count
         }
         for (key, count) in counts {
