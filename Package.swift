@@ -98,9 +98,24 @@ let package = Package(
             name: "HeraldFlow",
             dependencies: [.product(name: "NIOCore", package: "swift-nio")]
         ),
+        // The HTTP pieces that belong to no platform, shared by the APNs, Web Push and FCM clients:
+        // the HTTP/1.1 client for push services without HTTP/2, the named answer, the guard that
+        // checks an address before a connection is opened, and the one retry loop. Not a product.
+        .target(
+            name: "HeraldTransport",
+            dependencies: [
+                "HeraldCore",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         .target(
             name: "HeraldAPNS",
             dependencies: [
+                "HeraldTransport",
                 "HeraldCore",
                 "HeraldIdentity",
                 "HeraldHTTP2",
@@ -182,6 +197,7 @@ let package = Package(
         .target(
             name: "HeraldWebPush",
             dependencies: [
+                "HeraldTransport",
                 "HeraldCore",
                 "HeraldFlow",
                 "HeraldAPNS",
@@ -236,6 +252,7 @@ let package = Package(
         .target(
             name: "HeraldFCM",
             dependencies: [
+                "HeraldTransport",
                 "HeraldCore",
                 "HeraldFlow",
                 "HeraldAPNS",
@@ -366,6 +383,7 @@ let package = Package(
             name: "HeraldAPNSTests",
             dependencies: [
                 "HeraldTestSupport",
+                "HeraldTransport",
                 "HeraldFlow",
                 "HeraldHostilePeers",
                 "HeraldHTTP2",

@@ -1,3 +1,4 @@
+import HeraldTransport
 import AsyncHTTPClient
 import HeraldAPNS
 import HeraldCore
@@ -211,46 +212,38 @@ public final class FCMClient: Sendable {
     /// Its outcome as a value, not a typed throw: it runs in task groups' child tasks, where a
     /// release build's typed error from an async closure trapped the Web Push client's twin.
     private func retrying(body: [UInt8], after previous: Int, refreshed alreadyRefreshed: Bool, delay: Duration = .zero) async -> Result<FCMReceipt, FCMSendError> {
-        var attempts = previous
         var refreshed = alreadyRefreshed
-        var wait = delay
-        while true {
-            if wait > .zero {
-                do {
-                    try await Task.sleep(for: wait)
-                } catch {
-                    return .failure(FCMSendError(.shutdown, reason: "cancelled while waiting to retry", attempts: attempts))
-                }
-            }
-            attempts += 1
+        return await HeraldTransport.retrying(
+            after: previous, delay: delay, cancelled: { FCMSendError(.shutdown, reason: "cancelled while waiting to retry", attempts: $0) }
+        ) { attempts -> RetryStep<FCMReceipt, FCMSendError> in
             let outcome: FCMDecision.Attempt
             var token: String?
             do throws(FCMSendError) {
                 let access = try await tokens.accessToken()
                 token = access
                 outcome = await attempt(body: body, token: access)
-            } catch let error where error.code == .tokenRefused || error.code == .shutdown {
-                return .failure(FCMSendError(error.code, status: error.status, reason: error.reason, attempts: attempts))
+            } catch where error.code == .tokenRefused || error.code == .shutdown {
+                return .done(.failure(FCMSendError(error.code, status: error.status, reason: error.reason, attempts: attempts)))
             } catch {
                 outcome = .unreachable(error.reason)
             }
             if isShutDown.load(ordering: .relaxed), case .unreachable = outcome {
-                return .failure(FCMSendError(.shutdown, reason: "the client was shut down", attempts: attempts))
+                return .done(.failure(FCMSendError(.shutdown, reason: "the client was shut down", attempts: attempts)))
             }
             switch FCMDecision.decide(outcome, attempts: attempts, refreshed: refreshed, policy: configuration.retry, random: outcome.jitter) {
             case .accepted(let name):
-                return .success(FCMReceipt(name: name, attempts: attempts))
+                return .done(.success(FCMReceipt(name: name, attempts: attempts)))
             case .fail(let error):
                 logger.debug("fcm refused", metadata: ["reason": "\(error)"])
-                return .failure(error)
+                return .done(.failure(error))
             case .retry(let delay):
                 logger.debug("fcm retry", metadata: ["attempt": "\(attempts)", "delay": "\(delay)"])
-                wait = delay
+                return .retry(after: delay)
             case .refreshTokenAndRetry:
                 logger.debug("fcm refused the access token; fetching a fresh one")
                 if let token { tokens.invalidate(token) }
                 refreshed = true
-                wait = .zero
+                return .retry(after: .zero)
             }
         }
     }

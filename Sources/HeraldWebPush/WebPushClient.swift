@@ -1,3 +1,4 @@
+import HeraldTransport
 import HeraldAPNS
 import HeraldCore
 @_spi(HeraldFlow) import HeraldFlow
@@ -225,39 +226,28 @@ public final class WebPushClient: Sendable {
     private func retrying(
         body: [UInt8], message: WebPushMessage, subscription: WebPushSubscription, after previous: Int, delay: Duration = .zero
     ) async -> Result<WebPushReceipt, WebPushSendError> {
-        if delay > .zero {
-            do {
-                try await Task.sleep(for: delay)
-            } catch {
-                return .failure(WebPushSendError(.shutdown, reason: "cancelled while waiting to retry", attempts: previous))
-            }
-        }
-        var attempts = previous
-        while true {
-            attempts += 1
+        await HeraldTransport.retrying(
+            after: previous, delay: delay, cancelled: { WebPushSendError(.shutdown, reason: "cancelled while waiting to retry", attempts: $0) }
+        ) { attempts -> RetryStep<WebPushReceipt, WebPushSendError> in
             let authorization: String
-            do {
+            do throws(WebPushError) {
                 authorization = try configuration.vapid.authorization(origin: subscription.origin)
             } catch {
-                return .failure(WebPushSendError(.invalidRequest, reason: error.message, attempts: attempts))
+                return .done(.failure(WebPushSendError(.invalidRequest, reason: error.message, attempts: attempts)))
             }
             let attempt = await self.attempt(body: body, message: message, subscription: subscription, authorization: authorization, attempts: attempts)
             if isShutDown.load(ordering: .relaxed), case .unreachable = attempt {
-                return .failure(WebPushSendError(.shutdown, reason: "the client was shut down", attempts: attempts))
+                return .done(.failure(WebPushSendError(.shutdown, reason: "the client was shut down", attempts: attempts)))
             }
             switch WebPushDecision.decide(attempt, attempts: attempts, policy: configuration.retry, random: attempt.jitter) {
             case .accepted(let location):
-                return .success(WebPushReceipt(location: location, attempts: attempts))
+                return .done(.success(WebPushReceipt(location: location, attempts: attempts)))
             case .fail(let error):
                 logger.debug("web push refused", metadata: ["origin": "\(subscription.origin)", "reason": "\(error)"])
-                return .failure(error)
+                return .done(.failure(error))
             case .retry(let delay):
                 logger.debug("web push retry", metadata: ["origin": "\(subscription.origin)", "attempt": "\(attempts)", "delay": "\(delay)"])
-                do {
-                    try await Task.sleep(for: delay)
-                } catch {
-                    return .failure(WebPushSendError(.shutdown, reason: "cancelled while waiting to retry", attempts: attempts))
-                }
+                return .retry(after: delay)
             }
         }
     }

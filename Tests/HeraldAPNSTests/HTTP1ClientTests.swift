@@ -1,3 +1,4 @@
+import HeraldTransport
 import HeraldAPNS
 import HeraldHostilePeers
 import HeraldTestSupport

@@ -1,3 +1,4 @@
+import HeraldTransport
 import HeraldCore
 import HeraldIdentity
 import Metrics

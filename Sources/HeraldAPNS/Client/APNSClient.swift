@@ -1,3 +1,4 @@
+import HeraldTransport
 import HeraldCore
 @_spi(HeraldFlow) import HeraldFlow
 import HeraldIdentity

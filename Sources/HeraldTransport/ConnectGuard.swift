@@ -27,17 +27,17 @@ package struct ConnectionNotAllowed: Error, CustomStringConvertible {
 
 /// The first handler of a connection's pipeline: it sees the `connect` with the resolved
 /// address (for each address Happy Eyeballs tries) and fails it when the guard refuses.
-final class ConnectGuardHandler: ChannelOutboundHandler, RemovableChannelHandler {
-    typealias OutboundIn = NIOAny
+package final class ConnectGuardHandler: ChannelOutboundHandler, RemovableChannelHandler {
+    package typealias OutboundIn = NIOAny
     private let check: ConnectGuard
     private let host: String
 
-    init(host: String, _ check: @escaping ConnectGuard) {
+    package init(host: String, _ check: @escaping ConnectGuard) {
         self.host = host
         self.check = check
     }
 
-    func connect(context: ChannelHandlerContext, to address: SocketAddress, promise: EventLoopPromise<Void>?) {
+    package func connect(context: ChannelHandlerContext, to address: SocketAddress, promise: EventLoopPromise<Void>?) {
         if let refusal = check(host, address) {
             promise?.fail(ConnectionNotAllowed(reason: refusal))
             context.close(promise: nil)
@@ -63,8 +63,8 @@ extension SocketAddress {
 
 /// Whether a host is written as an IP address (no SNI is sent for one, RFC 6066 §3); an IPv6
 /// literal with or without its brackets.
-enum IPAddressText {
-    static func isAddress(_ host: String) -> Bool {
+package enum IPAddressText {
+    package static func isAddress(_ host: String) -> Bool {
         let bare = host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host
         return (try? SocketAddress(ipAddress: bare, port: 0)) != nil
     }
