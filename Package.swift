@@ -501,6 +501,7 @@ let package = Package(
             name: "HeraldFCMTests",
             dependencies: [
                 "HeraldTestSupport",
+                "HeraldHostilePeers",
                 "HeraldCore",
                 "HeraldFCM",
                 "HeraldFCMMock",

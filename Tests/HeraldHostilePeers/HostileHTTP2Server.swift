@@ -31,6 +31,8 @@ package final class HostileHTTP2Server: Sendable {
     /// Where the script writes: raw frames, or helpers that encode header blocks.
     package struct Writer {
         package var bytes = ByteBuffer()
+        /// Closes the connection once what is written is flushed (an answer cut off mid-way).
+        package var closesConnection = false
         var encoder = HPACKEncoder(allocator: ByteBufferAllocator())
 
         /// A HEADERS frame with `fields` (split into CONTINUATION past 16 KiB).
@@ -186,9 +188,14 @@ package final class HostileHTTP2Server: Sendable {
         }
 
         private func flush(_ context: ChannelHandlerContext) {
-            guard writer.bytes.readableBytes > 0 else { return }
-            context.writeAndFlush(wrapOutboundOut(writer.bytes), promise: nil)
-            writer.bytes = ByteBuffer()
+            if writer.bytes.readableBytes > 0 {
+                context.writeAndFlush(wrapOutboundOut(writer.bytes), promise: nil)
+                writer.bytes = ByteBuffer()
+            }
+            if writer.closesConnection {
+                writer.closesConnection = false
+                context.close(promise: nil)
+            }
         }
     }
 }
