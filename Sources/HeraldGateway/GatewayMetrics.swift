@@ -75,8 +75,9 @@ final class GatewayMetrics: Sendable {
         metrics.timer.record(duration: duration)
     }
 
-    /// How the devices of one sent batch ended.
-    func recordOutcomes(app: String, _ outcomes: [DeliveryOutcome], duration: Duration) {
+    /// How the devices of one sent batch ended; `platforms`: each device's platform by its
+    /// token, when some are not APNs devices (empty: all are).
+    func recordOutcomes(app: String, _ outcomes: [DeliveryOutcome], platforms: [String: DevicePlatform] = [:], duration: Duration) {
         var counts: [DeliveryKey: Int] = [:]
         // Acceptances, nearly every outcome, are counted without a key per device: APNs's, most
         // of them, in a plain count.
@@ -86,7 +87,7 @@ final class GatewayMetrics: Sendable {
         // releases it), 5,000 times a batch, for a look at its length.
         for index in outcomes.indices {
             let key: DeliveryKey
-            let devicePlatform = DevicePlatform(deviceID: outcomes[index].token)
+            let devicePlatform = platforms.isEmpty ? .apns : platforms[outcomes[index].token] ?? .apns
             let platform = devicePlatform.rawValue
             switch outcomes[index].result {
             case .accepted:

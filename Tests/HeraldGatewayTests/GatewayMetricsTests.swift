@@ -52,14 +52,16 @@ struct GatewayMetricsTests {
             DeliveryOutcome(token: "wp_abcdefghijklmnopqrstuvwxyz234567", result: .accepted(receipt: nil)),
             DeliveryOutcome(token: "wp_abcdefghijklmnopqrstuvwxyz234572", result: .rejected(reason: .webPush(.subscriptionGone), timestamp: nil)),
         ]
-        metrics.recordOutcomes(app: "shop", outcomes, duration: .milliseconds(3))
+        // Each device's platform as the store gave it with the batch (not read from its ID).
+        let browsers = ["wp_abcdefghijklmnopqrstuvwxyz234567", "wp_abcdefghijklmnopqrstuvwxyz234572", "f"]
+        metrics.recordOutcomes(app: "shop", outcomes, platforms: Dictionary(uniqueKeysWithValues: browsers.map { ($0, .webpush) }), duration: .milliseconds(3))
         let text = String(decoding: metrics.exposition(), as: UTF8.self)
         for line in [
             #"herald_deliveries_total{app="shop",platform="apns",outcome="accepted",reason=""} 1"#,
             #"herald_deliveries_total{app="shop",platform="apns",outcome="rejected",reason="Unregistered"} 1"#,
             #"herald_deliveries_total{app="shop",platform="apns",outcome="retry",reason="UnknownApp"} 2"#,
             #"herald_deliveries_total{app="shop",platform="apns",outcome="failed",reason="PayloadInvalid"} 1"#,
-            #"herald_deliveries_total{app="shop",platform="apns",outcome="rejected",reason="other"} 1"#,
+            #"herald_deliveries_total{app="shop",platform="webpush",outcome="rejected",reason="other"} 1"#,
             #"herald_deliveries_total{app="shop",platform="webpush",outcome="accepted",reason=""} 1"#,
             #"herald_deliveries_total{app="shop",platform="webpush",outcome="rejected",reason="SubscriptionGone"} 1"#,
         ] {

@@ -224,7 +224,7 @@ struct DeliverySeamTests {
             notification: QueuedNotification(
                 id: "0190bbbb", app: "app", payload: Array(#"{"aps":{"alert":"hi"}}"#.utf8), pushType: .alert, priority: .throttled,
                 expiration: nil, collapseID: nil, badge: .none, deadline: Date().addingTimeInterval(3600)),
-            items: tokens.map { WorkItem(token: $0, badge: nil, attempt: 1) }, isResend: false, owner: "w",
+            items: tokens.map { WorkItem(token: $0, badge: nil, attempt: 1, platform: DevicePlatform(deviceID: $0)) }, isResend: false, owner: "w",
             source: .deliveries(tokens.indices.map(Int64.init)))
     }
 

@@ -74,12 +74,22 @@ struct KeySpaceTests {
         }
         for count in [1, 2, lines.count] {
             let part = Array(lines.prefix(count))
-            let (tokens, environments) = QueueEngine.lines(part.joined(separator: "\n"))
+            let (tokens, environments, _) = QueueEngine.lines(part.joined(separator: "\n"))
             #expect(tokens == part.map { reference($0).0 })
             #expect(environments == part.map { reference($0).1 })
         }
         #expect(QueueEngine.lines("aa\n").tokens == ["aa", ""])
         #expect(QueueEngine.lines("").tokens.isEmpty && QueueEngine.lines(nil).tokens.isEmpty)
+    }
+
+    @Test("a range's line of another platform's device: a space, p and its platform's code; the platforms are made only when a line has one")
+    func rangeLinePlatforms() {
+        let apnsOnly = QueueEngine.lines("aa\nbb 1")
+        #expect(apnsOnly.platforms == nil, "APNs devices only: no array")
+        let mixed = QueueEngine.lines("aa\nwp_x p1\nbb 0\nfcm_y p2\nzz p9\nqq p")
+        #expect(mixed.tokens == ["aa", "wp_x", "bb", "fcm_y", "zz", "qq"])
+        #expect(mixed.platforms == [.apns, .webpush, .apns, .fcm, .apns, .apns], "an unknown or missing code is APNs's")
+        #expect(mixed.environments == [nil, nil, .production, nil, nil, nil])
     }
 
     /// A token whose first 60 hex digits are 0 (counting up): all of them in a sliver of the

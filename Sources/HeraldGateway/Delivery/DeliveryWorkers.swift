@@ -226,7 +226,9 @@ final class DeliveryWorkers: Service, Sendable {
             }
         }
         let elapsed = ContinuousClock.now - start
-        metrics.recordOutcomes(app: batch.notification.app, outcomes, duration: elapsed)
+        let platforms = !batch.items.contains { $0.platform != .apns }
+            ? [:] : Dictionary(batch.items.map { ($0.token, $0.platform) }, uniquingKeysWith: { first, _ in first })
+        metrics.recordOutcomes(app: batch.notification.app, outcomes, platforms: platforms, duration: elapsed)
         if logger.logLevel <= .debug {
             for outcome in outcomes {
                 switch outcome.result {

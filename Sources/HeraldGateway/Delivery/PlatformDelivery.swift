@@ -61,16 +61,17 @@ extension DeliveryOutcome.Result {
 }
 
 extension DevicePlatform {
-    /// `batch` split by platform, in the order of ``DevicePlatform/allCases``: most batches are of
-    /// one platform, and come back whole, without a copy of their items.
+    /// `batch` split by the platform each device registered on, in the order of
+    /// ``DevicePlatform/allCases``: most batches are of one platform, and come back whole, without
+    /// a copy of their items.
     static func parts(of batch: WorkBatch) -> [(platform: DevicePlatform, batch: WorkBatch)] {
         guard let first = batch.items.first else { return [] }
-        let platform = DevicePlatform(deviceID: first.token)
-        if !batch.items.contains(where: { DevicePlatform(deviceID: $0.token) != platform }) {
+        let platform = first.platform
+        if !batch.items.contains(where: { $0.platform != platform }) {
             return [(platform, batch)]
         }
         var items: [DevicePlatform: [WorkItem]] = [:]
-        for item in batch.items { items[DevicePlatform(deviceID: item.token), default: []].append(item) }
+        for item in batch.items { items[item.platform, default: []].append(item) }
         return allCases.compactMap { platform in
             guard let items = items[platform] else { return nil }
             var part = batch

@@ -46,6 +46,8 @@ public struct WorkItem: Sendable, Hashable {
     public var attempt: Int
     /// The environment the device's token belongs to; `nil`: the app's.
     public var environment: TokenEnvironment? = nil
+    /// The platform the device registered on, as the store keeps it.
+    public var platform: DevicePlatform = .apns
 }
 
 /// What a worker needs to know to send a notification.

@@ -55,7 +55,7 @@ extension QueueEngine {
     /// notification of the same idempotency key, if any, else a conflict).
     func activityDeliveries(
         _ request: NotificationRequest, activityID: String, now: Date, on connection: any SQLConnection
-    ) async throws -> [(token: String, state: DeliveryState, reason: String?, environment: Int64?)]? {
+    ) async throws -> [PlannedDelivery]? {
         // Locked: an end and another event of the same activity take turns, so only one end wins.
         guard let state = try await connection.query(sql.lockActivity, [.text(request.app), .text(activityID)]).first else {
             throw StoreError(.notFound, "no Live Activity \(activityID) in app \(request.app): its app reports an update token first (PUT …/activities/\(activityID)/tokens/{token})")
@@ -65,7 +65,7 @@ extension QueueEngine {
             try await connection.query(sql.endActivity, [.text(request.app), .text(activityID), .int(now.milliseconds), .int(until.milliseconds)])
         }
         let rows = try await connection.query(sql.activityTokens, [.text(request.app), .text(activityID), .int(LiveActivity.maximumTokens)])
-        return rows.compactMap { row in row.text(0).map { ($0, .pending, nil, row.int(2)) } }
+        return rows.compactMap { row in row.text(0).map { PlannedDelivery(token: $0, state: .pending, environment: row.int(2)) } }
     }
 
     /// Forgets up to `limit` ended activities whose dismissal date has passed, with their

@@ -121,7 +121,8 @@ extension QueueEngine {
                 let token = row.text(2) ?? ""
                 return WorkItem(
                     token: token, badge: notification.badge == .increment ? row.int(4).map { Int($0) } ?? badges[token] ?? 1 : nil,
-                    attempt: row.int(3, default: 1), environment: EnvironmentCode.environment(row.int(5))
+                    attempt: row.int(3, default: 1), environment: EnvironmentCode.environment(row.int(5)),
+                    platform: PlatformCode(code: row.int(6))?.platform ?? .apns
                 )
             }
             batches.append(
@@ -187,13 +188,13 @@ extension QueueEngine {
         if let tags { binds.append(.texts(tags)) }
         if let activityType { binds.append(.text(activityType)) }
         var range = try await connection.query(statement(ordered: false), binds).first
-        var (tokens, environments) = Self.lines(range?.text(0))
+        var (tokens, environments, platforms) = Self.lines(range?.text(0))
         var last = Self.lastKey(of: tokens, maximumHash: range?.int(1))
         if last == nil, !tokens.isEmpty {
             // Two of the batch's devices share its largest hash (or a stored hash is not the
             // address's): read it again in key order, which settles the last key.
             range = try await connection.query(statement(ordered: true), binds).first
-            (tokens, environments) = Self.lines(range?.text(0))
+            (tokens, environments, platforms) = Self.lines(range?.text(0))
             last = tokens.last.map { RangeCursor(hash: range?.int(1) ?? cursor.hash, token: $0) }
         }
         var badges: [String: Int] = [:]
@@ -206,8 +207,10 @@ extension QueueEngine {
         let exhausted = tokens.count < limit
         // What lies above the batch may be split off by another worker meanwhile: none if it read to the end.
         try await leaseRange(readThrough: exhausted ? upper : last?.hash ?? cursor.hash)
-        var items = zip(tokens, environments).map { token, environment in
-            WorkItem(token: token, badge: notification.badge == .increment ? badges[token] ?? 1 : nil, attempt: 1, environment: environment)
+        var items = tokens.indices.map { index in
+            WorkItem(
+                token: tokens[index], badge: notification.badge == .increment ? badges[tokens[index]] ?? 1 : nil, attempt: 1,
+                environment: environments[index], platform: platforms?[index] ?? .apns)
         }
         if let schedule = notification.schedule, schedule.timesEachDevice, !items.isEmpty {
             items = try await deferNotDue(items, of: notification, schedule: schedule, now: now, on: connection)
@@ -237,7 +240,7 @@ extension QueueEngine {
             }
             later.append([
                 .text(item.token), .int(min(time, notification.deadline).milliseconds), item.badge.map { .int($0) } ?? .null,
-                item.environment.map { .code(EnvironmentCode($0)) } ?? .null,
+                item.environment.map { .code(EnvironmentCode($0)) } ?? .null, .code(PlatformCode(item.platform)),
             ])
         }
         for part in Self.chunks(later) { try await connection.query(sql.deferRangeDevices, [.text(notification.id), .rows(Array(part))]) }
@@ -295,13 +298,15 @@ extension QueueEngine {
     /// `memchr`, and each token is cut from the list as a substring, whose bytes are known to be
     /// UTF-8 (split at ASCII bytes), not decoded and checked again (10,000 tokens: 144 → 120 ns
     /// each, most of what is left the token's own allocation).
-    static func lines(_ joined: String?) -> (tokens: [String], environments: [TokenEnvironment?]) {
-        guard var joined, !joined.isEmpty else { return ([], []) }
+    static func lines(_ joined: String?) -> (tokens: [String], environments: [TokenEnvironment?], platforms: [DevicePlatform]?) {
+        guard var joined, !joined.isEmpty else { return ([], [], nil) }
         joined.makeContiguousUTF8()
         let list = joined
         return joined.withUTF8 { bytes in
             var tokens: [String] = []
             var environments: [TokenEnvironment?] = []
+            // Made only when a line names a platform: most ranges are APNs devices only.
+            var platforms: [DevicePlatform]?
             tokens.reserveCapacity(bytes.count / 65 + 1)
             environments.reserveCapacity(bytes.count / 65 + 1)
             let base = UnsafeRawPointer(bytes.baseAddress!)
@@ -318,11 +323,20 @@ extension QueueEngine {
                     space = (start..<end).last { bytes[$0] == UInt8(ascii: " ") }
                 }
                 tokens.append(String(list[utf8.index(utf8.startIndex, offsetBy: start)..<utf8.index(utf8.startIndex, offsetBy: space ?? end)]))
-                let code = space.flatMap { Int64(String(decoding: UnsafeBufferPointer(rebasing: bytes[($0 + 1)..<end]), as: UTF8.self)) }
-                environments.append(EnvironmentCode.environment(code))
+                if let space, space + 1 < end, bytes[space + 1] == UInt8(ascii: "p") {
+                    // `p` and a platform's code: a device of another platform, without an environment.
+                    let code = Int64(String(decoding: UnsafeBufferPointer(rebasing: bytes[(space + 2)..<end]), as: UTF8.self))
+                    if platforms == nil { platforms = Array(repeating: .apns, count: tokens.count - 1) }
+                    platforms!.append(PlatformCode(code: code)?.platform ?? .apns)
+                    environments.append(nil)
+                } else {
+                    let code = space.flatMap { Int64(String(decoding: UnsafeBufferPointer(rebasing: bytes[($0 + 1)..<end]), as: UTF8.self)) }
+                    environments.append(EnvironmentCode.environment(code))
+                    platforms?.append(.apns)
+                }
                 start = end + 1
             }
-            return (tokens, environments)
+            return (tokens, environments, platforms)
         }
     }
 
@@ -408,7 +422,7 @@ extension QueueEngine {
                     try await connection.query(sql.addCounts, [.int(0), .int(0), .int(failed.count), .text(id)])
                     if !webhookInterest.isEmpty, let app = try await connection.query(sql.notificationApp, [.text(id)]).first?.text(0) {
                         let reasons = Dictionary(work.deliveries.map { ($0.id, $0.reason) }, uniquingKeysWith: { first, _ in first })
-                        let devices = failed.compactMap { row in row.text(1).map { FailedDevice(token: $0, state: .failed, reason: row.int(0).flatMap { reasons[$0] }) } }
+                        let devices = failed.compactMap { row in row.text(1).map { FailedDevice(token: $0, state: .failed, reason: row.int(0).flatMap { reasons[$0] }, platform: (PlatformCode(code: row.int(2)) ?? .apns).platform) } }
                         try await recordFailures(app: app, notification: id, devices, now: now, on: connection)
                     }
                 }

@@ -23,7 +23,7 @@ extension QueueEngine {
             if let existing = try await existing(request, on: connection) { return (existing, false) }
             let time = now.milliseconds
             var targeted = 0
-            var deliveries: [(token: String, state: DeliveryState, reason: String?, environment: Int64?)] = []
+            var deliveries: [PlannedDelivery] = []
             switch request.audience {
             case .tokens(let tokens):
                 deliveries = try await explicitDeliveries(
@@ -32,7 +32,7 @@ extension QueueEngine {
             case .users(let users):
                 for part in Self.chunks(users) {
                     let rows = try await connection.query(sql.devicesOfUsers(activityType: typed), [.text(request.app), .texts(part), .code(kind)] + activityType)
-                    deliveries += rows.compactMap { row in row.text(0).map { ($0, .pending, nil, row.int(1)) } }
+                    deliveries += rows.compactMap { row in row.text(0).map { PlannedDelivery(token: $0, state: .pending, environment: row.int(1), platform: row.int(2)) } }
                 }
             case .tags(let tags):
                 targeted = try await connection.query(sql.countTagged(activityType: typed), [.text(request.app), .texts(tags), .code(kind)] + activityType).first?.int(0, default: 0) ?? 0
@@ -80,7 +80,7 @@ extension QueueEngine {
             ])
             if inserted.isEmpty, let existing = try await existing(request, on: connection) { return (existing, false) }
             for part in Self.chunks(deliveries) {
-                let rows: [[SQLValue]] = part.map { [.text($0.token), .code($0.state), .text($0.reason), .int($0.environment), .int(due[$0.token])] }
+                let rows: [[SQLValue]] = part.map { [.text($0.token), .code($0.state), .text($0.reason), .int($0.environment), .int(due[$0.token]), .int($0.platform ?? 0)] }
                 try await connection.query(sql.insertDeliveries, [.text(id), .int(time), .rows(rows)])
             }
             // Devices the store already knows are gone are rejected with the reason on record.
@@ -88,7 +88,7 @@ extension QueueEngine {
             if !known.isEmpty {
                 try await connection.query(sql.addReasons, [.text(id), .rows(known.sorted { $0.key < $1.key }.map { [.text($0.key), .int($0.value)] })])
                 try await connection.query(sql.addCounts, [.int(0), .int(known.values.reduce(0, +)), .int(0), .text(id)])
-                let rejected = deliveries.filter { $0.state == .rejected }.map { FailedDevice(token: $0.token, state: .rejected, reason: $0.reason) }
+                let rejected = deliveries.filter { $0.state == .rejected }.map { FailedDevice(token: $0.token, state: .rejected, reason: $0.reason, platform: (PlatformCode(code: $0.platform) ?? .apns).platform) }
                 try await recordFailures(app: request.app, notification: id, rejected, now: now, on: connection)
             }
             if request.audience.isRange {
@@ -188,22 +188,24 @@ extension QueueEngine {
     /// gone, or is a token of another kind than the push type goes to.
     private func explicitDeliveries(
         _ tokens: [String], kind: KindCode, activityType: String?, app: String, on connection: any SQLConnection
-    ) async throws -> [(token: String, state: DeliveryState, reason: String?, environment: Int64?)] {
-        var known: [String: (status: DeviceCode?, reason: String?, kind: KindCode?, environment: Int64?, activityType: String?)] = [:]
+    ) async throws -> [PlannedDelivery] {
+        var known: [String: (status: DeviceCode?, reason: String?, kind: KindCode?, environment: Int64?, activityType: String?, platform: Int64?)] = [:]
         for part in Self.chunks(tokens) {
             for row in try await connection.query(sql.knownDevices, [.text(app), .devices(part)]) {
-                known[row.text(0) ?? ""] = (DeviceCode(code: row.int(1)), row.text(2), KindCode(code: row.int(3)), row.int(4), row.text(5))
+                known[row.text(0) ?? ""] = (DeviceCode(code: row.int(1)), row.text(2), KindCode(code: row.int(3)), row.int(4), row.text(5), row.int(6))
             }
         }
         return tokens.map { token in
-            // A token the store does not know is sent as asked, in the app's environment.
-            guard let device = known[token] else { return (token, .pending, nil, nil) }
-            if device.kind != kind { return (token, .rejected, DeliveryReason.gateway(.tokenKindMismatch).description, device.environment) }
-            if device.activityType != activityType {
-                return (token, .rejected, DeliveryReason.gateway(.activityTypeMismatch).description, device.environment)
+            // A token the store does not know is sent as asked, in the app's environment: an APNs
+            // token (a browser or an Android device is known by the address it registered with).
+            guard let device = known[token] else { return PlannedDelivery(token: token, state: .pending) }
+            func planned(_ state: DeliveryState, _ reason: String? = nil) -> PlannedDelivery {
+                PlannedDelivery(token: token, state: state, reason: reason, environment: device.environment, platform: device.platform)
             }
-            guard device.status != .active else { return (token, .pending, nil, device.environment) }
-            return (token, .rejected, device.reason ?? "Unregistered", device.environment)
+            if device.kind != kind { return planned(.rejected, DeliveryReason.gateway(.tokenKindMismatch).description) }
+            if device.activityType != activityType { return planned(.rejected, DeliveryReason.gateway(.activityTypeMismatch).description) }
+            guard device.status != .active else { return planned(.pending) }
+            return planned(.rejected, device.reason ?? "Unregistered")
         }
     }
 
@@ -334,7 +336,7 @@ extension QueueEngine {
         try await connection.query(sql.cancelSegments, [.text(id)])
         // A deadline that passed fails its devices (`delivery.failed`); a cancel reports none.
         if !ending, !stopped.isEmpty, !webhookInterest.isEmpty, let app = try await connection.query(sql.notificationApp, [.text(id)]).first?.text(0) {
-            let devices = stopped.compactMap { row in row.text(1).map { FailedDevice(token: $0, state: .failed, reason: reason) } }
+            let devices = stopped.compactMap { row in row.text(1).map { FailedDevice(token: $0, state: .failed, reason: reason, platform: (PlatformCode(code: row.int(2)) ?? .apns).platform) } }
             try await recordFailures(app: app, notification: id, devices, now: now, on: connection)
         }
         return unsent
@@ -346,4 +348,15 @@ extension QueueEngine {
             try await connection.query(sql.leasedWork, [.text(notificationID), .int(now.milliseconds)]).first?.int(0, default: 0) ?? 0
         }
     }
+}
+
+/// A delivery row a notification is queued with: one of its devices, pending or rejected at once.
+struct PlannedDelivery: Sendable {
+    var token: String
+    var state: DeliveryState
+    var reason: String? = nil
+    /// ``EnvironmentCode``; `nil`: the app's.
+    var environment: Int64? = nil
+    /// ``PlatformCode``; `nil`: APNs.
+    var platform: Int64? = nil
 }

@@ -56,8 +56,8 @@ extension QueueEngine {
                         default: break
                         }
                         if let token = finished.text(2) {
-                            others.count(token, state)
-                            if reportsFailures, let state { failures.append(FailedDevice(token: token, state: state, reason: finished.text(1))) }
+                            others.count(PlatformCode(code: finished.int(3))?.platform ?? .apns, state)
+                            if reportsFailures, let state { failures.append(FailedDevice(token: token, state: state, reason: finished.text(1), platform: (PlatformCode(code: finished.int(3)) ?? .apns).platform)) }
                         }
                     }
                 }
@@ -73,10 +73,14 @@ extension QueueEngine {
                 // The environment each device is sent to, which a retry keeps.
                 let environments = left.isEmpty || !batch.items.contains { $0.environment != nil }
                     ? [:] : Dictionary(batch.items.map { ($0.token, $0.environment) }, uniquingKeysWith: { first, _ in first })
+                // The platform of each device, when some are not APNs devices (kept by a retry, and counted).
+                let platforms = !batch.items.contains { $0.platform != .apns }
+                    ? [:] : Dictionary(batch.items.map { ($0.token, $0.platform) }, uniquingKeysWith: { first, _ in first })
                 let kept: [[SQLValue]] = left.map { row in
                     [
                         .text(row.token), .code(row.state), .text(row.reason), .text(row.receipt), .int(row.nextAttemptAt),
                         (badges[row.token] ?? nil).map { .int($0) } ?? .null, (environments[row.token] ?? nil).map { .code(EnvironmentCode($0)) } ?? .null,
+                        .code(PlatformCode(platforms[row.token] ?? .apns)),
                     ]
                 }
                 for part in Self.chunks(kept) { try await connection.query(sql.insertRangeDeliveries, [.text(id), .int(time), .rows(Array(part))]) }
@@ -84,12 +88,14 @@ extension QueueEngine {
                 rejected = plan.rejected
                 failed = plan.failed
                 for row in plan.rows where row.state != .accepted {
-                    others.count(row.token, row.state)
-                    if reportsFailures { failures.append(FailedDevice(token: row.token, state: row.state, reason: row.reason)) }
+                    others.count(platforms[row.token] ?? .apns, row.state)
+                    if reportsFailures { failures.append(FailedDevice(token: row.token, state: row.state, reason: row.reason, platform: platforms[row.token] ?? .apns)) }
                 }
                 // Accepted range devices keep no row: counted from the outcomes.
-                for index in outcomes.indices {
-                    if case .accepted = outcomes[index].result { others.count(outcomes[index].token, .accepted) }
+                if !platforms.isEmpty {
+                    for index in outcomes.indices {
+                        if case .accepted = outcomes[index].result { others.count(platforms[outcomes[index].token] ?? .apns, .accepted) }
+                    }
                 }
             }
             let rejectedCount = rejected.values.reduce(0, +)
@@ -140,17 +146,15 @@ extension QueueEngine {
     }
 }
 
-/// A completion's outcomes of each platform but APNs (whose are the totals less these), told by
-/// their device IDs.
+/// A completion's outcomes of each platform but APNs (whose are the totals less these), by the
+/// platform each device registered on.
 struct OtherPlatforms {
     var counts: [DevicePlatform: PlatformCounts] = [:]
 
     var isEmpty: Bool { counts.isEmpty }
 
-    /// Counts `token`'s finished delivery if it is not an APNs device's (one prefix check for an
-    /// APNs token).
-    mutating func count(_ token: String, _ state: DeliveryState?) {
-        let platform = DevicePlatform(deviceID: token)
+    /// Counts a finished delivery of a device of `platform` unless it is APNs.
+    mutating func count(_ platform: DevicePlatform, _ state: DeliveryState?) {
         guard platform != .apns else { return }
         switch state {
         case .accepted, .rejected, .failed: counts[platform, default: PlatformCounts()].count(state)

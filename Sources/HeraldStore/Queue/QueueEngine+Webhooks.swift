@@ -16,6 +16,7 @@ extension QueueEngine {
         var token: String
         var state: DeliveryState
         var reason: String?
+        var platform: DevicePlatform
     }
 
     /// Writes `delivery.failed` for each of `devices` (those rejected or failed) of notification `id`.
@@ -29,7 +30,7 @@ extension QueueEngine {
                 writer.key("token")
                 writer.string(device.token)
                 writer.key("platform")
-                writer.string(DevicePlatform(deviceID: device.token).rawValue)
+                writer.string(device.platform.rawValue)
                 writer.key("outcome")
                 writer.string(device.state == .rejected ? "rejected" : "failed")
                 writer.key("reason")
@@ -39,7 +40,7 @@ extension QueueEngine {
         try await write(events, type: .deliveryFailed, app: app, hooks: hooks, now: now, on: connection)
     }
 
-    /// Writes `device.retired` for each device an invalidation retired (rows `[token, kind]`
+    /// Writes `device.retired` for each device an invalidation retired (rows `[token, kind, platform]`
     /// its statement returned).
     func recordRetired(app: String, _ retired: [SQLRow], reports: [String: Invalidation], now: Date, on connection: any SQLConnection) async throws {
         let hooks = webhookInterest.hooks(app: app, event: .deviceRetired)
@@ -51,7 +52,7 @@ extension QueueEngine {
                 writer.key("token")
                 writer.string(token)
                 writer.key("platform")
-                writer.string(DevicePlatform(deviceID: token).rawValue)
+                writer.string((PlatformCode(code: row.int(2)) ?? .apns).platform.rawValue)
                 writer.key("kind")
                 writer.string((KindCode(code: row.int(1)) ?? .alert).kind.rawValue)
                 writer.key("status")

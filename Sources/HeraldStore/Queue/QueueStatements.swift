@@ -19,14 +19,16 @@ struct QueueStatements: Sendable {
     /// type, environment, Web Push subscription, FCM registration token, time zone]` ($2) at $3: a
     /// null user, tags, badge, environment, subscription, registration token or time zone keeps
     /// what is stored (a cleared user is "");
-    /// registering makes the device active again. A hash is the token's, never updated. A new
+    /// registering makes the device active again. A hash is the token's, never updated; so is
+    /// its platform, which the address it first registered with says (an ID is one platform's). A new
     /// device without a kind is an alert token; `settingKind`: the rows' kinds (and activity
     /// types) replace those stored, otherwise stored kinds are kept.
     func upsertDevices(settingKind: Bool) -> String {
         """
-        INSERT INTO devices (app, token, user_id, tags, badge, hash, kind, activity_type, environment, web_push, fcm_token, time_zone, status, created_at, updated_at)
+        INSERT INTO devices (app, token, user_id, tags, badge, hash, kind, activity_type, environment, web_push, fcm_token, time_zone, platform, status, created_at, updated_at)
         SELECT $1, \(e(0, .text)), \(e(1, .text)), \(e(2, .text)), \(e(3, .integer)), \(e(4, .bigint)),
             COALESCE(\(e(5, .smallint)), \(KindCode.alert)), \(e(6, .text)), \(e(7, .smallint)), \(e(8, .text)), \(e(9, .text)), \(e(10, .text)),
+            CASE WHEN \(e(8, .text)) IS NOT NULL THEN \(PlatformCode.webpush) WHEN \(e(9, .text)) IS NOT NULL THEN \(PlatformCode.fcm) ELSE \(PlatformCode.apns) END,
             \(DeviceCode.active), $3, $3
         FROM \(d.rows(2)) AS j WHERE true
         ON CONFLICT \(d.deviceKey) DO UPDATE SET
@@ -120,7 +122,7 @@ struct QueueStatements: Sendable {
         UPDATE devices SET status = \(DeviceCode.unregistered), reason = r.r_reason, invalidated_at = r.r_at FROM r
         WHERE devices.app = $1 AND devices.hash = r.r_hash AND devices.token = r.r_token
             AND devices.status = \(DeviceCode.active) AND devices.updated_at <= r.r_at
-        RETURNING token, kind
+        RETURNING token, kind, platform
         """
     }
     /// `BadDeviceToken` and the like (rows `[token, reason, hash]`, $2): at once.
@@ -129,7 +131,7 @@ struct QueueStatements: Sendable {
         WITH r AS MATERIALIZED (SELECT \(e(0, .text)) AS r_token, \(e(1, .text)) AS r_reason, \(e(2, .bigint)) AS r_hash FROM \(d.rows(2)) AS j)
         UPDATE devices SET status = \(DeviceCode.invalid), reason = r.r_reason FROM r
         WHERE devices.app = $1 AND devices.hash = r.r_hash AND devices.token = r.r_token AND devices.status = \(DeviceCode.active)
-        RETURNING token, kind
+        RETURNING token, kind, platform
         """
     }
 
@@ -192,12 +194,12 @@ struct QueueStatements: Sendable {
         "INSERT INTO app_pacing (app, next_free) VALUES ($1, $2) ON CONFLICT (app) DO UPDATE SET next_free = excluded.next_free"
     }
     /// A broadcast's devices not yet due (their local time, quiet hours, their turn in a pace),
-    /// kept as deliveries of notification $1 due then, rows `[token, due, badge, environment]` ($2),
-    /// not yet attempted.
+    /// kept as deliveries of notification $1 due then, rows `[token, due, badge, environment,
+    /// platform]` ($2), not yet attempted.
     var deferRangeDevices: String {
         """
-        INSERT INTO deliveries (notification_id, token, state, attempts, next_attempt_at, badge, environment)
-        SELECT $1, \(e(0, .text)), \(DeliveryState.pending), 0, \(e(1, .bigint)), \(e(2, .integer)), \(e(3, .smallint)) FROM \(d.rows(2)) AS j
+        INSERT INTO deliveries (notification_id, token, state, attempts, next_attempt_at, badge, environment, platform)
+        SELECT $1, \(e(0, .text)), \(DeliveryState.pending), 0, \(e(1, .bigint)), \(e(2, .integer)), \(e(3, .smallint)), \(e(4, .smallint)) FROM \(d.rows(2)) AS j
         WHERE true ON CONFLICT (notification_id, token) DO NOTHING
         """
     }
@@ -214,12 +216,12 @@ struct QueueStatements: Sendable {
 
     /// The devices of app $1 among rows `[token, hash]` ($2).
     var knownDevices: String {
-        "SELECT token, status, reason, kind, environment, activity_type FROM devices WHERE app = $1 AND \(d.devices("devices", in: 2, hashAt: 1))"
+        "SELECT token, status, reason, kind, environment, activity_type, platform FROM devices WHERE app = $1 AND \(d.devices("devices", in: 2, hashAt: 1))"
     }
     /// The active devices of kind $3 (and activity type $4) of app $1's users $2.
     func devicesOfUsers(activityType: Bool) -> String {
         """
-        SELECT token, environment FROM devices WHERE app = $1 AND status = \(DeviceCode.active) AND kind = $3\(activityType ? " AND activity_type = $4" : "")
+        SELECT token, environment, platform FROM devices WHERE app = $1 AND status = \(DeviceCode.active) AND kind = $3\(activityType ? " AND activity_type = $4" : "")
             AND user_id IN (\(d.list(2, .text))) ORDER BY token
         """
     }
@@ -235,14 +237,14 @@ struct QueueStatements: Sendable {
         "SELECT COUNT(*) FROM devices WHERE app = $1 AND status = \(DeviceCode.active) AND kind = $2" + (activityType ? " AND activity_type = $3" : "")
     }
 
-    /// Deliveries of notification $1 at $2, rows `[token, state, reason, environment, due]` ($3):
-    /// a null due is $2.
+    /// Deliveries of notification $1 at $2, rows `[token, state, reason, environment, due,
+    /// platform]` ($3): a null due is $2.
     var insertDeliveries: String {
         """
-        INSERT INTO deliveries (notification_id, token, state, next_attempt_at, reason, finished_at, environment)
-        SELECT $1, o_token, o_state, COALESCE(o_due, $2), o_reason, CASE WHEN o_state = \(DeliveryState.pending) THEN NULL ELSE $2 END, o_environment
+        INSERT INTO deliveries (notification_id, token, state, next_attempt_at, reason, finished_at, environment, platform)
+        SELECT $1, o_token, o_state, COALESCE(o_due, $2), o_reason, CASE WHEN o_state = \(DeliveryState.pending) THEN NULL ELSE $2 END, o_environment, o_platform
         FROM (SELECT \(e(0, .text)) AS o_token, \(e(1, .smallint)) AS o_state, \(e(2, .text)) AS o_reason, \(e(3, .smallint)) AS o_environment,
-            \(e(4, .bigint)) AS o_due FROM \(d.rows(3)) AS j) AS o
+            \(e(4, .bigint)) AS o_due, \(e(5, .smallint)) AS o_platform FROM \(d.rows(3)) AS j) AS o
         WHERE true ON CONFLICT DO NOTHING
         """
     }
@@ -279,7 +281,7 @@ struct QueueStatements: Sendable {
         """
         UPDATE deliveries SET state = \(DeliveryState.failed), reason = $3, finished_at = $1, lease_owner = NULL
         WHERE id IN (SELECT id FROM deliveries WHERE notification_id = $2 AND state = \(DeliveryState.pending)\(d.skipLocked(of: nil)))
-        RETURNING id, token
+        RETURNING id, token, platform
         """
     }
     var cancelSegments: String {
@@ -329,7 +331,7 @@ struct QueueStatements: Sendable {
             SELECT id, 1 AS kind, next_attempt_at AS due FROM (SELECT id, next_attempt_at FROM deliveries
                 WHERE state = \(DeliveryState.pending) AND next_attempt_at <= $3 ORDER BY next_attempt_at, id LIMIT $4\(d.skipLocked(of: nil))) AS pending
             ) AS claimable ORDER BY kind, due, id LIMIT $4)
-        RETURNING id, notification_id, token, attempts, badge, environment
+        RETURNING id, notification_id, token, attempts, badge, environment, platform
         """
     }
 
@@ -450,7 +452,7 @@ struct QueueStatements: Sendable {
     func rangeOfAll(activityType: Bool, ordered: Bool) -> String {
         """
         SELECT \(d.joinLines(Self.rangeLine, orderBy: ordered ? "hash, token" : nil)), MAX(hash), COUNT(*) FROM (
-            SELECT hash, token, environment FROM devices
+            SELECT hash, token, environment, platform FROM devices
             WHERE app = $1 AND status = \(DeviceCode.active) AND kind = $6\(activityType ? " AND activity_type = $7" : "") AND (hash, token) > ($3, $4) AND hash < $2
             ORDER BY hash, token LIMIT $5) AS r
         """
@@ -459,7 +461,7 @@ struct QueueStatements: Sendable {
     func rangeOfTags(activityType: Bool, ordered: Bool) -> String {
         """
         SELECT \(d.joinLines(Self.rangeLine, orderBy: ordered ? "hash, token" : nil)), MAX(hash), COUNT(*) FROM (
-            SELECT DISTINCT t.hash AS hash, t.token AS token, d.environment AS environment FROM device_tags t JOIN devices d ON d.app = t.app AND d.hash = t.hash AND d.token = t.token
+            SELECT DISTINCT t.hash AS hash, t.token AS token, d.environment AS environment, d.platform AS platform FROM device_tags t JOIN devices d ON d.app = t.app AND d.hash = t.hash AND d.token = t.token
             WHERE t.app = $1 AND t.tag IN (\(d.list(7, .text))) AND (t.hash, t.token) > ($3, $4) AND t.hash < $2
                 AND d.status = \(DeviceCode.active) AND d.kind = $6\(activityType ? " AND d.activity_type = $8" : "")
             ORDER BY t.hash, t.token LIMIT $5) AS r
@@ -470,7 +472,9 @@ struct QueueStatements: Sendable {
     /// environment, and their token goes into the list as it is, not copied into a new string
     /// first (a range read of 5,000 of 300,000 devices, SQLite 3.40 from Python: 2.16 → 1.87 ms;
     /// of 10,000 in PostgreSQL 15 from psql: 5.30 → 4.93 ms).
-    static let rangeLine = "CASE WHEN environment IS NULL THEN token ELSE token || ' ' || environment END"
+    /// A device of another platform than APNs (which has no environment) adds a space, `p` and
+    /// its platform's code (``PlatformCode``).
+    static let rangeLine = "CASE WHEN platform <> 0 THEN token || ' p' || platform WHEN environment IS NULL THEN token ELSE token || ' ' || environment END"
     var raisedThrough: String {
         """
         UPDATE segments SET raised_hash = $3, raised_through = $4
@@ -487,7 +491,7 @@ struct QueueStatements: Sendable {
         UPDATE deliveries SET state = \(DeliveryState.failed), reason = o.o_reason, finished_at = $2, lease_owner = NULL, lease_expires_at = NULL
         FROM (SELECT \(e(0, .bigint)) AS o_id, \(e(1, .text)) AS o_reason FROM \(d.rows(3)) AS j) AS o
         WHERE deliveries.id = o.o_id AND deliveries.lease_owner = $1 AND deliveries.state = \(DeliveryState.claimed)
-        RETURNING id, token
+        RETURNING id, token, platform
         """
     }
     var endClaimedSegment: String {
@@ -522,7 +526,7 @@ struct QueueStatements: Sendable {
         FROM (SELECT \(e(0, .bigint)) AS o_id, \(e(1, .smallint)) AS o_state, \(e(2, .text)) AS o_reason, \(e(3, .text)) AS o_apns,
             \(e(4, .bigint)) AS o_next FROM \(d.rows(3)) AS j) AS o
         WHERE deliveries.id = o.o_id AND deliveries.lease_owner = $1 AND deliveries.state = \(DeliveryState.claimed)
-        RETURNING state, reason, token
+        RETURNING state, reason, token, platform
         """
     }
     /// Adds to notification $1's counts per platform, rows `[platform, accepted, rejected, failed]` ($2).
@@ -542,15 +546,15 @@ struct QueueStatements: Sendable {
         """
     }
     /// A range's devices that did not end as plain acceptances (rows `[token, state, reason,
-    /// receipt, nextAttemptAt, badge, environment]`, $3), kept for listing and retries, with the badge they
+    /// receipt, nextAttemptAt, badge, environment, platform]`, $3), kept for listing and retries, with the badge they
     /// were sent, which a retry sends again.
     var insertRangeDeliveries: String {
         """
-        INSERT INTO deliveries (notification_id, token, state, attempts, next_attempt_at, reason, apns_id, finished_at, badge, environment)
+        INSERT INTO deliveries (notification_id, token, state, attempts, next_attempt_at, reason, apns_id, finished_at, badge, environment, platform)
         SELECT $1, o_token, o_state, CASE WHEN o_state = \(DeliveryState.pending) THEN 1 ELSE 0 END, COALESCE(o_next, $2), o_reason, o_apns,
-            CASE WHEN o_state = \(DeliveryState.pending) THEN NULL ELSE $2 END, o_badge, o_environment
+            CASE WHEN o_state = \(DeliveryState.pending) THEN NULL ELSE $2 END, o_badge, o_environment, o_platform
         FROM (SELECT \(e(0, .text)) AS o_token, \(e(1, .smallint)) AS o_state, \(e(2, .text)) AS o_reason, \(e(3, .text)) AS o_apns,
-            \(e(4, .bigint)) AS o_next, \(e(5, .integer)) AS o_badge, \(e(6, .smallint)) AS o_environment FROM \(d.rows(3)) AS j) AS o
+            \(e(4, .bigint)) AS o_next, \(e(5, .integer)) AS o_badge, \(e(6, .smallint)) AS o_environment, \(e(7, .smallint)) AS o_platform FROM \(d.rows(3)) AS j) AS o
         WHERE true
         ON CONFLICT (notification_id, token) DO UPDATE SET state = excluded.state, attempts = excluded.attempts,
             next_attempt_at = excluded.next_attempt_at, reason = excluded.reason, apns_id = excluded.apns_id,

@@ -270,6 +270,20 @@ enum PostgresSchema {
             SELECT id, 2, fcm_accepted, fcm_rejected, fcm_failed FROM notifications
             WHERE fcm_accepted + fcm_rejected + fcm_failed > 0
             """,
+            // Each device's platform (``PlatformCode``), stored when it registers: from the
+            // address it registered with (a browser's subscription, an FCM registration token),
+            // never from the form of its ID. Each delivery keeps its device's, for the claim.
+            "ALTER TABLE devices ADD COLUMN platform SMALLINT NOT NULL DEFAULT 0",
+            "UPDATE devices SET platform = 1 WHERE web_push IS NOT NULL",
+            "UPDATE devices SET platform = 2 WHERE fcm_token IS NOT NULL",
+            "ALTER TABLE deliveries ADD COLUMN platform SMALLINT NOT NULL DEFAULT 0",
+            // A delivery written before has only its device's ID: the last place its form is read.
+            "UPDATE deliveries SET platform = 1 WHERE token LIKE 'wp\\_%' ESCAPE '\\'",
+            "UPDATE deliveries SET platform = 2 WHERE token LIKE 'fcm\\_%' ESCAPE '\\'",
+            // A broadcast's range is still read from the index alone (migration 12): it holds
+            // each device's platform too.
+            "DROP INDEX devices_hash",
+            "CREATE INDEX devices_hash ON devices (app, kind, hash, token) INCLUDE (environment, platform) WHERE status = 0",
         ],
     ]
 

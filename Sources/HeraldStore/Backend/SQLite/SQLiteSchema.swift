@@ -293,6 +293,16 @@ enum SQLiteSchema {
             SELECT id, 2, fcm_accepted, fcm_rejected, fcm_failed FROM notifications
             WHERE fcm_accepted + fcm_rejected + fcm_failed > 0
             """,
+            // Each device's platform (``PlatformCode``), stored when it registers: from the
+            // address it registered with (a browser's subscription, an FCM registration token),
+            // never from the form of its ID. Each delivery keeps its device's, for the claim.
+            "ALTER TABLE devices ADD COLUMN platform INTEGER NOT NULL DEFAULT 0",
+            "UPDATE devices SET platform = 1 WHERE web_push IS NOT NULL",
+            "UPDATE devices SET platform = 2 WHERE fcm_token IS NOT NULL",
+            "ALTER TABLE deliveries ADD COLUMN platform INTEGER NOT NULL DEFAULT 0",
+            // A delivery written before has only its device's ID: the last place its form is read.
+            "UPDATE deliveries SET platform = 1 WHERE token LIKE 'wp\\_%' ESCAPE '\\'",
+            "UPDATE deliveries SET platform = 2 WHERE token LIKE 'fcm\\_%' ESCAPE '\\'",
         ],
     ]
 
