@@ -63,9 +63,10 @@ struct SQLiteUpgradeTests {
     }
 }
 
-/// A database at the schema before counts per platform had their own table, with counts in it,
-/// opened by this Herald: the counts are moved, none lost, on both databases.
-@Suite("Counts per platform: the upgrade", .timeLimit(.minutes(6)))
+/// A database at the schema before the platforms were equal (counts per platform in columns, a
+/// device's platform known only from its address), with data in it, opened by this Herald: the
+/// counts are moved and each device's and delivery's platform stored, none lost, on both databases.
+@Suite("Platforms: the upgrade", .timeLimit(.minutes(6)))
 struct PlatformCountsUpgradeTests {
     @Test("a notification's Web Push and FCM counts in the columns of the schema before are its counts per platform after", arguments: Backend.allCases)
     func moved(backend: Backend) async throws {
@@ -104,6 +105,50 @@ struct PlatformCountsUpgradeTests {
             let listed = try await store.notifications(app: app, limit: 10).items
             #expect(Set(listed.map(\.id)) == ["01900000-0000-7000-8000-000000000001", "01900000-0000-7000-8000-000000000002", "01900000-0000-7000-8000-000000000003"])
             #expect(listed.first { $0.id == "01900000-0000-7000-8000-000000000002" }?.counts.android == PlatformCounts(accepted: 4, failed: 1), "the list reads them too")
+        }
+    }
+
+    @Test("a browser and an Android device registered before, and deliveries queued to them: their platform is stored after, and claims give it", arguments: Backend.allCases)
+    func platformsStored(backend: Backend) async throws {
+        let scratch = try ScratchDirectory()
+        let url = try await backend.storeURL(scratch: scratch)
+        let migrations = backend == .sqlite ? SQLiteSchema.migrations : PostgresSchema.migrations
+        let before = migrations.count - 1
+        var script = migrations[0..<before].joined().map { $0 + ";\n" }.joined()
+        script += (backend == .sqlite ? SQLiteSchema.createVersions : PostgresSchema.createVersions) + ";\n"
+        script += (1...before).map { "INSERT INTO herald_schema VALUES (\($0), 0);\n" }.joined()
+        let browser = WebPushAddress.id(forEndpoint: "https://web.push.apple.com/QGuH")
+        let android = FCMAddress.id(forToken: "f1:APA91b-token")
+        let apns = token(1)
+        // The devices as an earlier Herald registered them: the browser with its subscription, the
+        // Android device with its registration token, the APNs token bare.
+        for (id, webPush, fcm) in [(browser, "'{}'", "NULL"), (android, "NULL", "'f1:APA91b-token'"), (apns, "NULL", "NULL")] {
+            script += """
+                INSERT INTO devices (app, token, hash, kind, status, created_at, updated_at, web_push, fcm_token)
+                VALUES ('\(app)', '\(id)', \(KeySpace.hash(id)), 0, 0, 1, 1, \(webPush), \(fcm));\n
+                """
+        }
+        // A notification queued to all three, its deliveries pending.
+        let stored = backend == .sqlite ? "X'7B7D'" : "'\\x7b7d'::bytea"
+        let id = "01900000-0000-7000-8000-000000000004"
+        script += """
+            INSERT INTO notifications (id, app, audience_kind, audience, payload, push_type, badge_mode, status, targeted, deadline, created_at)
+            VALUES ('\(id)', '\(app)', 0, '', \(stored), 'alert', 0, 0, 3, 9999999999999, 1);\n
+            """
+        for device in [browser, android, apns] {
+            script += "INSERT INTO deliveries (notification_id, token, state, next_attempt_at) VALUES ('\(id)', '\(device)', 0, 0);\n"
+        }
+        try await RawDatabase(backend: backend, url: url).execute(script)
+
+        try await withHeraldStore(configuration: try HeraldStore.Configuration(url: url)) { store in
+            try await store.checkReady()
+            let expected: [String: DevicePlatform] = [browser: .webpush, android: .fcm, apns: .apns]
+            let queued = try await claimAll(store).flatMap(\.items)
+            #expect(Dictionary(uniqueKeysWithValues: queued.map { ($0.token, $0.platform) }) == expected, "deliveries queued before")
+            // A broadcast after: its ranges read each device's stored platform.
+            _ = try await store.enqueue(NotificationRequest(app: app, audience: .all, payload: payload))
+            let broadcast = try await claimAll(store).flatMap(\.items)
+            #expect(Dictionary(uniqueKeysWithValues: broadcast.map { ($0.token, $0.platform) }) == expected, "a broadcast's ranges")
         }
     }
 }
