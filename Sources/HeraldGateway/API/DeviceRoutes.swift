@@ -123,8 +123,8 @@ struct DeviceRoutes {
             webPush: api.configuration.app(app)?.webPush, reaches: api.platforms(of: app)
         )
         // 12,500 a transaction, one batch read (and its rows made) while the one before is
-        // written: 300,000 devices in 1.6 s on SQLite with a peak RSS of 111 MiB (25,000: 1.4 s,
-        // 127 MiB, which set a 10 M broadcast's peak at 128.3 MiB; 50,000: 1.2 s, 138 MiB).
+        // written: the size that kept an import's peak memory lowest for its speed
+        // (docs/performance.md, "Measurements behind the code").
         let upserted = try await api.store.register(contentsOf: devices, app: app, batchSize: 12_500)
         if report.stoppedAtLimit {
             throw APIError(

@@ -280,15 +280,14 @@ public struct WorkerSettings: Sendable, Hashable {
     public var count = 4
     /// Devices one claim takes; `nil` (the default): the database's own,
     /// ``defaultBatchSize(for:)``. Each batch costs its claim and completion statements and a
-    /// pause in sending while its last answers come in, so at 1000 a broadcast ran at 0.6-0.75 of
-    /// the client's own rate and at 5000 at 0.76-0.84 (`scripts/bench-gateway.sh`).
+    /// pause in sending while its last answers come in, so larger batches broadcast faster
+    /// (docs/performance.md, "Measurements behind the code").
     public var batchSize: Int?
 
     /// 5,000 on SQLite, 10,000 on PostgreSQL. PostgreSQL plans each of a batch's statements and
-    /// answers it over a socket: at 10,000 it spent 0.9-1.4 µs of CPU a device against 1.3-1.8
-    /// at 5,000 (three rounds each of `ROUNDS=3 BATCH=… scripts/bench-gateway.sh 300000`). SQLite
-    /// costs little a statement, and its page cache is the gateway's own memory: at 10,000 a
-    /// broadcast to 10,000,000 devices peaked at 127.5 MiB against 122.5 at 5,000.
+    /// answers it over a socket, so larger batches cost it less CPU a device; SQLite costs little
+    /// a statement, and its page cache is the gateway's own memory, which larger batches grow
+    /// (docs/performance.md, "Measurements behind the code").
     public static func defaultBatchSize(for database: StoreURL) -> Int {
         switch database {
         case .sqlite: 5000

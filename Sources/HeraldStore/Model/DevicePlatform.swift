@@ -1,4 +1,5 @@
-/// Which push service a device is reached through.
+/// Which push service a device is reached through. The store keeps each device's, from what it
+/// registered with (``WorkItem/platform``).
 public enum DevicePlatform: String, Sendable, Hashable, CaseIterable, CustomStringConvertible {
     /// An APNs device token.
     case apns
@@ -7,15 +8,15 @@ public enum DevicePlatform: String, Sendable, Hashable, CaseIterable, CustomStri
     /// An Android device's FCM registration token.
     case fcm
 
-    /// The platform of a device ID or token as the store keeps it: `wp_…` a browser, `fcm_…` an
-    /// Android device, anything else an APNs token.
+    /// The platform a device ID's form says: `wp_…` a browser, `fcm_…` an Android device,
+    /// anything else an APNs token. For tools and callers that hold only an ID: the gateway reads
+    /// each device's platform from the store, not from its ID.
     public init(deviceID token: some StringProtocol) {
         self = Self.platform(of: token)
     }
 
-    /// The same for a `String`, the type the gateway holds every device ID in: a call from
-    /// another module to the generic initialiser is not specialised, and this runs several
-    /// times for each device sent to.
+    /// The same for a `String`: a call from another module to the generic initialiser is not
+    /// specialised.
     public init(deviceID token: String) {
         self = Self.platform(of: token)
     }

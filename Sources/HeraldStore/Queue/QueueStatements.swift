@@ -172,8 +172,8 @@ struct QueueStatements: Sendable {
     // activity type (`activityType` true: `activity_type = $n`, its last parameter). Only
     // push-to-start tokens have an activity type, and only a start goes to them, so every other
     // push needs no such condition, and has none: PostgreSQL estimated `COALESCE(activity_type,
-    // '') = ''` to keep almost no rows and read a broadcast's range by a scan and a sort, 120 ms a
-    // batch instead of 27 ms by the index (a 300,000-device broadcast at 52k/s instead of 82k/s).
+    // '') = ''` to keep almost no rows and read a broadcast's range by a scan and a sort instead
+    // of by the index (docs/performance.md, "Measurements behind the code").
 
     /// The earliest time after $1 a pending delivery or a broadcast's range falls due.
     var nextDue: String {
@@ -470,8 +470,7 @@ struct QueueStatements: Sendable {
     /// A device's line in a range: its token, and a space and its environment code when it has one.
     /// A `CASE`, not `token || COALESCE(' ' || environment, '')`: most devices have no
     /// environment, and their token goes into the list as it is, not copied into a new string
-    /// first (a range read of 5,000 of 300,000 devices, SQLite 3.40 from Python: 2.16 → 1.87 ms;
-    /// of 10,000 in PostgreSQL 15 from psql: 5.30 → 4.93 ms).
+    /// first (docs/performance.md, "Measurements behind the code").
     /// A device of another platform than APNs (which has no environment) adds a space, `p` and
     /// its platform's code (``PlatformCode``).
     static let rangeLine = "CASE WHEN platform <> 0 THEN token || ' p' || platform WHEN environment IS NULL THEN token ELSE token || ' ' || environment END"

@@ -240,9 +240,9 @@ enum PostgresSchema {
         ],
         // 12: a broadcast's range is read from the index alone (an index-only scan): the index
         // holds each device's environment too. Read through the table, each of a batch's devices
-        // was another heap page (the table is in registration order, the index in key order):
-        // 5,000 devices read 5,104 pages, 20 ms; from the index, 91 pages, 3.6 ms. Pages must be
-        // marked all-visible for that, which a bulk registration does (``SQLDatabase/settleDevices()``).
+        // was another heap page (the table is in registration order, the index in key order).
+        // Pages must be marked all-visible for that, which a bulk registration does
+        // (``SQLDatabase/settleDevices()``).
         [
             "DROP INDEX devices_hash",
             "CREATE INDEX devices_hash ON devices (app, kind, hash, token) INCLUDE (environment) WHERE status = 0",

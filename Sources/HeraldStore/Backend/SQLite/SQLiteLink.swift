@@ -15,9 +15,8 @@ struct SQLiteFailure: Error, CustomStringConvertible {
 /// One SQLite connection, driven through SQLite's C API (the copy sqlite-nio builds), each
 /// statement prepared once and kept for the next time.
 ///
-/// Preparing was most of what the queue's statements cost: the eight a broadcast's batch runs
-/// besides its range read, with SQLite 3.40 from Python, 475 µs prepared each time against 68 µs
-/// kept (`cached_statements` 0 and 128). sqlite-nio prepares every query again, and runs each on
+/// Preparing was most of what the queue's statements cost (docs/performance.md, "Measurements
+/// behind the code"). sqlite-nio prepares every query again, and runs each on
 /// a thread pool, its answer passed through an event loop back to the caller: three thread hops a
 /// statement. Here a transaction's statements run one after another on the thread its task runs
 /// on (``SQLiteExecutor``).
@@ -87,7 +86,7 @@ final class SQLiteLink: @unchecked Sendable {
         // `sqlite3_clear_bindings`: SQLite 3.54 compiles a `LIMIT $n`'s bound value into the
         // statement, and clearing expires such a statement, which SQLite then prepares again
         // on its next run. A claim's delivery and range statements were so prepared anew every
-        // time (`SQLITE_STMTSTATUS_REPREPARE`): the first took 137-169 µs a run, 35 µs since.
+        // time (`SQLITE_STMTSTATUS_REPREPARE`).
         let parameters = sqlite_nio_sqlite3_bind_parameter_count(statement)
         if Int(parameters) > binds.count {
             for index in Int32(binds.count + 1)...parameters { sqlite_nio_sqlite3_bind_null(statement, index) }
