@@ -104,7 +104,7 @@ let package = Package(
         .target(
             name: "HeraldTransport",
             dependencies: [
-                "HeraldCore",
+                "HeraldFlow",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
