@@ -76,6 +76,20 @@ struct DeliveryReasonTests {
         #expect(DeliveryReason.fcm(.unregistered).apnsReason == nil)
     }
 
+    @Test("each platform's reasons say what a rejection does to the device, also when made from their string")
+    func deviceFates() {
+        let retiring: [DeliveryReason] = [.apns(.unregistered), .apns(.expiredToken), .webPush(.subscriptionGone), .fcm(.unregistered)]
+        let invalidating: [DeliveryReason] = [.apns(.badDeviceToken), .apns(.deviceTokenNotForTopic), .fcm(.invalidToken), .fcm(.senderIdMismatch)]
+        for reason in retiring {
+            #expect(reason.deviceFate == .unregistered, "\(reason)")
+            #expect(DeliveryReason.other(reason.description).deviceFate == .unregistered, "\(reason) from its string")
+        }
+        for reason in invalidating { #expect(reason.deviceFate == .invalid, "\(reason)") }
+        let others = DeliveryReason.allKnown.filter { !(retiring + invalidating).contains($0) }
+        #expect(others.allSatisfy { $0.deviceFate == nil }, "\(others.filter { $0.deviceFate != nil })")
+        #expect(DeliveryReason.expiredRetrying(last: .apns(.unregistered)).deviceFate == nil, "an expiry ends the delivery, not the device")
+    }
+
     @Test("strings Herald does not know are kept as they are", arguments: [
         "", "SomethingNew", "shutdown ", "Shutdown!", "BadEnvironmentKeyInToken", "Expired (last: ", "Expired (last: X",
         "Quarantined:x", "connection failed", "ünïcödé \u{1F4A5}",

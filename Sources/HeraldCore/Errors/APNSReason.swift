@@ -209,3 +209,16 @@ public enum RetryAdvice: Sendable, Hashable {
         }
     }
 }
+
+extension APNSReason {
+    /// What the rejection does to the device (apns-spec §1.7): `Unregistered` and `ExpiredToken`
+    /// retire it as of APNs's timestamp, unless it registered again since; `BadDeviceToken` and
+    /// `DeviceTokenNotForTopic` mark it invalid at once.
+    public var deviceFate: DeliveryReason.DeviceFate? {
+        switch self {
+        case .unregistered, .expiredToken: .unregistered
+        case .badDeviceToken, .deviceTokenNotForTopic: .invalid
+        default: nil
+        }
+    }
+}

@@ -98,6 +98,9 @@ public enum DeliveryReason: Sendable, Hashable, CustomStringConvertible, Lossles
         case badWebPushTopic = "BadWebPushTopic"
         /// The subscription is bound to another VAPID key than the one that signed (RFC 8292 §4).
         case vapidPkHashMismatch = "VapidPkHashMismatch"
+
+        /// A gone subscription retires its device, as of the answer (RFC 8030 §7.3).
+        public var deviceFate: DeviceFate? { self == .subscriptionGone ? .unregistered : nil }
     }
 
     /// FCM's reasons (Android devices; docs/fcm.md), after FCM's `ErrorCode`s
@@ -128,6 +131,35 @@ public enum DeliveryReason: Sendable, Hashable, CustomStringConvertible, Lossles
         case unavailable = "ServiceUnavailable"
         /// A device is an Android device, but its app has no `fcm` configured (any more).
         case notConfigured = "FCMNotConfigured"
+
+        /// `UNREGISTERED` retires the device as of the answer; a malformed or foreign token marks
+        /// it invalid at once.
+        public var deviceFate: DeviceFate? {
+            switch self {
+            case .unregistered: .unregistered
+            case .invalidToken, .senderIdMismatch: .invalid
+            default: nil
+            }
+        }
+    }
+
+    /// What a rejection does to its device, each platform's reasons saying which of theirs do.
+    public enum DeviceFate: Sendable, Hashable {
+        /// Retired as of the push service's answer, unless it registered again since.
+        case unregistered
+        /// Marked invalid at once: its token or address can never be sent to.
+        case invalid
+    }
+
+    /// What a rejection with this reason does to its device; `nil`: nothing (the device stays).
+    public var deviceFate: DeviceFate? {
+        // Parsed: a reason made from its string alone is the same reason.
+        switch Self(description) {
+        case .apns(let reason): reason.deviceFate
+        case .webPush(let reason): reason.deviceFate
+        case .fcm(let reason): reason.deviceFate
+        case .gateway, .expiredRetrying, .quarantined, .other: nil
+        }
     }
 
     /// Every reason with a fixed string, each string once: APNs's known reasons, the gateway's,

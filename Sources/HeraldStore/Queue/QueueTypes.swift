@@ -19,33 +19,26 @@ extension StoreError {
     }
 }
 
-/// What APNs said about a device that makes it unreachable.
+/// What a push service said about a device that makes it unreachable.
 struct Invalidation: Sendable, Hashable {
     var token: String
     var reason: String
-    /// When APNs saw the token go (410 and feedback); `nil` for reasons that invalidate at once.
+    /// When the push service saw the device go (APNs's 410 timestamp and feedback, the time of a
+    /// Web Push or FCM answer); `nil` for reasons that invalidate at once.
     var timestamp: Date?
 
-    /// The reasons that end a device, and how (apns-spec §1.7): `Unregistered` and
-    /// `ExpiredToken` only if the device has not registered again since APNs's timestamp;
-    /// `BadDeviceToken` and `DeviceTokenNotForTopic` at once.
+    /// What a stored reason does to its device (``status(for:)-(DeliveryReason)``).
     static func status(for reason: String) -> DeviceCode? {
         status(for: DeliveryReason(reason))
     }
 
-    /// The one table of reasons that end a device: ``DeliveryDecision`` decides by it too.
+    /// Which reasons end a device, and how: each platform's reasons say (``DeliveryReason/deviceFate``).
+    /// ``DeliveryDecision`` decides by it too.
     static func status(for reason: DeliveryReason) -> DeviceCode? {
-        switch reason {
-        // A browser's push service says so with 404 or 410 (RFC 8030 §7.3), and FCM with
-        // UNREGISTERED, at the time they answer.
-        case .webPush(.subscriptionGone), .fcm(.unregistered): return .unregistered
-        case .fcm(.invalidToken), .fcm(.senderIdMismatch): return .invalid
-        default: break
-        }
-        return switch reason.apnsReason {
-        case .unregistered, .expiredToken: .unregistered
-        case .badDeviceToken, .deviceTokenNotForTopic: .invalid
-        default: nil
+        switch reason.deviceFate {
+        case .unregistered?: .unregistered
+        case .invalid?: .invalid
+        case nil: nil
         }
     }
 }
