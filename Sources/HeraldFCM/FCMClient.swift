@@ -170,7 +170,8 @@ public final class FCMClient: Sendable {
         var later: [(index: Int, delay: Duration, attempts: Int, refreshed: Bool)] = []
         do throws(FCMSendError) {
             let token = try await self.tokens.accessToken()
-            let answers = await pool.exchange(head(for: token), bodies: bodies.map(\.body), logger: logger)
+            let head = head(for: token)
+            let answers = await pool.exchange(bodies.map { APNSClient.Exchange(head, body: $0.body) }, logger: logger)
             var refused = false
             for ((index, _), answer) in zip(bodies, answers) {
                 let outcome = attempt(from: answer)
@@ -260,7 +261,7 @@ public final class FCMClient: Sendable {
     /// One request and its answer.
     private func attempt(body: [UInt8], token: String) async -> FCMDecision.Attempt {
         do {
-            let answer = try await pool.exchange(head(for: token), body: body, logger: logger)
+            let answer = try await pool.exchange(APNSClient.Exchange(head(for: token), body: body), logger: logger)
             return attempt(from: .success(answer))
         } catch {
             return attempt(from: .failure(error))

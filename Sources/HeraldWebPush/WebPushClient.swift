@@ -189,7 +189,7 @@ public final class WebPushClient: Sendable {
             return subscriptions.map { _ in .failure(WebPushSendError(.invalidRequest, reason: error.message)) }
         }
         let requests = zip(subscriptions, bodies).map { subscription, body in
-            (method: "POST", path: subscription.requestTarget, headers: Self.headers(body: body, message: message, authorization: authorization), body: Optional(body))
+            APNSClient.Exchange(method: "POST", path: subscription.requestTarget, headers: Self.headers(body: body, message: message, authorization: authorization), body: body)
         }
         let answers = await pool.exchange(requests, logger: logger)
         var results = [Result<WebPushReceipt, WebPushSendError>?](repeating: nil, count: subscriptions.count)
@@ -275,8 +275,10 @@ public final class WebPushClient: Sendable {
             do {
                 answer = .success(
                     try await transport.exchange(
-                        method: "POST", path: subscription.requestTarget, headers: Self.headers(body: body, message: message, authorization: authorization),
-                        body: body, logger: logger))
+                        APNSClient.Exchange(
+                            method: "POST", path: subscription.requestTarget, headers: Self.headers(body: body, message: message, authorization: authorization),
+                            body: body),
+                        logger: logger))
             } catch {
                 answer = .failure(error)
             }

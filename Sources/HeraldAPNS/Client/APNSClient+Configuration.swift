@@ -28,7 +28,7 @@ extension APNSClient {
         /// Where the client's swift-metrics counters and timers go.
         public var metrics = Metrics()
         /// Off: requests carry no APNs authentication (neither token nor client certificate): the
-        /// pool carries another protocol's requests (``APNSClient/exchange(method:path:headers:body:logger:)``).
+        /// pool carries another protocol's requests (`APNSClient.exchange(_:logger:)`).
         package var sendsCredentials = true
         /// Decides, per resolved address, whether a connection may be opened (a Web Push
         /// endpoint's policy); `nil`: any.

@@ -143,50 +143,39 @@ public final class APNSClient: Sendable {
         }
     }
 
-    /// Sends any request through the pool and returns its answer whatever the status: for
-    /// protocols other than APNs over Herald's HTTP/2 (Web Push). A lost stream or a timeout
-    /// throws ``APNSClientError``. Use a client made with ``Configuration/sendsCredentials`` off.
-    package func exchange(
-        method: String, path: String, headers: [(name: String, value: String)], body: [UInt8]?, logger: Logger? = nil
-    ) async throws -> HTTPAnswer {
-        var request = OtherRequest(method: method, path: path, headers: headers, body: body, expiration: nil)
+    /// A request of another protocol than APNs sent over this client's HTTP/2 pool (Web Push,
+    /// FCM): its answer is the caller's whatever its status.
+    package struct Exchange: Sendable {
+        var request: OtherRequest
+
+        /// A request with its own header list.
+        package init(method: String, path: String, headers: [(name: String, value: String)], body: [UInt8]?) {
+            request = OtherRequest(method: method, path: path, headers: headers, body: body, expiration: nil)
+        }
+
+        /// A request with a head it shares with others (FCM's `messages:send`): no header list is
+        /// made for each.
+        package init(_ head: SharedRequestHead, body: [UInt8]) {
+            request = OtherRequest(method: head.method, path: head.path, headers: [], body: body, expiration: nil, sharedHead: head)
+        }
+    }
+
+    /// Sends `exchange` through the pool and returns its answer whatever the status. A lost
+    /// stream or a timeout throws ``APNSClientError``. Use a client made with
+    /// ``Configuration/sendsCredentials`` off.
+    package func exchange(_ exchange: Exchange, logger: Logger? = nil) async throws -> HTTPAnswer {
+        var request = exchange.request
         request.passthrough = true
         let answer = try await perform(request, logger: logger)
         return HTTPAnswer(status: answer.status, location: answer.location, retryAfter: answer.retryAfter, body: answer.body)
     }
 
-    /// Sends every request of `requests` through the pool at once (as many as the in-flight
-    /// bound lets at a time) and returns each answer, in order, whatever its status: one wake of
-    /// the connections per group rather than per request. A lost stream or a timeout is that
+    /// Sends every one of `exchanges` through the pool at once (as many as the in-flight bound
+    /// lets at a time) and returns each answer, in order, whatever its status: one wake of the
+    /// connections per group rather than per request. A lost stream or a timeout is that
     /// request's ``APNSClientError``.
-    package func exchange(
-        _ requests: [(method: String, path: String, headers: [(name: String, value: String)], body: [UInt8]?)], logger base: Logger? = nil
-    ) async -> [Result<HTTPAnswer, any Error>] {
-        await exchange(count: requests.count, logger: base) { index in
-            let request = requests[index]
-            return OtherRequest(method: request.method, path: request.path, headers: request.headers, body: request.body, expiration: nil)
-        }
-    }
-
-    /// Sends one request for each of `bodies`, all with `head`, as ``exchange(_:logger:)`` sends
-    /// its requests: the way for many requests that differ only in their bodies (FCM's
-    /// `messages:send`), with no header list made for each.
-    package func exchange(
-        _ head: SharedRequestHead, bodies: [[UInt8]], logger base: Logger? = nil
-    ) async -> [Result<HTTPAnswer, any Error>] {
-        await exchange(count: bodies.count, logger: base) { index in
-            OtherRequest(method: head.method, path: head.path, headers: [], body: bodies[index], expiration: nil, sharedHead: head)
-        }
-    }
-
-    /// One request with `head` and `body`; see ``exchange(_:bodies:logger:)``.
-    package func exchange(
-        _ head: SharedRequestHead, body: [UInt8], logger: Logger? = nil
-    ) async throws -> HTTPAnswer {
-        var request = OtherRequest(method: head.method, path: head.path, headers: [], body: body, expiration: nil, sharedHead: head)
-        request.passthrough = true
-        let answer = try await perform(request, logger: logger)
-        return HTTPAnswer(status: answer.status, location: answer.location, retryAfter: answer.retryAfter, body: answer.body)
+    package func exchange(_ exchanges: [Exchange], logger base: Logger? = nil) async -> [Result<HTTPAnswer, any Error>] {
+        await exchange(count: exchanges.count, logger: base) { exchanges[$0].request }
     }
 
     /// Requests `0..<count` (made by `request`, passed through) sent together.

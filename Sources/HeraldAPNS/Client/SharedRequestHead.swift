@@ -3,7 +3,7 @@ import NIOCore
 
 /// The head that many requests share, made once and sent with each of their bodies: FCM's
 /// `POST /v1/projects/{project}/messages:send` with one access token. Through the pool
-/// (``APNSClient/exchange(_:bodies:logger:)``) its path and constant fields are indexed in HPACK
+/// (`APNSClient.Exchange(_:body:)`) its path and constant fields are indexed in HPACK
 /// (a byte each after a connection's first request, for the peer to decode as little), its
 /// secret field is encoded once and copied, and only the body's length is written anew: no
 /// header list is made per request.

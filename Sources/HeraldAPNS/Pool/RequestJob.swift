@@ -20,7 +20,7 @@ final class RequestJob: @unchecked Sendable {
         /// A device notification: its outcome goes to one caller, or into a bulk send.
         case notification(PushNotification, index: Int, Completion)
         /// Channel management or a broadcast (apns-spec §1.9), or another protocol's request
-        /// (``APNSClient/exchange(method:path:headers:body:logger:)``): the raw answer goes to the caller.
+        /// (`APNSClient.exchange(_:logger:)`): the raw answer goes to the caller.
         case other(OtherRequest, OtherCompletion)
     }
 
@@ -28,7 +28,7 @@ final class RequestJob: @unchecked Sendable {
     enum OtherCompletion {
         /// To one caller.
         case single(CheckedContinuation<RawResponse, any Error>)
-        /// Into a batch's place `index` (``APNSClient/exchange(_:logger:)``).
+        /// Into a batch's place `index` (`APNSClient.exchange(_:logger:)`).
         case batch(ExchangeBatch, index: Int)
     }
 
@@ -195,7 +195,7 @@ struct RawResponse: Sendable, Equatable {
     var body: [UInt8]
 }
 
-/// The answers of a batch of requests sent together (``APNSClient/exchange(_:logger:)``): each
+/// The answers of a batch of requests sent together (`APNSClient.exchange(_:logger:)`): each
 /// job delivers its own, giving back its in-flight permit, and the caller waits once for all.
 final class ExchangeBatch: Sendable {
     typealias Answer = Result<RawResponse, any Error>
