@@ -124,14 +124,17 @@ extension QueueEngine {
 
     /// A device from a row of ``QueueStatements/deviceColumns``.
     static func device(_ row: SQLRow) -> Device {
-        let user = row.text(2)
+        typealias Column = DeviceColumn
+        let user = row.text(Column.user)
         return Device(
-            app: row.text(0) ?? "", token: row.text(1) ?? "", user: user?.isEmpty == false ? user : nil, tags: TagList.decode(row.text(3)),
-            badge: row.int(4, default: 0), status: DeviceCode(code: row.int(5))?.status ?? .active, reason: row.text(6),
-            invalidatedAt: row.int(7).map(Date.init(milliseconds:)), createdAt: Date(milliseconds: row.int(8) ?? 0),
-            updatedAt: Date(milliseconds: row.int(9) ?? 0), kind: KindCode(code: row.int(10))?.kind ?? .alert, activityType: row.text(11),
-            environment: EnvironmentCode.environment(row.int(12)), webPush: WebPushAddress(stored: row.text(13)),
-            fcm: row.text(14).flatMap { try? FCMAddress(registrationToken: $0) }, timeZone: row.text(15)
+            app: row.text(Column.app) ?? "", token: row.text(Column.token) ?? "", user: user?.isEmpty == false ? user : nil,
+            tags: TagList.decode(row.text(Column.tags)), badge: row.int(Column.badge, default: 0),
+            status: DeviceCode(code: row.int(Column.status))?.status ?? .active, reason: row.text(Column.reason),
+            invalidatedAt: row.int(Column.invalidatedAt).map(Date.init(milliseconds:)), createdAt: Date(milliseconds: row.int(Column.createdAt) ?? 0),
+            updatedAt: Date(milliseconds: row.int(Column.updatedAt) ?? 0), kind: KindCode(code: row.int(Column.kind))?.kind ?? .alert,
+            activityType: row.text(Column.activityType), environment: EnvironmentCode.environment(row.int(Column.environment)),
+            webPush: WebPushAddress(stored: row.text(Column.webPush)), fcm: row.text(Column.fcmToken).flatMap { try? FCMAddress(registrationToken: $0) },
+            timeZone: row.text(Column.timeZone)
         )
     }
 

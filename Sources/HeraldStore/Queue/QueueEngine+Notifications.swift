@@ -228,7 +228,7 @@ extension QueueEngine {
             // The rejection counts of the whole page in one query, not one per notification.
             var reasons: [String: [String: Int]] = [:]
             var platforms: [String: [DevicePlatform: PlatformCounts]] = [:]
-            let ids = rows.compactMap { $0.text(0) }
+            let ids = rows.compactMap { $0.text(NotificationColumn.id) }
             if !ids.isEmpty {
                 for row in try await connection.query(sql.selectReasonsOf, [.texts(ids)]) {
                     reasons[row.text(0) ?? "", default: [:]][row.text(1) ?? ""] = row.int(2, default: 0)
@@ -236,7 +236,8 @@ extension QueueEngine {
                 platforms = try await platformCounts(of: ids, on: connection)
             }
             let notifications = rows.map { row in
-                Self.notification(row, rejected: reasons[row.text(0) ?? ""] ?? [:], byPlatform: platforms[row.text(0) ?? ""] ?? [:])
+                let id = row.text(NotificationColumn.id) ?? ""
+                return Self.notification(row, rejected: reasons[id] ?? [:], byPlatform: platforms[id] ?? [:])
             }
             return Page(items: notifications, next: more ? notifications.last?.id : nil)
         }
@@ -245,7 +246,7 @@ extension QueueEngine {
     /// A notification from a row of ``QueueStatements/notificationColumns``, with its rejection
     /// counts and its counts per platform.
     func notification(_ row: SQLRow, on connection: any SQLConnection) async throws -> StoredNotification {
-        let id = row.text(0) ?? ""
+        let id = row.text(NotificationColumn.id) ?? ""
         var rejected: [String: Int] = [:]
         for reason in try await connection.query(sql.selectReasons, [.text(id)]) {
             rejected[reason.text(0) ?? ""] = reason.int(1, default: 0)
@@ -266,30 +267,30 @@ extension QueueEngine {
     }
 
     static func notification(_ row: SQLRow, rejected: [String: Int], byPlatform: [DevicePlatform: PlatformCounts]) -> StoredNotification {
-        let id = row.text(0) ?? ""
+        typealias Column = NotificationColumn
         var request = NotificationRequest(
-            app: row.text(1) ?? "",
-            audience: (AudienceKind(code: row.int(2)) ?? .all).audience(row.text(3) ?? ""),
-            payload: row.blob(4) ?? [],
-            pushType: PushType(rawValue: row.text(5) ?? "alert") ?? .alert,
-            priority: row.int(6).flatMap { Int(exactly: $0) }.flatMap(PushPriority.init(rawValue:)),
-            expiration: row.int(7).flatMap { Int(exactly: $0) }.flatMap { try? PushExpiration(unixSeconds: $0) },
-            collapseID: row.text(8),
-            badge: BadgeCode(code: row.int(9))?.mode ?? .none,
-            idempotencyKey: row.text(10),
-            activityType: row.text(19)
+            app: row.text(Column.app) ?? "",
+            audience: (AudienceKind(code: row.int(Column.audienceKind)) ?? .all).audience(row.text(Column.audience) ?? ""),
+            payload: row.blob(Column.payload) ?? [],
+            pushType: PushType(rawValue: row.text(Column.pushType) ?? "alert") ?? .alert,
+            priority: row.int(Column.priority).flatMap { Int(exactly: $0) }.flatMap(PushPriority.init(rawValue:)),
+            expiration: row.int(Column.expiration).flatMap { Int(exactly: $0) }.flatMap { try? PushExpiration(unixSeconds: $0) },
+            collapseID: row.text(Column.collapseID),
+            badge: BadgeCode(code: row.int(Column.badgeMode))?.mode ?? .none,
+            idempotencyKey: row.text(Column.idempotencyKey),
+            activityType: row.text(Column.activityType)
         )
-        request.webPush = row.text(20).map { Array($0.utf8) }
-        request.fcm = row.text(21).map { Array($0.utf8) }
-        request.schedule = DeliverySchedule(stored: row.text(22))
+        request.webPush = row.text(Column.webPush).map { Array($0.utf8) }
+        request.fcm = row.text(Column.fcm).map { Array($0.utf8) }
+        request.schedule = DeliverySchedule(stored: row.text(Column.schedule))
         return StoredNotification(
-            id: id, request: request, status: NotificationState(code: row.int(11))?.status ?? .queued,
+            id: row.text(Column.id) ?? "", request: request, status: NotificationState(code: row.int(Column.status))?.status ?? .queued,
             counts: NotificationCounts(
-                targeted: row.int(12, default: 0), accepted: row.int(13, default: 0), rejected: rejected, failed: row.int(15, default: 0),
-                byPlatform: byPlatform
+                targeted: row.int(Column.targeted, default: 0), accepted: row.int(Column.accepted, default: 0), rejected: rejected,
+                failed: row.int(Column.failed, default: 0), byPlatform: byPlatform
             ),
-            createdAt: Date(milliseconds: row.int(17) ?? 0),
-            finishedAt: row.int(18).map(Date.init(milliseconds:))
+            createdAt: Date(milliseconds: row.int(Column.createdAt) ?? 0),
+            finishedAt: row.int(Column.finishedAt).map(Date.init(milliseconds:))
         )
     }
 

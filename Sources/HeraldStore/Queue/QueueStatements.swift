@@ -9,7 +9,7 @@ struct QueueStatements: Sendable {
 
     // MARK: Devices
 
-    static let deviceColumns = "app, token, user_id, tags, badge, status, reason, invalidated_at, created_at, updated_at, kind, activity_type, environment, web_push, fcm_token, time_zone"
+    static let deviceColumns = DeviceColumn.selectList
 
     /// Device $2 (its key $3) of app $1. A device is found by its hash as well as its token: SQLite
     /// keeps devices in key order (``SQLDialect/deviceKey``); PostgreSQL finds it by token.
@@ -69,10 +69,7 @@ struct QueueStatements: Sendable {
     /// user or tag, in the order the database keeps devices: by key (``SQLDialect/devicesInKeyOrder``:
     /// then $4 is $2's hash, -1 from the start) or by token.
     func listDevices(status: Bool, user: Bool, tag: Bool, kind: Bool, environment: Bool, platform: DevicePlatform? = nil) -> String {
-        var sql = """
-            SELECT d.app, d.token, d.user_id, d.tags, d.badge, d.status, d.reason, d.invalidated_at, d.created_at, d.updated_at,
-                d.kind, d.activity_type, d.environment, d.web_push, d.fcm_token, d.time_zone FROM devices d
-            """
+        var sql = "SELECT \(DeviceColumn.selectList(of: "d")) FROM devices d"
         var next = d.devicesInKeyOrder ? 5 : 4
         var conditions = ""
         if tag {
@@ -137,11 +134,7 @@ struct QueueStatements: Sendable {
 
     // MARK: Notifications
 
-    static let notificationColumns = """
-        id, app, audience_kind, audience, payload, push_type, priority, expiration, collapse_id, badge_mode, \
-        idempotency_key, status, targeted, accepted, rejected, failed, deadline, created_at, finished_at, activity_type, \
-        web_push, fcm, schedule
-        """
+    static let notificationColumns = NotificationColumn.selectList
     var selectNotification: String { "SELECT \(Self.notificationColumns) FROM notifications WHERE id = $1" }
     var selectByIdempotencyKey: String { "SELECT \(Self.notificationColumns) FROM notifications WHERE app = $1 AND idempotency_key = $2" }
     var selectReasons: String { "SELECT reason, count FROM notification_reasons WHERE notification_id = $1" }
@@ -730,5 +723,66 @@ struct QueueStatements: Sendable {
         FROM (SELECT \(e(0, .text)) AS k_app, \(e(1, .text)) AS k_token, \(e(2, .bigint)) AS k_hash FROM \(d.rows(1)) AS j) AS k
         WHERE \(table).app = k.k_app AND \(table).token = k.k_token
         """
+    }
+}
+
+/// What a notification is read with (``QueueStatements/notificationColumns``).
+enum NotificationColumn: Int, SQLColumns {
+    case id, app, audienceKind, audience, payload, pushType, priority, expiration, collapseID, badgeMode, idempotencyKey, status, targeted, accepted,
+        rejected, failed, deadline, createdAt, finishedAt, activityType, webPush, fcm, schedule
+
+    var sqlName: String {
+        switch self {
+        case .id: "id"
+        case .app: "app"
+        case .audienceKind: "audience_kind"
+        case .audience: "audience"
+        case .payload: "payload"
+        case .pushType: "push_type"
+        case .priority: "priority"
+        case .expiration: "expiration"
+        case .collapseID: "collapse_id"
+        case .badgeMode: "badge_mode"
+        case .idempotencyKey: "idempotency_key"
+        case .status: "status"
+        case .targeted: "targeted"
+        case .accepted: "accepted"
+        case .rejected: "rejected"
+        case .failed: "failed"
+        case .deadline: "deadline"
+        case .createdAt: "created_at"
+        case .finishedAt: "finished_at"
+        case .activityType: "activity_type"
+        case .webPush: "web_push"
+        case .fcm: "fcm"
+        case .schedule: "schedule"
+        }
+    }
+}
+
+/// What a device is read with (``QueueStatements/deviceColumns``).
+enum DeviceColumn: Int, SQLColumns {
+    case app, token, user, tags, badge, status, reason, invalidatedAt, createdAt, updatedAt, kind, activityType, environment, webPush, fcmToken,
+        timeZone
+
+    var sqlName: String {
+        switch self {
+        case .app: "app"
+        case .token: "token"
+        case .user: "user_id"
+        case .tags: "tags"
+        case .badge: "badge"
+        case .status: "status"
+        case .reason: "reason"
+        case .invalidatedAt: "invalidated_at"
+        case .createdAt: "created_at"
+        case .updatedAt: "updated_at"
+        case .kind: "kind"
+        case .activityType: "activity_type"
+        case .environment: "environment"
+        case .webPush: "web_push"
+        case .fcmToken: "fcm_token"
+        case .timeZone: "time_zone"
+        }
     }
 }

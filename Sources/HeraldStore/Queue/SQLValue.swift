@@ -101,6 +101,13 @@ enum SQLValue: Sendable, Hashable {
 struct SQLRow: Sendable {
     var values: [SQLValue]
 
+    /// The value of `column`, of a statement whose select list its type makes (``SQLColumns``).
+    subscript<Column: SQLColumns>(_ column: Column) -> SQLValue { self[column.rawValue] }
+    func int<Column: SQLColumns>(_ column: Column) -> Int64? { int(column.rawValue) }
+    func int<Column: SQLColumns>(_ column: Column, default value: Int) -> Int { int(column.rawValue, default: value) }
+    func text<Column: SQLColumns>(_ column: Column) -> String? { text(column.rawValue) }
+    func blob<Column: SQLColumns>(_ column: Column) -> [UInt8]? { blob(column.rawValue) }
+
     subscript(_ index: Int) -> SQLValue { index < values.count ? values[index] : .null }
     func int(_ index: Int) -> Int64? { self[index].integer }
     func int(_ index: Int, default value: Int) -> Int { self[index].integer.flatMap { Int(exactly: $0) } ?? value }
@@ -109,6 +116,20 @@ struct SQLRow: Sendable {
         if case .blob(let bytes) = self[index] { return bytes }
         return nil
     }
+}
+
+/// The columns a statement selects, by name: the select list is made from the cases, in their
+/// order, so a row is read by name and the two cannot drift apart.
+protocol SQLColumns: CaseIterable, RawRepresentable where RawValue == Int {
+    /// The column as SQL names it.
+    var sqlName: String { get }
+}
+
+extension SQLColumns {
+    /// Every column, in order, as a select list.
+    static var selectList: String { allCases.map(\.sqlName).joined(separator: ", ") }
+    /// The same, each qualified by `table` (an alias in a join).
+    static func selectList(of table: String) -> String { allCases.map { "\(table).\($0.sqlName)" }.joined(separator: ", ") }
 }
 
 /// A column type, where a statement must name one (PostgreSQL cannot tell a parameter's type
