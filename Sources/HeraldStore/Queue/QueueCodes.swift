@@ -35,6 +35,10 @@ enum PlatformCode: Int, StoredCode {
         case .fcm: .fcm
         }
     }
+
+    /// A stored platform: APNs for NULL or a code this Herald never writes (stored before
+    /// platforms were, or by a newer Herald).
+    static func platform(_ code: Int64?) -> DevicePlatform { PlatformCode(code: code)?.platform ?? .apns }
 }
 
 enum DeliveryState: Int, StoredCode {

@@ -122,7 +122,7 @@ extension QueueEngine {
                 return WorkItem(
                     token: token, badge: notification.badge == .increment ? row.int(4).map { Int($0) } ?? badges[token] ?? 1 : nil,
                     attempt: row.int(3, default: 1), environment: EnvironmentCode.environment(row.int(5)),
-                    platform: PlatformCode(code: row.int(6))?.platform ?? .apns
+                    platform: PlatformCode.platform(row.int(6))
                 )
             }
             batches.append(
@@ -327,7 +327,7 @@ extension QueueEngine {
                     // `p` and a platform's code: a device of another platform, without an environment.
                     let code = Int64(String(decoding: UnsafeBufferPointer(rebasing: bytes[(space + 2)..<end]), as: UTF8.self))
                     if platforms == nil { platforms = Array(repeating: .apns, count: tokens.count - 1) }
-                    platforms!.append(PlatformCode(code: code)?.platform ?? .apns)
+                    platforms!.append(PlatformCode.platform(code))
                     environments.append(nil)
                 } else {
                     let code = space.flatMap { Int64(String(decoding: UnsafeBufferPointer(rebasing: bytes[($0 + 1)..<end]), as: UTF8.self)) }
@@ -422,7 +422,7 @@ extension QueueEngine {
                     try await connection.query(sql.addCounts, [.int(0), .int(0), .int(failed.count), .text(id)])
                     if !webhookInterest.isEmpty, let app = try await connection.query(sql.notificationApp, [.text(id)]).first?.text(0) {
                         let reasons = Dictionary(work.deliveries.map { ($0.id, $0.reason) }, uniquingKeysWith: { first, _ in first })
-                        let devices = failed.compactMap { row in row.text(1).map { FailedDevice(token: $0, state: .failed, reason: row.int(0).flatMap { reasons[$0] }, platform: (PlatformCode(code: row.int(2)) ?? .apns).platform) } }
+                        let devices = failed.compactMap { row in row.text(1).map { FailedDevice(token: $0, state: .failed, reason: row.int(0).flatMap { reasons[$0] }, platform: PlatformCode.platform(row.int(2))) } }
                         try await recordFailures(app: app, notification: id, devices, now: now, on: connection)
                     }
                 }

@@ -88,7 +88,7 @@ extension QueueEngine {
             if !known.isEmpty {
                 try await connection.query(sql.addReasons, [.text(id), .rows(known.sorted { $0.key < $1.key }.map { [.text($0.key), .int($0.value)] })])
                 try await connection.query(sql.addCounts, [.int(0), .int(known.values.reduce(0, +)), .int(0), .text(id)])
-                let rejected = deliveries.filter { $0.state == .rejected }.map { FailedDevice(token: $0.token, state: .rejected, reason: $0.reason, platform: (PlatformCode(code: $0.platform) ?? .apns).platform) }
+                let rejected = deliveries.filter { $0.state == .rejected }.map { FailedDevice(token: $0.token, state: .rejected, reason: $0.reason, platform: PlatformCode.platform($0.platform)) }
                 try await recordFailures(app: request.app, notification: id, rejected, now: now, on: connection)
             }
             if request.audience.isRange {
@@ -337,7 +337,7 @@ extension QueueEngine {
         try await connection.query(sql.cancelSegments, [.text(id)])
         // A deadline that passed fails its devices (`delivery.failed`); a cancel reports none.
         if !ending, !stopped.isEmpty, !webhookInterest.isEmpty, let app = try await connection.query(sql.notificationApp, [.text(id)]).first?.text(0) {
-            let devices = stopped.compactMap { row in row.text(1).map { FailedDevice(token: $0, state: .failed, reason: reason, platform: (PlatformCode(code: row.int(2)) ?? .apns).platform) } }
+            let devices = stopped.compactMap { row in row.text(1).map { FailedDevice(token: $0, state: .failed, reason: reason, platform: PlatformCode.platform(row.int(2))) } }
             try await recordFailures(app: app, notification: id, devices, now: now, on: connection)
         }
         return unsent

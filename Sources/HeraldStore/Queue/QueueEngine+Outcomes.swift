@@ -56,8 +56,9 @@ extension QueueEngine {
                         default: break
                         }
                         if let token = finished.text(2) {
-                            others.count(PlatformCode(code: finished.int(3))?.platform ?? .apns, state)
-                            if reportsFailures, let state { failures.append(FailedDevice(token: token, state: state, reason: finished.text(1), platform: (PlatformCode(code: finished.int(3)) ?? .apns).platform)) }
+                            let platform = PlatformCode.platform(finished.int(3))
+                            others.count(platform, state)
+                            if reportsFailures, let state { failures.append(FailedDevice(token: token, state: state, reason: finished.text(1), platform: platform)) }
                         }
                     }
                 }

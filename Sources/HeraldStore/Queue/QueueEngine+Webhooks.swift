@@ -52,7 +52,7 @@ extension QueueEngine {
                 writer.key("token")
                 writer.string(token)
                 writer.key("platform")
-                writer.string((PlatformCode(code: row.int(2)) ?? .apns).platform.rawValue)
+                writer.string(PlatformCode.platform(row.int(2)).rawValue)
                 writer.key("kind")
                 writer.string((KindCode(code: row.int(1)) ?? .alert).kind.rawValue)
                 writer.key("status")
