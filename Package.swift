@@ -98,18 +98,24 @@ let package = Package(
             name: "HeraldFlow",
             dependencies: [.product(name: "NIOCore", package: "swift-nio")]
         ),
-        // The HTTP pieces that belong to no platform, shared by the APNs, Web Push and FCM clients:
-        // the HTTP/1.1 client for push services without HTTP/2, the named answer, the guard that
-        // checks an address before a connection is opened, and the one retry loop. Not a product.
+        // The HTTP client that belongs to no platform, whose equal users are the APNs, Web Push and
+        // FCM clients: the HTTP/2 connection pool (generic over the request, each platform's rules
+        // a value), the HTTP/1.1 client for push services without HTTP/2, the named answer, typed
+        // errors, metrics labelled by platform, the guard that checks an address before a
+        // connection is opened, and the one retry loop. Not a product.
         .target(
             name: "HeraldTransport",
             dependencies: [
+                "HeraldCore",
                 "HeraldFlow",
+                "HeraldHTTP2",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "NIOTLS", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
             ]
         ),
         .target(
@@ -200,7 +206,6 @@ let package = Package(
                 "HeraldTransport",
                 "HeraldCore",
                 "HeraldFlow",
-                "HeraldAPNS",
                 "HeraldIdentity",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -255,7 +260,6 @@ let package = Package(
                 "HeraldTransport",
                 "HeraldCore",
                 "HeraldFlow",
-                "HeraldAPNS",
                 "HeraldIdentity",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),

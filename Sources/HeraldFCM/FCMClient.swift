@@ -1,6 +1,5 @@
 import HeraldTransport
 import AsyncHTTPClient
-import HeraldAPNS
 import HeraldCore
 @_spi(HeraldFlow) import HeraldFlow
 import HeraldIdentity
@@ -61,7 +60,7 @@ public final class FCMClient: Sendable {
     /// The access token every request carries.
     public let tokens: FCMAccessTokenProvider
     private let http: HTTPClient
-    private let pool: APNSClient
+    private let pool: HTTP2ExchangeClient
     private let path: String
     private let logger: Logger
     private let isShutDown = Atomic<Bool>(false)
@@ -105,18 +104,21 @@ public final class FCMClient: Sendable {
             throw error
         }
 
-        var settings = APNSClient.Configuration.anonymous(environment: .custom(host: endpoint.host, port: endpoint.port))
-        settings.trustRoots = configuration.additionalTrustRoots.isEmpty ? .system : .systemAnd(configuration.additionalTrustRoots)
-        settings.pool.maximumConnections = max(1, configuration.maximumConnections)
-        settings.pool.maximumInFlight = max(1, configuration.maximumInFlight)
-        settings.timeouts.connect = configuration.connectTimeout
-        settings.timeouts.request = configuration.requestTimeout
+        var poolTLS = TLSConfiguration.makeClientConfiguration()
+        let roots: TrustRoots = configuration.additionalTrustRoots.isEmpty ? .system : .systemAnd(configuration.additionalTrustRoots)
+        roots.apply(to: &poolTLS)
+        var settings = HTTP2Client.Configuration(host: endpoint.host, port: endpoint.port, platform: "fcm", tls: poolTLS)
+        settings.name = "FCM"
+        let connections = max(1, configuration.maximumConnections)
+        settings.maximumConnections = connections
+        settings.streamsPerConnection = max(1, (max(1, configuration.maximumInFlight) + connections - 1) / connections)
+        settings.connectTimeout = TimeAmount(configuration.connectTimeout)
+        settings.requestTimeout = TimeAmount(configuration.requestTimeout)
         // This client decides retries (``FCMDecision``); the pool only re-sends what the server
-        // refused unprocessed. Its counters are APNs's: not reported for FCM requests.
-        settings.retry = .none
-        settings.metrics.factory = NOOPMetricsHandler.instance
+        // refused unprocessed.
         do {
-            self.pool = try APNSClient(configuration: settings, eventLoopGroup: eventLoopGroup, logger: logger)
+            self.pool = try HTTP2ExchangeClient(
+                configuration: settings, maximumInFlight: configuration.maximumInFlight, eventLoopGroup: eventLoopGroup, logger: logger)
         } catch {
             try? self.http.syncShutdown()
             throw FCMError(.invalidConfiguration, "the FCM connection pool cannot be made: \(error)", field: "endpoint")
@@ -171,7 +173,7 @@ public final class FCMClient: Sendable {
         do throws(FCMSendError) {
             let token = try await self.tokens.accessToken()
             let head = head(for: token)
-            let answers = await pool.exchange(bodies.map { APNSClient.Exchange(head, body: $0.body) }, logger: logger)
+            let answers = await pool.exchange(bodies.map { HTTP2Request(head, body: $0.body) }, logger: logger)
             var refused = false
             for ((index, _), answer) in zip(bodies, answers) {
                 let outcome = attempt(from: answer)
@@ -260,26 +262,19 @@ public final class FCMClient: Sendable {
 
     /// One request and its answer.
     private func attempt(body: [UInt8], token: String) async -> FCMDecision.Attempt {
-        do {
-            let answer = try await pool.exchange(APNSClient.Exchange(head(for: token), body: body), logger: logger)
-            return attempt(from: .success(answer))
-        } catch {
-            return attempt(from: .failure(error))
-        }
+        attempt(from: await pool.exchange(HTTP2Request(head(for: token), body: body), logger: logger))
     }
 
-    private func attempt(from answer: Result<HTTPAnswer, any Error>) -> FCMDecision.Attempt {
+    private func attempt(from answer: Result<HTTPAnswer, TransportError>) -> FCMDecision.Attempt {
         switch answer {
         case .success(let answered):
             // A 200's body is a short name; only a body over the bound is copied to cut it.
             let body = answered.body.count <= FCMDecision.maximumBodyCount ? answered.body : Array(answered.body.prefix(FCMDecision.maximumBodyCount))
             return .answered(status: answered.status, retryAfter: answered.retryAfter, body: body)
-        case .failure(let error as APNSClientError) where error.code == .timedOut:
+        case .failure(let error) where error.code == .timedOut:
             return .timedOut
-        case .failure(let error as APNSClientError):
-            return .unreachable("FCM: \(error.message)")
         case .failure(let error):
-            return .unreachable("FCM: \(PeerText(String(describing: error), limit: 200))")
+            return .unreachable("FCM: \(error.message)")
         }
     }
 

@@ -1,5 +1,4 @@
 import HeraldTransport
-import HeraldAPNS
 import HeraldCore
 @_spi(HeraldFlow) import HeraldFlow
 import HeraldIdentity
@@ -72,7 +71,7 @@ public final class WebPushClient: Sendable {
     private let eventLoopGroup: any EventLoopGroup
     private let isShutDown = Atomic<Bool>(false)
     /// The HTTP/2 pool of each origin that speaks it; `nil`: it refused h2 by ALPN (HTTP/1.1).
-    private let transports = Mutex<[String: APNSClient?]>([:])
+    private let transports = Mutex<[String: HTTP2ExchangeClient?]>([:])
 
     /// A client. Shut it down with ``shutdown()``.
     public init(configuration: Configuration, eventLoopGroup: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton, logger: Logger = Logger(label: "herald.webpush", factory: { _ in SwiftLogNoOpLogHandler() })) {
@@ -126,7 +125,7 @@ public final class WebPushClient: Sendable {
             return subscriptions.map { _ in .failure(WebPushSendError(.shutdown, reason: "the client was shut down")) }
         }
         var bodies = [[UInt8]](repeating: [], count: subscriptions.count)
-        var pools: [String: (pool: APNSClient, indices: [Int])] = [:]
+        var pools: [String: (pool: HTTP2ExchangeClient, indices: [Int])] = [:]
         var singles: [Int] = []
         // The policy's verdict once per host, not per message: a group is mostly one push service.
         var verdicts: [String: String?] = [:]
@@ -180,7 +179,7 @@ public final class WebPushClient: Sendable {
 
     /// First attempts to one origin's pool at once, then the retries each needs.
     private func sendTogether(
-        _ message: WebPushMessage, to subscriptions: [WebPushSubscription], bodies: [[UInt8]], origin: String, pool: APNSClient
+        _ message: WebPushMessage, to subscriptions: [WebPushSubscription], bodies: [[UInt8]], origin: String, pool: HTTP2ExchangeClient
     ) async -> [Result<WebPushReceipt, WebPushSendError>] {
         let authorization: String
         do {
@@ -189,7 +188,7 @@ public final class WebPushClient: Sendable {
             return subscriptions.map { _ in .failure(WebPushSendError(.invalidRequest, reason: error.message)) }
         }
         let requests = zip(subscriptions, bodies).map { subscription, body in
-            APNSClient.Exchange(method: "POST", path: subscription.requestTarget, headers: Self.headers(body: body, message: message, authorization: authorization), body: body)
+            HTTP2Request(method: "POST", path: subscription.requestTarget, headers: Self.headers(body: body, message: message, authorization: authorization), body: body)
         }
         let answers = await pool.exchange(requests, logger: logger)
         var results = [Result<WebPushReceipt, WebPushSendError>?](repeating: nil, count: subscriptions.count)
@@ -271,17 +270,11 @@ public final class WebPushClient: Sendable {
         body: [UInt8], message: WebPushMessage, subscription: WebPushSubscription, authorization: String, attempts: Int
     ) async -> WebPushDecision.Attempt {
         if let transport = transport(for: subscription) {
-            let answer: Result<HTTPAnswer, any Error>
-            do {
-                answer = .success(
-                    try await transport.exchange(
-                        APNSClient.Exchange(
-                            method: "POST", path: subscription.requestTarget, headers: Self.headers(body: body, message: message, authorization: authorization),
-                            body: body),
-                        logger: logger))
-            } catch {
-                answer = .failure(error)
-            }
+            let answer = await transport.exchange(
+                HTTP2Request(
+                    method: "POST", path: subscription.requestTarget, headers: Self.headers(body: body, message: message, authorization: authorization),
+                    body: body),
+                logger: logger)
             if let attempt = attempt(from: answer, origin: subscription.origin, pool: transport) { return attempt }
         }
         return await attemptHTTP1(body: body, message: message, subscription: subscription, authorization: authorization)
@@ -290,12 +283,12 @@ public final class WebPushClient: Sendable {
     /// What an HTTP/2 pool's answer is as an attempt; `nil` when the push service refused HTTP/2
     /// by ALPN: its origin goes over HTTP/1.1 from then on, and its pool is shut down.
     private func attempt(
-        from answer: Result<HTTPAnswer, any Error>, origin: String, pool: APNSClient
+        from answer: Result<HTTPAnswer, TransportError>, origin: String, pool: HTTP2ExchangeClient
     ) -> WebPushDecision.Attempt? {
         switch answer {
         case .success(let answered):
             return .answered(status: answered.status, retryAfter: answered.retryAfter, location: answered.location, body: answered.body)
-        case .failure(let error as APNSClientError):
+        case .failure(let error):
             switch error.code {
             case .timedOut: return .timedOut
             case .addressNotAllowed: return .notAllowed(error.message)
@@ -312,33 +305,30 @@ public final class WebPushClient: Sendable {
                 return nil
             default: return .unreachable("\(origin): \(error.message)")
             }
-        case .failure(let error):
-            return .unreachable("\(origin): \(PeerText(String(describing: error), limit: 200))")
         }
     }
 
     /// The origin's HTTP/2 pool: made on first use, for `https:` endpoints when HTTP/2 is allowed.
-    private func transport(for subscription: WebPushSubscription) -> APNSClient? {
+    private func transport(for subscription: WebPushSubscription) -> HTTP2ExchangeClient? {
         guard configuration.allowsHTTP2, subscription.isHTTPS else { return nil }
-        return transports.withLock { transports -> APNSClient? in
+        return transports.withLock { transports -> HTTP2ExchangeClient? in
             if let known = transports[subscription.origin] { return known }
             guard transports.count < Self.maximumHTTP2Origins, !isShutDown.load(ordering: .relaxed) else { return nil }
-            var settings = APNSClient.Configuration.anonymous(environment: .custom(host: subscription.host, port: subscription.port))
-            settings.trustRoots = configuration.additionalTrustRoots.isEmpty ? .system : .systemAnd(configuration.additionalTrustRoots)
-            settings.pool.maximumConnections = 2
-            settings.pool.maximumInFlight = max(1, configuration.maximumInFlight)
-            settings.timeouts.connect = configuration.connectTimeout
-            settings.timeouts.request = configuration.requestTimeout
+            var tls = TLSConfiguration.makeClientConfiguration()
+            let roots: TrustRoots = configuration.additionalTrustRoots.isEmpty ? .system : .systemAnd(configuration.additionalTrustRoots)
+            roots.apply(to: &tls)
+            var settings = HTTP2Client.Configuration(host: subscription.host, port: subscription.port, platform: "webpush", tls: tls)
+            settings.name = "push service"
+            settings.maximumConnections = 2
+            settings.streamsPerConnection = max(1, (configuration.maximumInFlight + 1) / 2)
+            settings.connectTimeout = .init(configuration.connectTimeout)
+            settings.requestTimeout = .init(configuration.requestTimeout)
+            settings.connectGuard = Self.connectGuard(configuration.subscriptionPolicy)
             // This client decides retries (``WebPushDecision``); the pool only re-sends what the
             // server refused unprocessed.
-            settings.retry = .none
-            // The pool's own counters are APNs's (notifications accepted, rejected by reason):
-            // not reported for Web Push requests. Made with the global factory, they also
-            // clashed with the gateway's labelled APNs counters of the same names, which
-            // swift-prometheus traps on (found by scripts/bench-platforms-gateway.sh).
-            settings.metrics.factory = NOOPMetricsHandler.instance
-            settings.connectGuard = Self.connectGuard(configuration.subscriptionPolicy)
-            let client = try? APNSClient(configuration: settings, eventLoopGroup: eventLoopGroup, logger: logger)
+            let client = try? HTTP2ExchangeClient(
+                configuration: settings, maximumInFlight: configuration.maximumInFlight, eventLoopGroup: eventLoopGroup, logger: logger
+            )
             transports[subscription.origin] = .some(client)
             return client
         }

@@ -1,4 +1,5 @@
 @testable import HeraldAPNS
+@testable import HeraldTransport
 import HeraldCore
 @_spi(HeraldFlow) import HeraldFlow
 import HeraldHTTP2
@@ -23,21 +24,24 @@ struct ConnectionHandlerTests {
 
         init() throws {
             let recorder = Recorder()
+            let metrics = ClientMetrics(.init())
+            let rules = APNSRules(issuer: nil, decider: RetryDecider(policy: .none, usesProviderTokens: false), metrics: metrics)
             pool = ConnectionPool(
                 configuration: .init(
                     maximumConnections: 1, reconnectInitialBackoff: .milliseconds(100), reconnectMaximumBackoff: .seconds(1),
-                    maximumConnectAttempts: 3, requestTimeout: .seconds(60), authority: "test"
+                    maximumConnectAttempts: 3, requestTimeout: .seconds(60), authority: "test", name: "APNs"
                 ),
+                rules: rules,
                 group: loop, logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() })
             ) { id, _ in recorder.append(id) }
             self.recorder = recorder
-            let stateConfiguration = ConnectionStateMachine<RequestJob>.Configuration(
+            let stateConfiguration = ConnectionStateMachine<any HTTP2Job>.Configuration(
                 authority: "test", connectTimeout: .seconds(10), maximumStreams: 100, requestTimeout: .seconds(60), idlePingInterval: .seconds(60), responseOverdueAfter: .seconds(3),
                 pingTimeout: .seconds(5), maximumStreamsPerConnection: 1000, maximumAge: nil
             )
             let shared = ConnectionHandler.Shared(
-                pool: pool, authority: "test", issuer: nil, decider: RetryDecider(policy: .none, usesProviderTokens: false),
-                metrics: ClientMetrics(.init()), stateConfiguration: stateConfiguration, tickInterval: .seconds(1)
+                pool: pool, authority: "test", name: "APNs", rules: rules, metrics: metrics.transport, stateConfiguration: stateConfiguration,
+                tickInterval: .seconds(1)
             )
             sink = BulkSink(limiter: InFlightLimiter(limit: 10))
             channel = EmbeddedChannel(handler: ConnectionHandler(id: 0, shared: shared), loop: loop)

@@ -1,4 +1,4 @@
-@testable import HeraldAPNS
+@testable import HeraldTransport
 import HeraldHTTP2
 import NIOCore
 import Testing
@@ -74,7 +74,7 @@ struct ConnectionStateMachineTests {
         var machine = Machine(configuration: Self.configuration, now: start)
         _ = run(&machine) { $0.channelActive(into: &$1) }
         #expect(describe(run(&machine) { $0.handshakeCompleted(alpn: "http/1.1", into: &$1) }) == ["close"])
-        #expect(machine.failure?.message == "api.example:443 did not agree to HTTP/2 (ALPN h2); it is not an APNs server")
+        #expect(machine.failure?.message == "api.example:443 did not agree to HTTP/2 (ALPN h2)")
         #expect(describe(run(&machine) { $0.channelClosed(into: &$1) }) == ["failed http2NotOffered"])
     }
 
@@ -109,10 +109,10 @@ struct ConnectionStateMachineTests {
         #expect(describe(run(&machine) { $0.readComplete(into: &$1) }) == [], "the budget shrank: nothing to pull")
         #expect(machine.availableStreams == 0)  // 50 open, limit 1: none until they end
         for id in ids.prefix(49) {
-            _ = run(&machine) { $0.headersReceived(streamID: id, status: 200, apnsID: nil, uniqueID: nil, endStream: true, now: start, into: &$1) }
+            _ = run(&machine) { $0.headersReceived(streamID: id, status: 200, endStream: true, now: start, into: &$1) }
         }
         #expect(machine.availableStreams == 0)
-        _ = run(&machine) { $0.headersReceived(streamID: ids[49], status: 200, apnsID: nil, uniqueID: nil, endStream: true, now: start, into: &$1) }
+        _ = run(&machine) { $0.headersReceived(streamID: ids[49], status: 200, endStream: true, now: start, into: &$1) }
         #expect(machine.availableStreams == 1)
         _ = run(&machine) { $0.readComplete(into: &$1) }
         _ = run(&machine) { $0.settingsReceived(maximumConcurrentStreams: 300, into: &$1) }
@@ -131,14 +131,14 @@ struct ConnectionStateMachineTests {
         var machine = active()
         let id = machine.openStream(for: "early", now: start)
         let ended = outcomes(run(&machine) {
-            $0.headersReceived(streamID: id, status: 200, apnsID: "abc", uniqueID: "u", endStream: true, now: start + .milliseconds(3), into: &$1)
+            $0.headersReceived(streamID: id, status: 200, fields: [HTTP2Field(name: "apns-id", value: "abc"), HTTP2Field(name: "apns-unique-id", value: "u")], endStream: true, now: start + .milliseconds(3), into: &$1)
         })
         guard ended.count == 1, case .response(let job, let response) = ended[0] else {
             Issue.record("expected a response, got \(ended)")
             return
         }
         #expect(job == "early")
-        #expect(response.status == 200 && response.apnsID == "abc" && response.uniqueID == "u")
+        #expect(response.status == 200 && response["apns-id"] == "abc" && response["apns-unique-id"] == "u")
         #expect(response.latency == .milliseconds(3))
         #expect(run(&machine) { $0.streamClosed(streamID: id, reason: .noError, now: start, into: &$1) }.isEmpty, "nothing re-sent")
     }
@@ -147,7 +147,7 @@ struct ConnectionStateMachineTests {
     func headersThenResetWithoutBody() {
         var machine = active()
         let id = machine.openStream(for: "x", now: start)
-        let partial = run(&machine) { $0.headersReceived(streamID: id, status: 400, apnsID: nil, uniqueID: nil, endStream: false, now: start, into: &$1) }
+        let partial = run(&machine) { $0.headersReceived(streamID: id, status: 400, endStream: false, now: start, into: &$1) }
         #expect(partial.isEmpty)
         let ended = outcomes(run(&machine) { $0.streamClosed(streamID: id, reason: .noError, now: start, into: &$1) })
         guard ended.count == 1, case .response(_, let response) = ended[0] else {
@@ -161,7 +161,7 @@ struct ConnectionStateMachineTests {
     func errorBody() {
         var machine = active()
         let id = machine.openStream(for: "x", now: start)
-        _ = run(&machine) { $0.headersReceived(streamID: id, status: 410, apnsID: nil, uniqueID: nil, endStream: false, now: start, into: &$1) }
+        _ = run(&machine) { $0.headersReceived(streamID: id, status: 410, endStream: false, now: start, into: &$1) }
         let first = run(&machine) { $0.dataReceived(streamID: id, bytes: ByteBuffer(string: #"{"reason":"#), endStream: false, now: start, into: &$1) }
         #expect(first.isEmpty)
         let ended = outcomes(run(&machine) { $0.dataReceived(streamID: id, bytes: ByteBuffer(string: #""Unregistered"}"#), endStream: true, now: start, into: &$1) })
@@ -193,7 +193,7 @@ struct ConnectionStateMachineTests {
         #expect(!machine.isDrained)
         var last: [Machine.Action] = []
         for id in ids.prefix(3) {
-            last = run(&machine) { $0.headersReceived(streamID: id, status: 200, apnsID: nil, uniqueID: nil, endStream: true, now: start, into: &$1) }
+            last = run(&machine) { $0.headersReceived(streamID: id, status: 200, endStream: true, now: start, into: &$1) }
         }
         #expect(machine.isDrained)
         #expect(describe(last) == ["goodbye"], "the last answer closes it, and draining is not reported again")

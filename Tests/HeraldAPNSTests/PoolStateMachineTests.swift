@@ -1,4 +1,4 @@
-@testable import HeraldAPNS
+@testable import HeraldTransport
 import NIOCore
 import Testing
 

@@ -2,7 +2,7 @@ import HeraldCore
 import HeraldHTTP2
 import Testing
 
-@testable import HeraldAPNS
+@testable import HeraldTransport
 
 @Suite("Stream table")
 struct StreamTableTests {

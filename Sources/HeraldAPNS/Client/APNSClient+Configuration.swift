@@ -27,23 +27,10 @@ extension APNSClient {
         public var proxy: Proxy?
         /// Where the client's swift-metrics counters and timers go.
         public var metrics = Metrics()
-        /// Off: requests carry no APNs authentication (neither token nor client certificate): the
-        /// pool carries another protocol's requests (`APNSClient.exchange(_:logger:)`).
-        package var sendsCredentials = true
-        /// Decides, per resolved address, whether a connection may be opened (a Web Push
-        /// endpoint's policy); `nil`: any.
-        package var connectGuard: ConnectGuard?
 
         public init(environment: APNSEnvironment, credentials: APNSCredentials) {
             self.environment = environment
             self.credentials = credentials
-        }
-
-        /// A pool to `environment` without APNs credentials, for another protocol over HTTP/2.
-        package static func anonymous(environment: APNSEnvironment) -> Configuration {
-            var configuration = Configuration(environment: environment, credentials: .providerToken(.generate()))
-            configuration.sendsCredentials = false
-            return configuration
         }
 
         /// Connections, streams and the in-flight bound.

@@ -19,7 +19,7 @@ import NIOSSL
 public final class APNSClient: Sendable {
     /// The configuration the client was made with.
     public let configuration: Configuration
-    private let pool: ConnectionPool
+    private let pool: HTTP2Client
     private let limiter: InFlightLimiter
     private let logger: Logger
     private let issuer: ProviderTokenIssuer?
@@ -46,15 +46,8 @@ public final class APNSClient: Sendable {
 
         var tls = TLSConfiguration.makeClientConfiguration()
         tls.minimumTLSVersion = .tlsv12  // apns-spec §1.2
-        // A server this side closes gets a second to answer close_notify, not five: one that
-        // floods instead is only read (and dropped) that long.
-        tls.shutdownTimeout = .seconds(1)
-        tls.applicationProtocols = ["h2"]
         configuration.trustRoots.apply(to: &tls)
-        switch configuration.sendsCredentials ? configuration.credentials : nil {
-        case nil:
-            issuer = nil
-            identity = nil
+        switch configuration.credentials {
         case .providerToken(let key):
             issuer = ProviderTokenIssuer.shared(for: key)
             identity = nil
@@ -66,56 +59,32 @@ public final class APNSClient: Sendable {
             identity = certificate
             certificate.apply(to: &tls)
         }
-        let sslContext: NIOSSLContext
-        do {
-            sslContext = try NIOSSLContext(configuration: tls)
-        } catch {
-            throw APNSClientError(.tlsFailed, "the TLS configuration could not be built: \(error)")
-        }
 
         let environment = configuration.environment
-        let connectTimeout = TimeAmount(configuration.timeouts.connect)
-        let stateConfiguration = ConnectionStateMachine<RequestJob>.Configuration(
-            authority: environment.authority,
-            connectTimeout: connectTimeout,
-            maximumStreams: configuration.pool.streamsPerConnection,
-            requestTimeout: .init(configuration.timeouts.request),
-            idlePingInterval: .init(configuration.liveness.idlePingInterval),
-            responseOverdueAfter: .init(configuration.liveness.responseOverdueAfter),
-            pingTimeout: .init(configuration.liveness.pingTimeout),
-            maximumStreamsPerConnection: configuration.pool.maximumStreamsPerConnectionLifetime,
-            maximumAge: configuration.pool.maximumConnectionAge.map { .init($0) }
-        )
-        let liveness = configuration.liveness
-        let shortest = [configuration.timeouts.request, liveness.pingTimeout, liveness.responseOverdueAfter, liveness.idlePingInterval].min()!
-        let tick = TimeAmount(min(max(shortest / 4, .milliseconds(10)), .seconds(1)))
-        let decider = RetryDecider(policy: configuration.retry, usesProviderTokens: issuer != nil)
+        var transport = HTTP2Client.Configuration(host: environment.host, port: environment.port, platform: "apns", tls: tls)
+        transport.name = "APNs"
+        transport.maximumConnections = configuration.pool.maximumConnections
+        transport.streamsPerConnection = configuration.pool.streamsPerConnection
+        transport.maximumStreamsPerConnectionLifetime = configuration.pool.maximumStreamsPerConnectionLifetime
+        transport.maximumConnectionAge = configuration.pool.maximumConnectionAge.map { .init($0) }
+        transport.reconnectInitialBackoff = .init(configuration.pool.reconnectInitialBackoff)
+        transport.reconnectMaximumBackoff = .init(configuration.pool.reconnectMaximumBackoff)
+        transport.maximumConnectAttempts = configuration.pool.maximumConnectAttempts
+        transport.connectTimeout = .init(configuration.timeouts.connect)
+        transport.requestTimeout = .init(configuration.timeouts.request)
+        transport.idlePingInterval = .init(configuration.liveness.idlePingInterval)
+        transport.responseOverdueAfter = .init(configuration.liveness.responseOverdueAfter)
+        transport.pingTimeout = .init(configuration.liveness.pingTimeout)
+        transport.proxy = configuration.proxy.map { ($0.host, $0.port, $0.authorization) }
         let metrics = ClientMetrics(configuration.metrics)
-        let issuer = self.issuer
-        let proxy = configuration.proxy
-        let connectGuard = configuration.connectGuard
-        let group = eventLoopGroup
-
-        pool = ConnectionPool(
-            configuration: .init(
-                maximumConnections: configuration.pool.maximumConnections,
-                reconnectInitialBackoff: .init(configuration.pool.reconnectInitialBackoff),
-                reconnectMaximumBackoff: .init(configuration.pool.reconnectMaximumBackoff),
-                maximumConnectAttempts: configuration.pool.maximumConnectAttempts,
-                requestTimeout: .init(configuration.timeouts.request),
-                authority: environment.authority
-            ),
-            group: eventLoopGroup,
-            logger: logger
-        ) { id, pool in
-            let shared = ConnectionHandler.Shared(
-                pool: pool, authority: environment.authority, issuer: issuer, decider: decider, metrics: metrics,
-                stateConfiguration: stateConfiguration, tickInterval: tick
-            )
-            Self.openConnection(
-                id: id, shared: shared, environment: environment, proxy: proxy, connectGuard: connectGuard, sslContext: sslContext,
-                connectTimeout: connectTimeout, eventLoop: group.next()
-            )
+        transport.metrics = metrics.transport
+        let rules = APNSRules(
+            issuer: issuer, decider: RetryDecider(policy: configuration.retry, usesProviderTokens: issuer != nil), metrics: metrics
+        )
+        do {
+            pool = try HTTP2Client(configuration: transport, rules: rules, eventLoopGroup: eventLoopGroup, logger: logger)
+        } catch {
+            throw APNSClientError(error)
         }
     }
 
@@ -137,74 +106,10 @@ public final class APNSClient: Sendable {
         let logger = self.logger(for: prepared, base: logger)
         return try await withCheckedThrowingContinuation { continuation in
             let job = RequestJob(notification: prepared, index: 0, completion: .single(continuation), logger: logger)
-            if !pool.submit(CollectionOfOne(job)) {
+            if !pool.submit([job]) {
                 continuation.resume(throwing: APNSClientError(.shutdown, "the client is shutting down"))
             }
         }
-    }
-
-    /// A request of another protocol than APNs sent over this client's HTTP/2 pool (Web Push,
-    /// FCM): its answer is the caller's whatever its status.
-    package struct Exchange: Sendable {
-        var request: OtherRequest
-
-        /// A request with its own header list.
-        package init(method: String, path: String, headers: [(name: String, value: String)], body: [UInt8]?) {
-            request = OtherRequest(method: method, path: path, headers: headers, body: body, expiration: nil)
-        }
-
-        /// A request with a head it shares with others (FCM's `messages:send`): no header list is
-        /// made for each.
-        package init(_ head: SharedRequestHead, body: [UInt8]) {
-            request = OtherRequest(method: head.method, path: head.path, headers: [], body: body, expiration: nil, sharedHead: head)
-        }
-    }
-
-    /// Sends `exchange` through the pool and returns its answer whatever the status. A lost
-    /// stream or a timeout throws ``APNSClientError``. Use a client made with
-    /// ``Configuration/sendsCredentials`` off.
-    package func exchange(_ exchange: Exchange, logger: Logger? = nil) async throws -> HTTPAnswer {
-        var request = exchange.request
-        request.passthrough = true
-        let answer = try await perform(request, logger: logger)
-        return HTTPAnswer(status: answer.status, location: answer.location, retryAfter: answer.retryAfter, body: answer.body)
-    }
-
-    /// Sends every one of `exchanges` through the pool at once (as many as the in-flight bound
-    /// lets at a time) and returns each answer, in order, whatever its status: one wake of the
-    /// connections per group rather than per request. A lost stream or a timeout is that
-    /// request's ``APNSClientError``.
-    package func exchange(_ exchanges: [Exchange], logger base: Logger? = nil) async -> [Result<HTTPAnswer, any Error>] {
-        await exchange(count: exchanges.count, logger: base) { exchanges[$0].request }
-    }
-
-    /// Requests `0..<count` (made by `request`, passed through) sent together.
-    private func exchange(
-        count: Int, logger base: Logger?, request: (Int) -> OtherRequest
-    ) async -> [Result<HTTPAnswer, any Error>] {
-        guard count > 0 else { return [] }
-        let logger = base ?? self.logger
-        let batch = ExchangeBatch(count: count, limiter: limiter)
-        var next = 0
-        while next < count {
-            let granted: Int
-            do {
-                granted = try await limiter.acquire(maximum: count - next)
-            } catch {
-                for index in next..<count { batch.deliver(.failure(error), at: index, holdsPermit: false) }
-                break
-            }
-            let jobs = (next..<(next + granted)).map { index in
-                var other = request(index)
-                other.passthrough = true
-                return RequestJob(other: other, batch: batch, index: index, logger: logger)
-            }
-            if !pool.submit(jobs) {
-                for job in jobs { job.complete(.failed(APNSClientError(.shutdown, "the client is shutting down"))) }
-            }
-            next += granted
-        }
-        return await batch.wait().map { answer in answer.map { HTTPAnswer(status: $0.status, location: $0.location, retryAfter: $0.retryAfter, body: $0.body) } }
     }
 
     /// Sends a channel-management or broadcast request through the same pool, bound and retries.
@@ -214,7 +119,7 @@ public final class APNSClient: Sendable {
         let logger = base ?? self.logger
         return try await withCheckedThrowingContinuation { continuation in
             let job = RequestJob(other: request, completion: continuation, logger: logger)
-            if !pool.submit(CollectionOfOne(job)) {
+            if !pool.submit([job]) {
                 continuation.resume(throwing: APNSClientError(.shutdown, "the client is shutting down"))
             }
         }
@@ -269,7 +174,7 @@ public final class APNSClient: Sendable {
     }
 
     private func submitBulk(_ jobs: [RequestJob]) {
-        if !pool.submit(jobs) {
+        if !pool.submit(jobs.map { $0 as any HTTP2Job }) {
             for job in jobs { job.complete(.failed(APNSClientError(.shutdown, "the client is shutting down"))) }
         }
     }
@@ -348,48 +253,4 @@ public final class APNSClient: Sendable {
     /// Callers suspended in a send now, waiting for room under
     /// ``Configuration/Pool-swift.struct/maximumInFlight``: a gauge of back-pressure.
     public var waitingSends: Int { limiter.waiting }
-
-    // MARK: Connections
-
-    private static func openConnection(
-        id: Int, shared: ConnectionHandler.Shared, environment: APNSEnvironment, proxy: Proxy?, connectGuard: ConnectGuard?,
-        sslContext: NIOSSLContext, connectTimeout: TimeAmount, eventLoop: any EventLoop
-    ) {
-        let host = environment.host
-        let serverHostname = IPAddressText.isAddress(host) ? nil : host
-        let authority = environment.authority
-        let addProtocol: @Sendable (any Channel) throws -> Void = { channel in
-            let sync = channel.pipeline.syncOperations
-            try sync.addHandler(NIOSSLClientHandler(context: sslContext, serverHostname: serverHostname))
-            try sync.addHandler(ConnectionHandler(id: id, shared: shared))
-        }
-        ClientBootstrap(group: eventLoop)
-            .connectTimeout(connectTimeout)
-            .channelOption(.socketOption(.tcp_nodelay), value: 1)
-            .channelInitializer { channel in
-                channel.eventLoop.makeCompletedFuture {
-                    if let connectGuard { try channel.pipeline.syncOperations.addHandler(ConnectGuardHandler(host: proxy?.host ?? host, connectGuard)) }
-                    if let proxy {
-                        try channel.pipeline.syncOperations.addHandler(
-                            HTTPConnectProxyHandler(
-                                target: authority, authorization: proxy.authorization, timeout: connectTimeout, established: addProtocol,
-                                failed: { why in shared.pool.connectionFailed(id, error: APNSClientError(.connectionFailed, "proxy \(proxy.host):\(proxy.port): \(why)")) }
-                            )
-                        )
-                    } else {
-                        try addProtocol(channel)
-                    }
-                }
-            }
-            .connect(host: proxy?.host ?? host, port: proxy?.port ?? environment.port)
-            .whenFailure { error in
-                if let refused = ConnectionNotAllowed.find(in: error) {
-                    shared.pool.connectionFailed(id, error: APNSClientError(.addressNotAllowed, refused.reason))
-                    return
-                }
-                let target = proxy.map { "proxy \($0.host):\($0.port)" } ?? authority
-                shared.pool.connectionFailed(id, error: APNSClientError(.connectionFailed, "cannot connect to \(target): \(error)"))
-            }
-    }
-
 }

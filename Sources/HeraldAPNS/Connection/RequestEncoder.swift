@@ -51,60 +51,17 @@ enum RequestEncoder {
         }
     }
 
+    /// What a connection keeps for the notifications it writes (``HTTP2Rules/makeConnectionState()``).
+    final class Memo {
+        var fields = FieldsMemo()
+    }
+
     /// A connection's last notification fields as encoded (``writeFields(for:authority:authorization:memo:encoder:into:)``).
     struct FieldsMemo {
         /// Meaningless while ``generation`` is -1, which no encoder has: the memo is empty.
         fileprivate(set) var headers = PushHeaders()
         fileprivate var generation = -1
         fileprivate(set) var bytes: [UInt8] = []
-    }
-
-    /// The header fields of a channel-management or broadcast request (apns-spec §1.9), or of
-    /// another protocol's request through the pool.
-    static func writeFields(
-        for request: OtherRequest, authority: String, authorization: ByteBuffer?, encoder: inout HPACKBlockEncoder, into block: inout ByteBuffer
-    ) {
-        if let head = request.sharedHead {
-            writeFields(for: head, bodyCount: request.body?.count, authority: authority, authorization: authorization, encoder: &encoder, into: &block)
-            return
-        }
-        writeMethod(request.method, encoder: &encoder, into: &block)
-        encoder.indexed(HPACKBlockEncoder.Static.schemeHTTPS, into: &block)
-        encoder.literal(staticNameIndex: HPACKBlockEncoder.Static.path, value: request.path, into: &block)
-        encoder.indexing(name: ":authority", value: authority, staticNameIndex: HPACKBlockEncoder.Static.authority, into: &block)
-        if var authorization { block.writeBuffer(&authorization) }
-        for field in request.headers {
-            encoder.literal(name: field.name, value: field.value, into: &block)
-        }
-    }
-
-    /// A request whose head many share (``SharedRequestHead``): its path and content type are
-    /// the same for every one, so indexed (a byte each once the peer's table has them); its
-    /// authorization was encoded once; only `content-length` is written for this request.
-    private static func writeFields(
-        for head: SharedRequestHead, bodyCount: Int?, authority: String, authorization: ByteBuffer?,
-        encoder: inout HPACKBlockEncoder, into block: inout ByteBuffer
-    ) {
-        writeMethod(head.method, encoder: &encoder, into: &block)
-        encoder.indexed(HPACKBlockEncoder.Static.schemeHTTPS, into: &block)
-        encoder.indexing(name: ":path", value: head.path, staticNameIndex: HPACKBlockEncoder.Static.path, into: &block)
-        encoder.indexing(name: ":authority", value: authority, staticNameIndex: HPACKBlockEncoder.Static.authority, into: &block)
-        if let authorization { block.writeImmutableBuffer(authorization) }
-        if let field = head.authorizationField { block.writeImmutableBuffer(field) }
-        if let contentType = head.contentType {
-            encoder.indexing(name: "content-type", value: contentType, staticNameIndex: HPACKBlockEncoder.Static.contentType, into: &block)
-        }
-        if let bodyCount {
-            encoder.literal(staticNameIndex: HPACKBlockEncoder.Static.contentLength, value: String(bodyCount), into: &block)
-        }
-    }
-
-    private static func writeMethod(_ method: String, encoder: inout HPACKBlockEncoder, into block: inout ByteBuffer) {
-        switch method {
-        case "POST": encoder.indexed(HPACKBlockEncoder.Static.methodPOST, into: &block)
-        case "GET": encoder.indexed(HPACKBlockEncoder.Static.methodGET, into: &block)
-        default: encoder.literal(staticNameIndex: HPACKBlockEncoder.Static.methodGET, value: method, into: &block)
-        }
     }
 
     /// `:path: /3/device/<token>`, literal without indexing (§1.3, §1.4).
@@ -114,13 +71,5 @@ enum RequestEncoder {
         HPACKBlockEncoder.writeInteger(10 + hex.count, prefixBits: 7, pattern: 0x00, into: &output)
         output.writeStaticString("/3/device/")
         output.writeString(token.hex)
-    }
-
-    /// The encoded `authorization: bearer <JWT>` field, made once per token and copied into each
-    /// request: literal without indexing (§1.3).
-    static func authorizationField(_ token: ProviderToken) -> ByteBuffer {
-        var field = ByteBuffer()
-        HPACKBlockEncoder().literal(staticNameIndex: HPACKBlockEncoder.Static.authorization, value: token.authorization, into: &field)
-        return field
     }
 }

@@ -2,7 +2,8 @@ import HeraldCore
 @_spi(HeraldFlow) import HeraldFlow
 import Logging
 import NIOCore
-import Synchronization
+import HeraldHTTP2
+import HeraldTransport
 
 #if canImport(FoundationEssentials)
 import FoundationEssentials
@@ -10,26 +11,18 @@ import FoundationEssentials
 import Foundation
 #endif
 
-/// One request on its way: what is sent, its history of attempts and where its outcome goes.
+/// One APNs request on its way through the transport's pool: what is sent, its history of
+/// attempts and where its outcome goes.
 ///
 /// A job is owned by one place at a time (the pool's queue, one connection's event loop, or a
 /// retry timer) and handed over through the pool's lock, so its mutable state is never shared.
-final class RequestJob: @unchecked Sendable {
+final class RequestJob: HTTP2Job, @unchecked Sendable {
     /// What is sent, and who waits for the answer.
     enum Request {
         /// A device notification: its outcome goes to one caller, or into a bulk send.
         case notification(PushNotification, index: Int, Completion)
-        /// Channel management or a broadcast (apns-spec §1.9), or another protocol's request
-        /// (`APNSClient.exchange(_:logger:)`): the raw answer goes to the caller.
-        case other(OtherRequest, OtherCompletion)
-    }
-
-    /// Where the answer to an ``Request/other(_:_:)`` request goes.
-    enum OtherCompletion {
-        /// To one caller.
-        case single(CheckedContinuation<RawResponse, any Error>)
-        /// Into a batch's place `index` (`APNSClient.exchange(_:logger:)`).
-        case batch(ExchangeBatch, index: Int)
+        /// Channel management or a broadcast (apns-spec §1.9): the answer goes to its caller.
+        case other(OtherRequest, CheckedContinuation<RawResponse, any Error>)
     }
 
     /// Where a notification's outcome goes.
@@ -42,13 +35,10 @@ final class RequestJob: @unchecked Sendable {
     /// The bulk send this job belongs to, if any: kept apart from ``request`` so that grouping
     /// outcomes by send does not copy the whole request.
     let sink: BulkSink<APNSOutcome>?
-    /// The exchange batch this job answers into, and its place there, if any: kept apart from
-    /// ``request`` for the same reason (reading it out of ``request`` copies the request, a
-    /// retain of each of its parts).
-    let batch: (owner: ExchangeBatch, index: Int)?
-    /// Which statuses ``succeeds(with:)`` takes, set from ``request`` once: a switch over the
+    /// Whether a status is a success: 200 for a notification (apns-spec §1.6); 200 to 299 for
+    /// channel management and broadcasts (§1.9). Set from ``request`` once: a switch over the
     /// request on every answer copied the notification in it, on the event loop.
-    private let successes: Successes
+    private let successes: ClosedRange<Int>
     let logger: Logger
     /// From apns-expiration: no retry outlives it.
     let expiration: Date?
@@ -56,66 +46,55 @@ final class RequestJob: @unchecked Sendable {
     var expiredTokenRetries = 0
     var unprocessedResends = 0
     /// The provider token the last attempt carried, to renew exactly that one on `ExpiredProviderToken`.
-    var providerToken: ProviderToken?
+    var authorization: HTTP2Authorization?
     /// When the client took it.
     let createdAt = NIODeadline.now()
     /// When the current attempt times out: set when the job is queued, so the wait for a stream
     /// counts towards the request timeout.
     var deadline = NIODeadline.distantFuture
+    /// Its final result, once the rules judged it (``APNSRules``).
+    var result: RetryDecision.FinalResult?
 
     init(notification: PushNotification, index: Int, completion: Completion, logger: Logger) {
         self.request = .notification(notification, index: index, completion)
         if case .bulk(let sink) = completion { self.sink = sink } else { self.sink = nil }
-        self.batch = nil
-        self.successes = .ok
+        self.successes = 200...200
         self.logger = logger
         self.expiration = notification.headers.expiration?.deadline
     }
 
     init(other: OtherRequest, completion: CheckedContinuation<RawResponse, any Error>, logger: Logger) {
-        self.request = .other(other, .single(completion))
+        self.request = .other(other, completion)
         self.sink = nil
-        self.batch = nil
-        self.successes = Successes(other)
+        self.successes = 200...299
         self.logger = logger
         self.expiration = other.expiration
     }
 
-    init(other: OtherRequest, batch: ExchangeBatch, index: Int, logger: Logger) {
-        self.request = .other(other, .batch(batch, index: index))
-        self.sink = nil
-        self.batch = (batch, index)
-        self.successes = Successes(other)
-        self.logger = logger
-        self.expiration = other.expiration
-    }
-
-    /// Whether `status` is a success for this request: 200 for a notification (apns-spec §1.6);
-    /// 200, 201 or 204 for channel management and broadcasts (§1.9).
+    /// Whether `status` is a success for this request.
     func succeeds(with status: Int) -> Bool {
-        switch successes {
-        case .ok: status == 200
-        case .any2xx: (200..<300).contains(status)
-        case .any: true
+        successes.contains(status)
+    }
+
+    func write(streamID: HTTP2StreamNumber, on connection: inout HTTP2Connection, context: HTTP2WriteContext, into output: inout ByteBuffer) {
+        switch request {
+        case .other(let other, _):
+            other.request.write(streamID: streamID, on: &connection, context: context, into: &output)
+        case .notification(let notification, _, _):
+            let memo = unsafeDowncast(context.state.unsafelyUnwrapped, to: RequestEncoder.Memo.self)
+            connection.writeHeaders(streamID: streamID, endStream: false, into: &output) { encoder, block in
+                RequestEncoder.writeFields(
+                    for: notification, authority: context.authority, authorization: context.authorization, memo: &memo.fields, encoder: &encoder,
+                    into: &block
+                )
+            }
+            _ = connection.writeBody(streamID: streamID, notification.payload.bytes, into: &output)
         }
     }
 
-    /// The statuses a request succeeds with.
-    private enum Successes {
-        /// 200: a notification.
-        case ok
-        /// 200 to 299: channel management and broadcasts.
-        case any2xx
-        /// Every status: a passthrough request, whose caller reads the answer.
-        case any
-
-        init(_ other: OtherRequest) {
-            self = other.passthrough ? .any : .any2xx
-        }
-    }
-
-    /// Delivers the final outcome. Called exactly once.
-    func complete(_ result: RetryDecision.FinalResult) {
+    /// Delivers the final outcome (``result``, or `fallback` when there is none). Called exactly once.
+    func complete(_ fallback: RetryDecision.FinalResult? = nil) {
+        let result = self.result ?? fallback ?? .failed(APNSClientError(.connectionLost, "the request ended without a result"))
         switch request {
         case .notification(let notification, _, .single(let continuation)):
             switch Self.result(result, for: notification) {
@@ -125,23 +104,12 @@ final class RequestJob: @unchecked Sendable {
             }
         case .notification(let notification, let index, .bulk(let sink)):
             sink.deliver(contentsOf: CollectionOfOne(outcome(result, notification: notification, index: index)))
-        case .other(_, .single(let continuation)):
+        case .other(_, let continuation):
             switch result {
             case .succeeded(let answer): continuation.resume(returning: answer)
             case .rejected(let error): continuation.resume(throwing: error)
             case .failed(let error): continuation.resume(throwing: error)
             }
-        case .other(_, .batch(let batch, let index)):
-            batch.deliver(Self.answer(result), at: index)
-        }
-    }
-
-    /// A batch's answer for `result`.
-    static func answer(_ result: RetryDecision.FinalResult) -> ExchangeBatch.Answer {
-        switch result {
-        case .succeeded(let answer): .success(answer)
-        case .rejected(let error): .failure(error)
-        case .failed(let error): .failure(error)
         }
     }
 
@@ -167,18 +135,13 @@ final class RequestJob: @unchecked Sendable {
 
 /// A request other than a device notification: channel management or a broadcast (apns-spec §1.9).
 struct OtherRequest: Sendable {
-    var method: String
-    var path: String
-    var headers: [(name: String, value: String)]
-    var body: [UInt8]?
+    var request: HTTP2Request
     var expiration: Date?
-    /// Every answer, whatever its status, is the caller's: no retry decision is made on it (the
-    /// caller speaks another protocol over this pool: Web Push). Lost streams and timeouts still
-    /// fail as the client's errors.
-    var passthrough = false
-    /// The head this request shares with others (FCM's): when set, its fields are written
-    /// instead of ``headers``; ``method`` and ``path`` are its own.
-    var sharedHead: SharedRequestHead?
+
+    init(method: String, path: String, headers: [(name: String, value: String)], body: [UInt8]?, expiration: Date?) {
+        request = HTTP2Request(method: method, path: path, headers: headers, body: body)
+        self.expiration = expiration
+    }
 }
 
 /// A successful answer from the server, as it came: what a notification's ``APNSResponse`` and a
@@ -189,74 +152,29 @@ struct RawResponse: Sendable, Equatable {
     var uniqueID: String? = nil
     var channelID: String?
     var requestID: String?
-    /// `location` and `retry-after`, for passthrough requests (Web Push answers with them).
-    var location: String? = nil
-    var retryAfter: String? = nil
     var body: [UInt8]
-}
 
-/// The answers of a batch of requests sent together (`APNSClient.exchange(_:logger:)`): each
-/// job delivers its own, giving back its in-flight permit, and the caller waits once for all.
-final class ExchangeBatch: Sendable {
-    typealias Answer = Result<RawResponse, any Error>
-
-    private struct State {
-        var answers: [Answer?]
-        var remaining: Int
-        var waiter: CheckedContinuation<[Answer], Never>?
-
-        /// The answer at `index`, unless one came already (or there is no such request).
-        mutating func record(_ answer: Answer, at index: Int) {
-            guard answers.indices.contains(index), answers[index] == nil else { return }
-            answers[index] = answer
-            remaining -= 1
-        }
-    }
-
-    private let state: Mutex<State>
-    private let limiter: InFlightLimiter
-
-    init(count: Int, limiter: InFlightLimiter) {
-        state = Mutex(State(answers: Array(repeating: nil, count: count), remaining: count))
-        self.limiter = limiter
-    }
-
-    /// The answer of the request at `index`; `holdsPermit`: it was sent (it took a permit).
-    func deliver(_ answer: Answer, at index: Int, holdsPermit: Bool = true) {
-        if holdsPermit { limiter.release() }
-        record { $0.record(answer, at: index) }
-    }
-
-    /// Answers of requests that were sent (each took a permit): one lock and one release of
-    /// permits for all of them, as a connection's read burst ends them together.
-    func deliver(contentsOf answers: [(index: Int, answer: Answer)]) {
-        guard !answers.isEmpty else { return }
-        limiter.release(answers.count)
-        record { state in
-            for (index, answer) in answers { state.record(answer, at: index) }
-        }
-    }
-
-    /// Records answers under the lock (`body`), then resumes the waiter if that was the last.
-    private func record(_ body: (inout State) -> Void) {
-        let done = state.withLock { state -> (CheckedContinuation<[Answer], Never>, [Answer])? in
-            body(&state)
-            guard state.remaining == 0, let waiter = state.waiter else { return nil }
-            state.waiter = nil
-            return (waiter, state.answers.map { $0! })
-        }
-        if let (waiter, answers) = done { waiter.resume(returning: answers) }
-    }
-
-    /// Every answer, in the requests' order, once all have come.
-    func wait() async -> [Answer] {
-        await withCheckedContinuation { continuation in
-            let ready = state.withLock { state -> [Answer]? in
-                if state.remaining == 0 { return state.answers.map { $0! } }
-                state.waiter = continuation
-                return nil
+    /// The APNs fields of `answer`.
+    init(_ answer: HTTP2Answer) {
+        status = answer.status
+        body = answer.body
+        for field in answer.fields {
+            switch field.name {
+            case "apns-id": apnsID = field.value
+            case "apns-unique-id": uniqueID = field.value
+            case "apns-channel-id": channelID = field.value
+            case "apns-request-id": requestID = field.value
+            default: break
             }
-            if let ready { continuation.resume(returning: ready) }
         }
+    }
+
+    init(status: Int, apnsID: String? = nil, uniqueID: String? = nil, channelID: String? = nil, requestID: String? = nil, body: [UInt8] = []) {
+        self.status = status
+        self.apnsID = apnsID
+        self.uniqueID = uniqueID
+        self.channelID = channelID
+        self.requestID = requestID
+        self.body = body
     }
 }

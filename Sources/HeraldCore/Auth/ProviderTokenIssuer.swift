@@ -60,8 +60,13 @@ public final class ProviderTokenIssuer: Sendable {
     /// After APNs answered `ExpiredProviderToken` for `rejected`: a new token, unless another
     /// caller already renewed it (then the newer one), so a burst of rejections mints only once.
     public func renew(afterRejectionOf rejected: ProviderToken) throws(ProviderKeyError) -> ProviderToken {
+        try renew(afterRejectionOfGeneration: rejected.generation)
+    }
+
+    /// ``renew(afterRejectionOf:)`` for the token of generation `rejected`.
+    public func renew(afterRejectionOfGeneration rejected: Int) throws(ProviderKeyError) -> ProviderToken {
         try state.withLock { state throws(ProviderKeyError) in
-            if let token = state.token, token.generation != rejected.generation {
+            if let token = state.token, token.generation != rejected {
                 return token
             }
             return try mint(&state)

@@ -1,7 +1,7 @@
 import HeraldHTTP2
 import NIOCore
 
-/// The life of one HTTP/2 connection to APNs, as a plain value: setup (the preface, ALPN, the
+/// The life of one HTTP/2 connection to a push service, as a plain value: setup (the preface, ALPN, the
 /// server's first SETTINGS, the setup deadline), which streams are open, how many more may open
 /// (SETTINGS_MAX_CONCURRENT_STREAMS, followed live), GOAWAY draining, PING liveness, per-request
 /// deadlines, and how it closes. Each event appends ``Action``s to the caller's buffer (no
@@ -41,7 +41,7 @@ struct ConnectionStateMachine<Job> {
     /// How a stream ended.
     enum StreamOutcome {
         /// The server answered (a complete response, even if the stream was then reset).
-        case response(Job, Response)
+        case response(Job, HTTP2Answer)
         /// The server did not process the request (REFUSED_STREAM, above a GOAWAY's last stream
         /// ID): safe to send again, elsewhere.
         case unprocessed(Job)
@@ -49,15 +49,6 @@ struct ConnectionStateMachine<Job> {
         case lost(Job, String)
         /// No answer before the request deadline.
         case timedOut(Job)
-    }
-
-    /// The server's answer as it came, and how long it took.
-    @dynamicMemberLookup
-    struct Response {
-        var answer: RawResponse
-        var latency: TimeAmount
-
-        subscript<Value>(dynamicMember field: KeyPath<RawResponse, Value>) -> Value { answer[keyPath: field] }
     }
 
     /// What the connection's driver does next.
@@ -84,7 +75,7 @@ struct ConnectionStateMachine<Job> {
         case closeChannel
         /// The channel closed: tell the pool it closed (it had been ready) or failed during setup.
         case reportClosed
-        case reportFailed(APNSClientError)
+        case reportFailed(TransportError)
     }
 
     private struct Stream {
@@ -93,12 +84,7 @@ struct ConnectionStateMachine<Job> {
         /// When the attempt times out: the request timeout counted from when it was queued.
         var deadline: NIODeadline
         var status: Int?
-        var apnsID: String?
-        var uniqueID: String?
-        var channelID: String?
-        var requestID: String?
-        var location: String?
-        var retryAfter: String?
+        var fields: [HTTP2Field] = []
         var body: [UInt8] = []
     }
 
@@ -120,7 +106,7 @@ struct ConnectionStateMachine<Job> {
     /// Closing began: nothing more is read or written but the goodbye.
     private(set) var isClosing = false
     /// Why the connection failed, for the pool: the first reason wins.
-    private(set) var failure: APNSClientError?
+    private(set) var failure: TransportError?
     /// A stream ended or the budget grew during this read: pull when the read is complete.
     private var pullPending = false
     private var reportedDraining = false
@@ -157,20 +143,21 @@ struct ConnectionStateMachine<Job> {
         actions.append(.startProtocol)
     }
 
-    /// TLS is done. APNs is HTTP/2 only (ALPN h2, apns-spec §1.2).
+    /// TLS is done. This connection speaks HTTP/2 only, agreed by ALPN `h2` (RFC 9113 §3.2); a
+    /// server that did not agree fails it with ``TransportError/Code/http2NotOffered``.
     mutating func handshakeCompleted(alpn: String?, into actions: inout [Action]) {
         guard alpn != "h2" else { return }
-        fail(APNSClientError(.http2NotOffered, "\(configuration.authority) did not agree to HTTP/2 (ALPN h2); it is not an APNs server"), into: &actions)
+        fail(TransportError(.http2NotOffered, "\(configuration.authority) did not agree to HTTP/2 (ALPN h2)"), into: &actions)
     }
 
     /// The channel reported an error (TLS, I/O): it closes.
-    mutating func errorCaught(_ error: APNSClientError, into actions: inout [Action]) {
+    mutating func errorCaught(_ error: TransportError, into actions: inout [Action]) {
         fail(error, into: &actions)
     }
 
     /// The bytes read broke HTTP/2: GOAWAY with the error, and close.
     mutating func protocolError(_ error: HTTP2ConnectionError, into actions: inout [Action]) {
-        if failure == nil { failure = APNSClientError(.protocolError, "\(configuration.authority) broke HTTP/2: \(error.message)") }
+        if failure == nil { failure = TransportError(.protocolError, "\(configuration.authority) broke HTTP/2: \(error.message)") }
         guard !isClosing else { return }
         isClosing = true
         actions.append(.closeForProtocolError(error))
@@ -215,7 +202,7 @@ struct ConnectionStateMachine<Job> {
     /// ``streamsOpened(into:)`` after a batch.
     ///
     /// - Parameter deadline: when the attempt times out; by default the request timeout from now.
-    ///   The client counts it from when the notification was queued, so waiting for a stream counts.
+    ///   The client counts it from when the request was queued, so waiting for a stream counts.
     mutating func openStream(for job: Job, now: NIODeadline, deadline: NIODeadline? = nil) -> HTTP2StreamNumber {
         precondition(availableStreams > 0, "no stream budget")
         let id = nextStreamID
@@ -234,18 +221,12 @@ struct ConnectionStateMachine<Job> {
 
     /// Response headers. A complete answer (END_STREAM) ends the stream at once.
     mutating func headersReceived(
-        streamID: HTTP2StreamNumber, status: Int?, apnsID: String?, uniqueID: String?, endStream: Bool, now: NIODeadline,
-        channelID: String? = nil, requestID: String? = nil, location: String? = nil, retryAfter: String? = nil, into actions: inout [Action]
+        streamID: HTTP2StreamNumber, status: Int?, fields: [HTTP2Field] = [], endStream: Bool, now: NIODeadline, into actions: inout [Action]
     ) {
         let open: Void? = streams.update(streamID) { stream in
             guard let status, stream.status == nil else { return }
             stream.status = status
-            stream.apnsID = apnsID
-            stream.uniqueID = uniqueID
-            stream.channelID = channelID
-            stream.requestID = requestID
-            stream.location = location
-            stream.retryAfter = retryAfter
+            stream.fields = fields
         }
         if open != nil, endStream { finish(streamID, now: now, into: &actions) }
     }
@@ -253,8 +234,9 @@ struct ConnectionStateMachine<Job> {
     /// Response body bytes (the JSON error of a rejection).
     mutating func dataReceived(streamID: HTTP2StreamNumber, bytes: ByteBuffer, endStream: Bool, now: NIODeadline, into actions: inout [Action]) {
         let open: Void? = streams.update(streamID) { stream in
-            // An APNs error body is tiny; cap what is kept so a misbehaving server cannot grow memory.
-            if stream.body.count < 16 << 10 { stream.body.append(contentsOf: bytes.readableBytesView.prefix(16 << 10)) }
+            // An error body is tiny; cap what is kept so a misbehaving server cannot grow memory.
+            let room = HTTP2Answer.maximumBody - stream.body.count
+            if room > 0 { stream.body.append(contentsOf: bytes.readableBytesView.prefix(room)) }
         }
         if open != nil, endStream { finish(streamID, now: now, into: &actions) }
     }
@@ -318,7 +300,7 @@ struct ConnectionStateMachine<Job> {
         if isReady {
             actions.append(.reportClosed)
         } else {
-            actions.append(.reportFailed(failure ?? APNSClientError(.connectionFailed, "\(configuration.authority) closed the connection during setup")))
+            actions.append(.reportFailed(failure ?? TransportError(.connectionFailed, "\(configuration.authority) closed the connection during setup")))
         }
         for stream in streams.removeAll() { actions.append(.streamEnded(.lost(stream.job, "connection closed before an answer"))) }
     }
@@ -332,7 +314,7 @@ struct ConnectionStateMachine<Job> {
         guard phase != .closed, !isClosing else { return }
         if !isReady, now - openedAt >= configuration.connectTimeout {
             return fail(
-                APNSClientError(.connectionFailed, "\(configuration.authority) did not complete TLS and HTTP/2 setup within \(configuration.connectTimeout)"),
+                TransportError(.connectionFailed, "\(configuration.authority) did not complete TLS and HTTP/2 setup within \(configuration.connectTimeout)"),
                 into: &actions
             )
         }
@@ -379,12 +361,8 @@ struct ConnectionStateMachine<Job> {
     /// A stream taken out of the table that ended: its answer, or lost without one.
     private mutating func finished(_ stream: consuming Stream, now: NIODeadline, into actions: inout [Action]) {
         if let status = stream.status {
-            let answer = RawResponse(
-                status: status, apnsID: stream.apnsID, uniqueID: stream.uniqueID, channelID: stream.channelID,
-                requestID: stream.requestID, location: stream.location, retryAfter: stream.retryAfter, body: stream.body
-            )
-            let response = Response(answer: answer, latency: now - stream.sentAt)
-            actions.append(.streamEnded(.response(stream.job, response)))
+            let answer = HTTP2Answer(status: status, fields: stream.fields, body: stream.body, latency: now - stream.sentAt)
+            actions.append(.streamEnded(.response(stream.job, answer)))
         } else {
             actions.append(.streamEnded(.lost(stream.job, "stream ended without a :status")))
         }
@@ -393,7 +371,7 @@ struct ConnectionStateMachine<Job> {
     }
 
     /// Setup failed or the channel erred: remember why, and close without a goodbye.
-    private mutating func fail(_ error: APNSClientError, into actions: inout [Action]) {
+    private mutating func fail(_ error: TransportError, into actions: inout [Action]) {
         if failure == nil { failure = error }
         guard !isClosing else { return }
         isClosing = true

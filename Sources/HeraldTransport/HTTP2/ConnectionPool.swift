@@ -1,12 +1,10 @@
-import HeraldCore
-@_spi(HeraldFlow) import HeraldFlow
 import Logging
-import NIOConcurrencyHelpers
 import NIOCore
 import Synchronization
 
-/// The connections to one APNs endpoint with one credential, and the queue of notifications
-/// waiting for a stream.
+/// The HTTP/2 connections to one server with one credential, and the queue of requests waiting
+/// for a stream. It belongs to no platform: it knows a request only as an ``HTTP2Job`` and
+/// hands what ends to the platform's ``HTTP2Rules``.
 ///
 /// The decisions are ``PoolStateMachine``'s; this class holds it under one lock, performs its
 /// actions (waking a connection on its event loop, opening one, scheduling a reconnect, failing
@@ -17,34 +15,42 @@ final class ConnectionPool: Sendable {
         var reconnectInitialBackoff: TimeAmount
         var reconnectMaximumBackoff: TimeAmount
         /// Consecutive failed connection attempts, with no connection up, after which queued
-        /// notifications fail instead of waiting.
+        /// requests fail instead of waiting.
         var maximumConnectAttempts: Int
         /// How long an attempt may take, waiting for a stream included.
         var requestTimeout: TimeAmount
         /// Authority of the server, for messages.
         var authority: String
+        /// The server's kind, for log messages ("APNs", "FCM", "push service").
+        var name: String
     }
 
-    typealias Machine = PoolStateMachine<RequestJob, ConnectionHandle>
+    typealias Machine = PoolStateMachine<any HTTP2Job, ConnectionHandle>
 
     private struct State {
         var machine: Machine
         var drainWaiters: [CheckedContinuation<Void, Never>] = []
         var sweeper: RepeatedTask?
         /// The error of the last failed connection attempt, for jobs failed as unconnectable.
-        var lastConnectError: APNSClientError?
+        var lastConnectError: TransportError?
     }
 
     let configuration: Configuration
     private let state: Mutex<State>
     private let group: any EventLoopGroup
     let logger: Logger
+    /// The platform's rules: where ended requests go.
+    let rules: any HTTP2Rules
     private let opener: @Sendable (Int, ConnectionPool) -> Void
 
     /// - Parameter opener: starts connecting connection `id`; it reports back with
     ///   ``connectionReady(_:)`` or ``connectionFailed(_:error:)``.
-    init(configuration: Configuration, group: any EventLoopGroup, logger: Logger, opener: @escaping @Sendable (Int, ConnectionPool) -> Void) {
+    init(
+        configuration: Configuration, rules: any HTTP2Rules, group: any EventLoopGroup, logger: Logger,
+        opener: @escaping @Sendable (Int, ConnectionPool) -> Void
+    ) {
         self.configuration = configuration
+        self.rules = rules
         self.group = group
         self.logger = logger
         self.opener = opener
@@ -59,8 +65,8 @@ final class ConnectionPool: Sendable {
 
     // MARK: Work
 
-    /// Queues notifications for sending. Returns false (and queues nothing) after shutdown began.
-    func submit(_ jobs: some Collection<RequestJob>) -> Bool {
+    /// Queues requests for sending. Returns false (and queues nothing) after shutdown began.
+    func submit(_ jobs: [any HTTP2Job]) -> Bool {
         let deadline = NIODeadline.now() + configuration.requestTimeout
         for job in jobs { job.deadline = deadline }
         let actions = state.withLock { state -> [Machine.Action]? in
@@ -73,8 +79,8 @@ final class ConnectionPool: Sendable {
         return true
     }
 
-    /// Puts a notification back for another attempt, at once (at the front of the queue) or after `delay`.
-    func retry(_ job: RequestJob, after delay: TimeAmount) {
+    /// Puts a request back for another attempt, at once (at the front of the queue) or after `delay`.
+    func retry(_ job: any HTTP2Job, after delay: TimeAmount) {
         if delay <= .zero {
             requeue(job, atFront: true)
         } else {
@@ -82,7 +88,7 @@ final class ConnectionPool: Sendable {
         }
     }
 
-    private func requeue(_ job: RequestJob, atFront: Bool) {
+    private func requeue(_ job: any HTTP2Job, atFront: Bool) {
         job.deadline = .now() + configuration.requestTimeout
         let actions = state.withLock { state -> [Machine.Action] in
             startSweeper(&state)
@@ -91,7 +97,7 @@ final class ConnectionPool: Sendable {
         perform(actions)
     }
 
-    /// Notifications that wait for a stream past their deadline fail (a server may allow no
+    /// Requests that wait for a stream past their deadline fail (a server may allow no
     /// streams at all): checked a few times per request timeout.
     private func startSweeper(_ state: inout State) {
         guard state.sweeper == nil else { return }
@@ -102,7 +108,7 @@ final class ConnectionPool: Sendable {
         }
     }
 
-    /// Fails the queued notifications whose deadline has passed before they got a stream.
+    /// Fails the queued requests whose deadline has passed before they got a stream.
     func failExpired(now: NIODeadline) {
         perform(state.withLock { $0.machine.expire(now: now) })
     }
@@ -112,42 +118,22 @@ final class ConnectionPool: Sendable {
         return milliseconds % 1000 == 0 ? "\(milliseconds / 1000) s" : "\(milliseconds) ms"
     }
 
-    /// A notification reached its final outcome.
-    func finished(_ job: RequestJob, _ result: RetryDecision.FinalResult) {
-        job.complete(result)
-        jobsFinished(1)
+    /// A request failed without an answer its rules could judge.
+    func fail(_ job: any HTTP2Job, _ error: TransportError) {
+        fail(CollectionOfOne(job), error)
     }
 
-    /// Notifications reached their final outcomes: delivered with one lock per bulk send.
-    func finished(_ completions: [(job: RequestJob, result: RetryDecision.FinalResult)]) {
-        var index = 0
-        while index < completions.count {
-            if let batch = completions[index].job.batch?.owner {
-                // A batch's answers together: one lock and one release of permits.
-                var answers: [(index: Int, answer: ExchangeBatch.Answer)] = []
-                while index < completions.count, case let (same, number)? = completions[index].job.batch, same === batch {
-                    answers.append((number, RequestJob.answer(completions[index].result)))
-                    index += 1
-                }
-                batch.deliver(contentsOf: answers)
-                continue
-            }
-            guard let sink = completions[index].job.sink else {
-                completions[index].job.complete(completions[index].result)
-                index += 1
-                continue
-            }
-            var outcomes: [APNSOutcome] = []
-            // One copy of each notification, into its outcome.
-            while index < completions.count, completions[index].job.sink === sink,
-                case .notification(let notification, let number, _) = completions[index].job.request
-            {
-                outcomes.append(completions[index].job.outcome(completions[index].result, notification: notification, index: number))
-                index += 1
-            }
-            sink.deliver(contentsOf: outcomes)
-        }
-        jobsFinished(completions.count)
+    /// Requests failed for one reason: delivered together.
+    private func fail(_ jobs: some Collection<any HTTP2Job>, _ error: TransportError) {
+        guard !jobs.isEmpty else { return }
+        for job in jobs { rules.fail(job, error) }
+        finished(Array(jobs))
+    }
+
+    /// Requests reached their final results: their platform delivers them, in one go per caller.
+    func finished(_ jobs: [any HTTP2Job]) {
+        rules.finished(jobs)
+        jobsFinished(jobs.count)
     }
 
     private func jobsFinished(_ count: Int) {
@@ -159,8 +145,8 @@ final class ConnectionPool: Sendable {
         for waiter in waiters { waiter.resume() }
     }
 
-    /// Called by connection `id` on its event loop: up to `maximum` notifications to send now.
-    func dequeue(for id: Int, maximum: Int) -> [RequestJob] {
+    /// Called by connection `id` on its event loop: up to `maximum` requests to send now.
+    func dequeue(for id: Int, maximum: Int) -> [any HTTP2Job] {
         let (jobs, actions) = state.withLock { $0.machine.dequeue(for: id, maximum: maximum) }
         perform(actions)
         return jobs
@@ -170,17 +156,17 @@ final class ConnectionPool: Sendable {
 
     func connectionReady(_ handle: ConnectionHandle) {
         let actions = state.withLock { $0.machine.connectionReady(handle.id, handle: handle) }
-        logger.debug("APNs connection ready", metadata: ["connection": "\(handle.id)"])
+        logger.debug("\(configuration.name) connection ready", metadata: ["connection": "\(handle.id)"])
         perform(actions)
     }
 
-    func connectionFailed(_ id: Int, error: APNSClientError) {
-        let permanent = [.tlsFailed, .http2NotOffered, .addressNotAllowed, .invalidCredentials].contains(error.code)
+    func connectionFailed(_ id: Int, error: TransportError) {
+        let permanent = error.isPermanent
         let actions = state.withLock { state -> [Machine.Action] in
             state.lastConnectError = error
             return state.machine.connectionFailed(id, permanent: permanent)
         }
-        logger.warning("APNs connection failed", metadata: ["connection": "\(id)", "error": "\(error)"])
+        logger.warning("\(configuration.name) connection failed", metadata: ["connection": "\(id)", "error": "\(error)"])
         perform(actions)
     }
 
@@ -195,7 +181,7 @@ final class ConnectionPool: Sendable {
 
     // MARK: Shutdown
 
-    /// Refuses new work, waits until every notification has its outcome, then closes the connections.
+    /// Refuses new work, waits until every request has its outcome, then closes the connections.
     func shutdown() async {
         let alreadyIdle = state.withLock { $0.machine.beginShutdown() }
         if !alreadyIdle {
@@ -239,16 +225,15 @@ final class ConnectionPool: Sendable {
                 }
             case .failUnconnectable(let jobs):
                 let error = state.withLock { $0.lastConnectError }
-                    ?? APNSClientError(.connectionFailed, "no connection to \(configuration.authority) could be made")
-                for job in jobs { finished(job, .failed(error)) }
+                    ?? TransportError(.connectionFailed, "no connection to \(configuration.authority) could be made")
+                fail(jobs, error)
             case .failTimedOut(let jobs, let ready):
                 let timeout = configuration.requestTimeout
                 let why = ready == 0
                     ? "no connection to \(configuration.authority) was ready within \(Self.describe(timeout))"
                     : "no stream was free within \(Self.describe(timeout)) on \(ready) connection\(ready == 1 ? "" : "s") to \(configuration.authority): the server allowed no more concurrent streams"
-                logger.warning("APNs notifications timed out waiting for a stream", metadata: ["count": "\(jobs.count)", "reason": "\(why)"])
-                let error = APNSClientError(.timedOut, why)
-                for job in jobs { finished(job, .failed(error)) }
+                logger.warning("\(configuration.name) requests timed out waiting for a stream", metadata: ["count": "\(jobs.count)", "reason": "\(why)"])
+                fail(jobs, TransportError(.timedOut, why))
             case .close(let handle):
                 _ = handle.close()
             }

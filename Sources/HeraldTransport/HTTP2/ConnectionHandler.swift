@@ -5,16 +5,10 @@ import NIOCore
 import NIOSSL
 import NIOTLS
 
-#if canImport(FoundationEssentials)
-import FoundationEssentials
-#else
-import Foundation
-#endif
-
-/// Runs one APNs connection: the HTTP/2 frames of many notifications over one TLS channel. It
-/// feeds bytes to ``HTTP2Connection``, hands every event to ``ConnectionStateMachine`` and
-/// performs the actions it returns: writes, reports to the pool, outcomes through the retry
-/// rules. It decides nothing itself. Everything it writes during a read burst or a pull goes out
+/// Runs one HTTP/2 connection to a push service: the frames of many requests over one TLS
+/// channel. It feeds bytes to ``HTTP2Connection``, hands every event to ``ConnectionStateMachine``
+/// and performs the actions it returns: writes, reports to the pool, ended attempts to the
+/// platform's ``HTTP2Rules``. It decides nothing itself. Everything it writes during a read burst or a pull goes out
 /// in one write. Lives on its channel's event loop.
 final class ConnectionHandler: ChannelInboundHandler, RemovableChannelHandler {
     typealias InboundIn = ByteBuffer
@@ -24,15 +18,15 @@ final class ConnectionHandler: ChannelInboundHandler, RemovableChannelHandler {
     struct Shared: Sendable {
         var pool: ConnectionPool
         var authority: String
-        var issuer: ProviderTokenIssuer?
-        var decider: RetryDecider
-        var metrics: ClientMetrics
-        var stateConfiguration: ConnectionStateMachine<RequestJob>.Configuration
+        /// The server's kind, for log messages ("APNs", "FCM", "push service").
+        var name: String
+        var rules: any HTTP2Rules
+        var metrics: TransportMetrics
+        var stateConfiguration: Machine.Configuration
         var tickInterval: TimeAmount
     }
 
-
-    typealias Machine = ConnectionStateMachine<RequestJob>
+    typealias Machine = ConnectionStateMachine<any HTTP2Job>
 
     let id: Int
     private let shared: Shared
@@ -40,14 +34,15 @@ final class ConnectionHandler: ChannelInboundHandler, RemovableChannelHandler {
     private var http2: HTTP2Connection
     private var context: ChannelHandlerContext?
     private var output: ByteBuffer
-    private var fieldsMemo = RequestEncoder.FieldsMemo()
+    /// The platform's state for its requests on this connection (``HTTP2Rules/makeConnectionState()``).
+    private let platformState: AnyObject?
     private var events: [HTTP2Connection.Event] = []
     /// Actions the state machine returned, performed in order; reused, so the hot path does not allocate.
     private var actions: [Machine.Action] = []
     private var performing = false
     private var timer: RepeatedTask?
     /// Final outcomes of this burst, handed to the pool in one go.
-    private var completed: [(job: RequestJob, result: RetryDecision.FinalResult)] = []
+    private var completed: [any HTTP2Job] = []
     private var logger: Logger
     private var authorization: (generation: Int, field: ByteBuffer)?
 
@@ -69,6 +64,7 @@ final class ConnectionHandler: ChannelInboundHandler, RemovableChannelHandler {
         self.output = ByteBuffer()
         self.output.reserveCapacity(64 << 10)
         self.actions.reserveCapacity(64)
+        self.platformState = shared.rules.makeConnectionState()
         var logger = shared.pool.logger
         logger[metadataKey: "connection"] = "\(id)"
         self.logger = logger
@@ -137,7 +133,7 @@ final class ConnectionHandler: ChannelInboundHandler, RemovableChannelHandler {
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
-        logger.debug("APNs connection error", metadata: ["error": "\(error)"])
+        logger.debug("\(shared.name) connection error", metadata: ["error": "\(error)"])
         state.errorCaught(Self.classify(error, authority: shared.authority), into: &actions)
         perform()
     }
@@ -158,30 +154,17 @@ final class ConnectionHandler: ChannelInboundHandler, RemovableChannelHandler {
         switch event {
         case .headers(let streamID, let headers, let endStream):
             var status: Int?
-            var apnsID: String?
-            var uniqueID: String?
-            var channelID: String?
-            var requestID: String?
-            var location: String?
-            var retryAfter: String?
-            // :status is three digits (checked by HeraldHTTP2); the ids are the server's text,
-            // made safe to print where they are read.
+            var fields: [HTTP2Field] = []
+            // :status is three digits (checked by HeraldHTTP2); the other fields are the server's
+            // text, made safe to print where they are read, and bounded in number.
             for (name, value, _) in headers {
-                switch name {
-                case ":status": status = Int(value)
-                case "apns-id": apnsID = Self.peerValue(value)
-                case "apns-unique-id": uniqueID = Self.peerValue(value)
-                case "apns-channel-id": channelID = Self.peerValue(value)
-                case "apns-request-id": requestID = Self.peerValue(value)
-                case "location": location = Self.peerValue(value)
-                case "retry-after": retryAfter = Self.peerValue(value)
-                default: break
+                if name == ":status" {
+                    status = Int(value)
+                } else if name.utf8.first != UInt8(ascii: ":"), fields.count < HTTP2Answer.maximumFields {
+                    fields.append(HTTP2Field(name: name, value: Self.peerValue(value)))
                 }
             }
-            state.headersReceived(
-                streamID: streamID, status: status, apnsID: apnsID, uniqueID: uniqueID, endStream: endStream, now: now,
-                channelID: channelID, requestID: requestID, location: location, retryAfter: retryAfter, into: &actions
-            )
+            state.headersReceived(streamID: streamID, status: status, fields: fields, endStream: endStream, now: now, into: &actions)
         case .trailers(let streamID, _):
             state.dataReceived(streamID: streamID, bytes: ByteBuffer(), endStream: true, now: now, into: &actions)
         case .data(let streamID, let bytes, let endStream):
@@ -189,7 +172,7 @@ final class ConnectionHandler: ChannelInboundHandler, RemovableChannelHandler {
         case .streamReset(let streamID, let code, let byPeer):
             state.streamClosed(streamID: streamID, reason: code, byPeer: byPeer, now: now, into: &actions)
         case .settings(_, let maxConcurrentStreams):
-            // The stream budget follows SETTINGS_MAX_CONCURRENT_STREAMS live (apns-spec §1.3).
+            // The stream budget follows SETTINGS_MAX_CONCURRENT_STREAMS live (RFC 9113 §6.5.2).
             logger.trace("server settings", metadata: ["max_concurrent_streams": "\(maxConcurrentStreams)"])
             state.settingsReceived(maximumConcurrentStreams: maxConcurrentStreams == .max ? nil : maxConcurrentStreams, into: &actions)
         case .pingAck(let data):
@@ -197,10 +180,10 @@ final class ConnectionHandler: ChannelInboundHandler, RemovableChannelHandler {
         case .settingsAcknowledged:
             break
         case .goAway(let lastStreamID, let code, let debugData):
-            // APNs says why in JSON, e.g. {"reason":"Shutdown"} (apns-spec §1.3); whatever it is,
+            // The server may say why (APNs in JSON, e.g. {"reason":"Shutdown"}); whatever it is,
             // it reaches the log escaped and cut short.
             logger.notice(
-                "APNs sent GOAWAY",
+                "\(shared.name) sent GOAWAY",
                 metadata: ["last_stream_id": "\(lastStreamID)", "error_code": "\(code)", "reason": "\(PeerText(debugData.readableBytesView))"]
             )
             state.goAwayReceived(lastStreamID: lastStreamID, into: &actions)
@@ -244,14 +227,14 @@ final class ConnectionHandler: ChannelInboundHandler, RemovableChannelHandler {
             handle(outcome)
         case .closeGracefully(let dead):
             if let dead {
-                logger.warning("APNs connection is dead; closing it and re-sending its notifications", metadata: ["reason": "\(dead)"])
+                logger.warning("\(shared.name) connection is dead; closing it and re-sending its requests", metadata: ["reason": "\(dead)"])
             }
             guard let context else { return }
             http2.writeGoAway(code: .noError, into: &output)
             flush(context)
             context.close(promise: nil)
         case .closeForProtocolError(let error):
-            logger.warning("closing APNs connection", metadata: ["error": "\(state.failure.map { "\($0)" } ?? error.message)"])
+            logger.warning("closing \(shared.name) connection", metadata: ["error": "\(state.failure.map { "\($0)" } ?? error.message)"])
             guard let context else { return }
             http2.writeGoAway(for: error, into: &output)
             flush(context)
@@ -268,7 +251,7 @@ final class ConnectionHandler: ChannelInboundHandler, RemovableChannelHandler {
 
     // MARK: Sending
 
-    /// Opens streams for queued notifications while the stream budget allows, in one write.
+    /// Opens streams for queued requests while the stream budget allows, in one write.
     func pull() {
         guard let context, !state.isClosing else { return }
         let available = state.availableStreams
@@ -280,54 +263,37 @@ final class ConnectionHandler: ChannelInboundHandler, RemovableChannelHandler {
         }
         let jobs = shared.pool.dequeue(for: id, maximum: available)
         guard !jobs.isEmpty else { return }
-        var token: ProviderToken?
-        if let issuer = shared.issuer {
-            do {
-                token = try issuer.currentToken()
-            } catch {
-                let failure = APNSClientError(.invalidCredentials, "provider token could not be signed: \(error)")
-                for job in jobs { shared.pool.finished(job, .failed(failure)) }
-                return
-            }
+        let authorization: HTTP2Authorization?
+        do {
+            authorization = try shared.rules.currentAuthorization()
+        } catch {
+            for job in jobs { shared.pool.fail(job, error) }
+            return
         }
-        let field = token.map(authorizationField)
+        let writing = HTTP2WriteContext(authority: shared.authority, authorization: authorization.map(authorizationField), state: platformState)
         let now = NIODeadline.now()
         for job in jobs {
-            job.providerToken = token
-            write(job, authorization: field, now: now)
+            job.authorization = authorization
+            job.attempts += 1
+            shared.metrics.sent.increment()
+            let streamID = state.openStream(for: job, now: now, deadline: job.deadline)
+            job.write(streamID: streamID, on: &http2, context: writing, into: &output)
         }
         state.streamsOpened(into: &actions)
         perform()
         flush(context)
     }
 
-    private func authorizationField(_ token: ProviderToken) -> ByteBuffer {
-        if let cached = authorization, cached.generation == token.generation { return cached.field }
-        let field = RequestEncoder.authorizationField(token)
-        authorization = (token.generation, field)
+    /// The encoded `authorization` field, made once per credential generation and copied into
+    /// each request: a literal without indexing (RFC 7541 §6.2.2), as APNs asks of its provider
+    /// tokens (Apple, "Sending notification requests to APNs").
+    private func authorizationField(_ authorization: HTTP2Authorization) -> ByteBuffer {
+        if let cached = self.authorization, cached.generation == authorization.generation { return cached.field }
+        var field = ByteBuffer()
+        HPACKBlockEncoder().literal(staticNameIndex: HPACKBlockEncoder.Static.authorization, value: authorization.value, into: &field)
+        self.authorization = (authorization.generation, field)
         return field
     }
-
-    private func write(_ job: RequestJob, authorization: ByteBuffer?, now: NIODeadline) {
-        job.attempts += 1
-        shared.metrics.sent.increment()
-        let streamID = state.openStream(for: job, now: now, deadline: job.deadline)
-        let authority = shared.authority
-        switch job.request {
-        case .other(let other, _):
-            http2.writeHeaders(streamID: streamID, endStream: other.body == nil, into: &output) { encoder, block in
-                RequestEncoder.writeFields(for: other, authority: authority, authorization: authorization, encoder: &encoder, into: &block)
-            }
-            if let body = other.body { http2.writeBody(streamID: streamID, body, into: &output) }
-        case .notification(let notification, _, _):
-            http2.writeHeaders(streamID: streamID, endStream: false, into: &output) { encoder, block in
-                RequestEncoder.writeFields(
-                    for: notification, authority: authority, authorization: authorization, memo: &fieldsMemo, encoder: &encoder, into: &block)
-            }
-            http2.writeBody(streamID: streamID, notification.payload.bytes, into: &output)
-        }
-    }
-
 
     private func flush(_ context: ChannelHandlerContext) {
         guard output.readableBytes > 0 else { return }
@@ -343,75 +309,31 @@ final class ConnectionHandler: ChannelInboundHandler, RemovableChannelHandler {
         completed.removeAll(keepingCapacity: true)
     }
 
-    private func handle(_ outcome: ConnectionStateMachine<RequestJob>.StreamOutcome) {
-        let job: RequestJob
-        let result: AttemptResult
+    private func handle(_ outcome: Machine.StreamOutcome) {
+        let job: any HTTP2Job
+        let attempt: HTTP2Attempt
         switch outcome {
-        case .response(let answered, let response):
+        case .response(let answered, let answer):
             job = answered
-            shared.metrics.latency.recordNanoseconds(response.latency.nanoseconds)
-            if job.succeeds(with: response.answer.status) {
-                let final = RetryDecision.FinalResult.succeeded(response.answer)
-                record(final, job: job)
-                completed.append((job, final))
-                return
-            }
-            result = .rejected(APNSError(status: response.answer.status, responseBody: response.answer.body, apnsID: response.answer.apnsID))
+            shared.metrics.latency.recordNanoseconds(answer.latency.nanoseconds)
+            attempt = .answered(answer)
         case .unprocessed(let refused):
             job = refused
-            result = .unprocessed
+            attempt = .unprocessed
         case .lost(let lostJob, let why):
             job = lostJob
-            result = .lost(why)
+            attempt = .lost(why)
         case .timedOut(let late):
             job = late
-            result = .timedOut
+            attempt = .timedOut
         }
-
-        let decision = shared.decider.decide(
-            result, attempts: job.attempts, expiredTokenRetries: job.expiredTokenRetries,
-            unprocessedResends: job.unprocessedResends, expiration: job.expiration, now: Date(), random: Double.random(in: 0..<1)
-        )
-        switch decision {
-        case .final(let final):
-            record(final, job: job)
-            completed.append((job, final))
-        case .retry(let delay, let renewToken, let avoidConnection):
+        switch shared.rules.judge(attempt, of: job) {
+        case .done:
+            completed.append(job)
+        case .retry(let delay, let avoidConnection):
             shared.metrics.retried.increment()
-            if case .unprocessed = result {
-                job.unprocessedResends += 1
-                job.attempts -= 1  // never reached the server
-            }
-            if renewToken, let issuer = shared.issuer, let rejected = job.providerToken {
-                job.expiredTokenRetries += 1
-                _ = try? issuer.renew(afterRejectionOf: rejected)
-            }
             if avoidConnection { state.drain(into: &actions) }
-            job.logger.debug(
-                "APNs notification will be retried",
-                metadata: ["attempt": "\(job.attempts)", "delay": "\(delay)", "result": "\(Self.describe(result))"]
-            )
-            shared.pool.retry(job, after: .nanoseconds(Int64(delay.seconds * 1e9)))
-        }
-    }
-
-    private func record(_ final: RetryDecision.FinalResult, job: RequestJob) {
-        switch final {
-        case .succeeded(let response):
-            shared.metrics.accepted.increment()
-            job.logger.trace(
-                "APNs accepted the request",
-                metadata: ["status": "\(response.status)", "apns-id": "\(response.apnsID ?? response.requestID ?? "")"]
-            )
-        case .rejected(let error):
-            shared.metrics.rejected(error.reason)
-            job.logger.debug(
-                "APNs rejected the notification",
-                metadata: ["apns-id": "\(error.apnsID ?? "")", "reason": "\(error.reason)", "status": "\(error.status ?? 0)"]
-            )
-        case .failed(let error):
-            shared.metrics.failed.increment()
-            job.logger.debug("APNs notification could not be delivered", metadata: ["error": "\(error)"])
+            shared.pool.retry(job, after: delay)
         }
     }
 
@@ -445,19 +367,10 @@ final class ConnectionHandler: ChannelInboundHandler, RemovableChannelHandler {
         value.utf8.count <= 128 && PeerText.isSafe(value) ? value : PeerText(value, limit: 128).description
     }
 
-    private static func classify(_ error: any Error, authority: String) -> APNSClientError {
+    private static func classify(_ error: any Error, authority: String) -> TransportError {
         if error is NIOSSLError || error is BoringSSLError {
-            return APNSClientError(.tlsFailed, "TLS with \(authority) failed: \(error)")
+            return TransportError(.tlsFailed, "TLS with \(authority) failed: \(error)")
         }
-        return APNSClientError(.connectionLost, "connection to \(authority) failed: \(error)")
-    }
-
-    private static func describe(_ result: AttemptResult) -> String {
-        switch result {
-        case .rejected(let error): error.reason.rawValue
-        case .unprocessed: "not processed by the server"
-        case .lost(let why): why
-        case .timedOut: "timed out"
-        }
+        return TransportError(.connectionLost, "connection to \(authority) failed: \(error)")
     }
 }
