@@ -1,3 +1,4 @@
+import HeraldHTTP2
 import Logging
 import NIOCore
 import Synchronization
@@ -113,11 +114,6 @@ final class ConnectionPool: Sendable {
         perform(state.withLock { $0.machine.expire(now: now) })
     }
 
-    static func describe(_ amount: TimeAmount) -> String {
-        let milliseconds = amount.nanoseconds / 1_000_000
-        return milliseconds % 1000 == 0 ? "\(milliseconds / 1000) s" : "\(milliseconds) ms"
-    }
-
     /// A request failed without an answer its rules could judge.
     func fail(_ job: any HTTP2Job, _ error: TransportError) {
         fail(CollectionOfOne(job), error)
@@ -230,8 +226,8 @@ final class ConnectionPool: Sendable {
             case .failTimedOut(let jobs, let ready):
                 let timeout = configuration.requestTimeout
                 let why = ready == 0
-                    ? "no connection to \(configuration.authority) was ready within \(Self.describe(timeout))"
-                    : "no stream was free within \(Self.describe(timeout)) on \(ready) connection\(ready == 1 ? "" : "s") to \(configuration.authority): the server allowed no more concurrent streams"
+                    ? "no connection to \(configuration.authority) was ready within \(timeout.shortDescription)"
+                    : "no stream was free within \(timeout.shortDescription) on \(ready) connection\(ready == 1 ? "" : "s") to \(configuration.authority): the server allowed no more concurrent streams"
                 logger.warning("\(configuration.name) requests timed out waiting for a stream", metadata: ["count": "\(jobs.count)", "reason": "\(why)"])
                 fail(jobs, TransportError(.timedOut, why))
             case .close(let handle):
