@@ -1,8 +1,6 @@
 import HeraldAPNS
 import HeraldCore
-import HeraldFCM
 import HeraldStore
-import HeraldWebPush
 import Logging
 import Synchronization
 
@@ -57,14 +55,12 @@ final class LiveConfiguration: Sendable {
     }
 }
 
-/// The APNs clients made for one configuration: the workers' (per app, environment and
-/// credential), and the API's channel clients, made on first use. Shut down once retired and unused.
+/// The clients made for one configuration: each platform's for the workers
+/// (``GatewayPlatforms``), and the API's APNs channel clients, made on first use. Shut down once
+/// retired and unused.
 final class ClientGeneration: Sendable {
-    let clients: [AppEnvironment: APNSClient]
-    /// The workers' Web Push client of each app that has `webPush`.
-    let webPushClients: [String: WebPushClient]
-    /// The FCM client of each app that reaches Android devices, by app ID.
-    let fcmClients: [String: FCMClient]
+    /// Each platform's clients.
+    let platforms: [DevicePlatform: any PlatformClients]
     /// How to make an app's channel clients for an environment: a channel-management client, and
     /// one to send broadcasts through (nil: the workers' client for it, `shared`).
     struct ChannelMaker: Sendable {
@@ -85,23 +81,16 @@ final class ClientGeneration: Sendable {
     }
     private let state = Mutex(State())
 
-    init(
-        clients: [AppEnvironment: APNSClient], channelMakers: [AppEnvironment: ChannelMaker], webPushClients: [String: WebPushClient] = [:],
-        fcmClients: [String: FCMClient] = [:]
-    ) {
-        self.fcmClients = fcmClients
-        self.clients = clients
-        self.webPushClients = webPushClients
+    init(platforms: [DevicePlatform: any PlatformClients] = [:], channelMakers: [AppEnvironment: ChannelMaker] = [:]) {
+        self.platforms = platforms
         self.channelMakers = channelMakers
     }
 
     /// How `app`'s devices of `platform` are sent, through this generation's clients.
     func delivery(for platform: DevicePlatform, app: GatewayConfiguration.App) -> any PlatformDelivery {
-        switch platform {
-        case .apns: APNSDelivery(clients: clients)
-        case .webpush: WebPushDelivery(client: webPushClients[app.id])
-        case .fcm: FCMDelivery(client: fcmClients[app.id])
-        }
+        if let clients = platforms[platform] { return clients.delivery(for: app) }
+        // No clients made for the platform at all: its own delivery, without a client.
+        return GatewayPlatforms.all.first { $0.platform == platform }!.init().delivery(for: app)
     }
 
     /// The channel clients of an app's environment, made on first use; `nil` when this process
@@ -162,103 +151,49 @@ final class ClientGeneration: Sendable {
     }
 
     private func startClosing() {
-        let workers = Array(clients.values)
-        let browsers = Array(webPushClients.values)
-        let android = Array(fcmClients.values)
+        let platforms = Array(platforms.values)
         state.withLock { state in
             guard state.closing == nil else { return }
-            // Each client once: the channel routes share the workers' for broadcasts.
-            let all = workers + state.ownedChannels
+            // The channel routes share the workers' clients for broadcasts: only those the
+            // generation made for them are its own to close here.
+            let channels = state.ownedChannels
             state.closing = Task {
                 await withTaskGroup(of: Void.self) { group in
-                    for client in all { group.addTask { await client.shutdown() } }
-                    for client in browsers { group.addTask { try? await client.shutdown() } }
-                    for client in android { group.addTask { try? await client.shutdown() } }
+                    for clients in platforms { group.addTask { await clients.shutdown() } }
+                    for client in channels { group.addTask { await client.shutdown() } }
                 }
             }
         }
     }
 
-    /// The clients `configuration` needs for `roles`: a client per app, token environment and
-    /// credential for the workers (the app's, and each kind's own), each connecting only when it
-    /// has something to send (an app without sandbox devices never opens a sandbox connection);
-    /// and for the API, how to make the channel routes' clients when first used.
+    /// The clients `configuration` needs for `roles`: each platform's for the workers, and for
+    /// the API, how to make the channel routes' clients when first used.
     static func make(_ configuration: GatewayConfiguration, roles: HeraldGateway.Roles, logger: Logger) throws -> ClientGeneration {
-        var clients: [AppEnvironment: APNSClient] = [:]
+        let platforms = try GatewayPlatforms.clients(for: configuration, workers: roles.contains(.workers), logger: logger)
         var makers: [AppEnvironment: ChannelMaker] = [:]
-        var browsers: [String: WebPushClient] = [:]
-        var android: [String: FCMClient] = [:]
-        for app in configuration.apps {
-            if roles.contains(.workers), let fcm = app.fcm {
-                var settings = FCMClient.Configuration(serviceAccount: fcm.serviceAccount)
-                settings.endpoint = fcm.endpoint
-                settings.additionalTrustRoots = fcm.trustRoots
-                settings.maximumConnections = fcm.connections
-                // The queue retries: one attempt per claim, as for APNs.
-                settings.retry = .none
-                var clientLogger = logger
-                clientLogger[metadataKey: "app"] = "\(app.id)"
-                logger.info("FCM client", metadata: ["app": "\(app.id)", "project": "\(fcm.serviceAccount.projectID)", "endpoint": "\(fcm.endpoint)"])
-                android[app.id] = try FCMClient(configuration: settings, logger: clientLogger)
-            }
-            if roles.contains(.workers), let webPush = app.webPush {
-                var settings = WebPushClient.Configuration(vapid: try VAPIDSigner(key: webPush.key, subject: webPush.subject))
-                settings.additionalTrustRoots = webPush.trustRoots
-                settings.subscriptionPolicy = webPush.policy
-                // The queue retries: one attempt per claim, as for APNs.
-                settings.retry = .none
-                var clientLogger = logger
-                clientLogger[metadataKey: "app"] = "\(app.id)"
-                logger.info("Web Push client", metadata: ["app": "\(app.id)", "key": "\(webPush.key.publicKeyBase64URL)", "subject": "\(webPush.subject)"])
-                browsers[app.id] = WebPushClient(configuration: settings, logger: clientLogger)
-            }
-            // An app that reaches browsers only has no APNs client.
-            guard let appCredentials = app.credentials else { continue }
-            let credentials: [(kind: TokenKind?, credentials: APNSCredentials)] =
-                [(nil, appCredentials)] + TokenKind.allCases.compactMap { kind in app.credentialsByKind[kind].map { (kind, $0) } }
-            for tokenEnvironment in TokenEnvironment.allCases {
-                var clientLogger = logger
-                clientLogger[metadataKey: "app"] = "\(app.id)"
-                clientLogger[metadataKey: "environment"] = "\(tokenEnvironment)"
-                let logger = clientLogger
-                @Sendable func client(_ host: APNSEnvironment, _ credentials: APNSCredentials, connections: Int) throws -> APNSClient {
-                    var client = APNSClient.Configuration(environment: host, credentials: credentials)
-                    client.trustRoots = app.trustRoots
-                    client.pool.maximumConnections = connections
-                    client.metrics.dimensions = [("app", app.id)]
-                    return try APNSClient(configuration: client, logger: logger)
-                }
-                if roles.contains(.workers) {
-                    for (kind, credential) in credentials {
-                        let kinds = kind.map { [$0] } ?? TokenKind.allCases.filter { app.credentialsByKind[$0] == nil }
-                        // Decided once per configuration: which host and credential serve this
-                        // app's devices of this environment and kinds.
-                        logger.info(
-                            "APNs client",
-                            metadata: [
-                                "host": "\(app.host(for: tokenEnvironment))", "credential": "\(GatewayConfiguration.App.describe(credential))",
-                                "kinds": "\(kinds.map(\.rawValue).joined(separator: ","))", "default": "\(tokenEnvironment == app.defaultEnvironment)",
-                            ]
-                        )
-                        clients[AppEnvironment(app: app.id, environment: tokenEnvironment, kind: kind)] =
-                            try client(app.host(for: tokenEnvironment), credential, connections: app.connections)
-                    }
-                }
-                // The API's channel routes (iOS 18 broadcast, apns-spec §1.9).
-                if roles.contains(.api) {
+        // The API's channel routes (iOS 18 broadcast, apns-spec §1.9).
+        if roles.contains(.api) {
+            let workers = (platforms[.apns] as? APNSClients)?.clients ?? [:]
+            for app in configuration.apps {
+                guard let credentials = app.credentials else { continue }
+                for tokenEnvironment in TokenEnvironment.allCases {
+                    let logger = APNSClients.logger(logger, app: app, environment: tokenEnvironment)
                     let key = AppEnvironment(app: app.id, environment: tokenEnvironment)
-                    let shared = clients[key]
+                    let shared = workers[key]
                     let managementHost = app.channelManagementHost(for: tokenEnvironment)
                     let pushHost = app.host(for: tokenEnvironment)
-                    let credentials = appCredentials
-                    let management: @Sendable () throws -> APNSClient = { try client(managementHost, credentials, connections: 1) }
+                    let management: @Sendable () throws -> APNSClient = {
+                        try APNSClients.client(for: app, host: managementHost, credentials: credentials, connections: 1, logger: logger)
+                    }
                     var broadcast: (@Sendable () throws -> APNSClient)?
-                    if shared == nil { broadcast = { try client(pushHost, credentials, connections: 1) } }
+                    if shared == nil {
+                        broadcast = { try APNSClients.client(for: app, host: pushHost, credentials: credentials, connections: 1, logger: logger) }
+                    }
                     makers[key] = ChannelMaker(management: management, broadcast: broadcast, shared: shared)
                 }
             }
         }
-        return ClientGeneration(clients: clients, channelMakers: makers, webPushClients: browsers, fcmClients: android)
+        return ClientGeneration(platforms: platforms, channelMakers: makers)
     }
 }
 

@@ -6,8 +6,8 @@ import Logging
 /// The workers keep what every platform shares: the claim, the lease, the grace period when the
 /// process stops, and recording outcomes. They split a claimed batch by platform and hand each
 /// part to its platform's delivery, which sends it and records each device's outcome in the part.
-/// A platform is a conformance (in `Platforms/`), a ``DevicePlatform`` case, and a line in
-/// ``ClientGeneration/delivery(for:app:)``.
+/// A platform is a folder in `Platforms/` (this conformance, and its ``PlatformClients``), a
+/// ``DevicePlatform`` case, and a line in ``GatewayPlatforms/all``.
 protocol PlatformDelivery: Sendable {
     /// Sends the devices of `part` and records each one's outcome in it once, in any order, as
     /// the answers come. A device with no outcome when this returns, or when the process's grace

@@ -33,4 +33,14 @@ public enum DevicePlatform: String, Sendable, Hashable, CaseIterable, CustomStri
     }
 
     public var description: String { rawValue }
+
+    /// The number the store keeps for it (each device's, each delivery's, each count's
+    /// platform). Stored data: never renumber a platform, only add one.
+    package var code: Int {
+        switch self {
+        case .apns: 0
+        case .webpush: 1
+        case .fcm: 2
+        }
+    }
 }

@@ -14,27 +14,23 @@ extension StoredCode {
 }
 
 /// Where one device of a notification stands.
-/// A device's platform in `notification_platforms` (the counts of a notification's outcomes).
-enum PlatformCode: Int, StoredCode {
-    case apns = 0
-    case webpush = 1
-    case fcm = 2
+/// A device's platform as the tables hold it (`devices.platform`, `deliveries.platform`,
+/// `notification_platforms.platform`): ``DevicePlatform/code``.
+struct PlatformCode: CustomStringConvertible, Sendable {
+    let platform: DevicePlatform
 
     init(_ platform: DevicePlatform) {
-        switch platform {
-        case .apns: self = .apns
-        case .webpush: self = .webpush
-        case .fcm: self = .fcm
-        }
+        self.platform = platform
     }
 
-    var platform: DevicePlatform {
-        switch self {
-        case .apns: .apns
-        case .webpush: .webpush
-        case .fcm: .fcm
-        }
+    /// The platform stored as `code`, or `nil` for a code this Herald never writes.
+    init?(code: Int64?) {
+        guard let code, let platform = DevicePlatform.allCases.first(where: { Int64($0.code) == code }) else { return nil }
+        self.platform = platform
     }
+
+    /// The code as SQL reads it.
+    var description: String { String(platform.code) }
 
     /// A stored platform: APNs for NULL or a code this Herald never writes (stored before
     /// platforms were, or by a newer Herald).

@@ -28,7 +28,7 @@ struct QueueStatements: Sendable {
         INSERT INTO devices (app, token, user_id, tags, badge, hash, kind, activity_type, environment, web_push, fcm_token, time_zone, platform, status, created_at, updated_at)
         SELECT $1, \(e(0, .text)), \(e(1, .text)), \(e(2, .text)), \(e(3, .integer)), \(e(4, .bigint)),
             COALESCE(\(e(5, .smallint)), \(KindCode.alert)), \(e(6, .text)), \(e(7, .smallint)), \(e(8, .text)), \(e(9, .text)), \(e(10, .text)),
-            CASE WHEN \(e(8, .text)) IS NOT NULL THEN \(PlatformCode.webpush) WHEN \(e(9, .text)) IS NOT NULL THEN \(PlatformCode.fcm) ELSE \(PlatformCode.apns) END,
+            CASE WHEN \(e(8, .text)) IS NOT NULL THEN \(PlatformCode(.webpush)) WHEN \(e(9, .text)) IS NOT NULL THEN \(PlatformCode(.fcm)) ELSE \(PlatformCode(.apns)) END,
             \(DeviceCode.active), $3, $3
         FROM \(d.rows(2)) AS j WHERE true
         ON CONFLICT \(d.deviceKey) DO UPDATE SET

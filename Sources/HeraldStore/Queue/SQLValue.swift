@@ -13,6 +13,7 @@ enum SQLValue: Sendable, Hashable {
     static func text(_ value: String?) -> SQLValue { value.map { .text($0) } ?? .null }
     static func int(_ value: Int64?) -> SQLValue { value.map { .int($0) } ?? .null }
     static func code(_ value: some StoredCode) -> SQLValue { .int(Int64(value.rawValue)) }
+    static func code(_ value: PlatformCode) -> SQLValue { .int(Int64(value.platform.code)) }
 
     /// A list of texts as one JSON array, which a statement reads with ``SQLDialect/list(_:_:)``.
     static func texts(_ values: some Sequence<String>) -> SQLValue {

@@ -1,0 +1,74 @@
+import HeraldAPNS
+import HeraldCore
+import HeraldStore
+import Logging
+
+/// The workers' APNs clients: one per app, token environment and credential (the app's, and
+/// each token kind's own), each connecting only when it has something to send (an app without
+/// sandbox devices never opens a sandbox connection).
+struct APNSClients: PlatformClients {
+    static let platform = DevicePlatform.apns
+
+    let clients: [AppEnvironment: APNSClient]
+
+    init() {
+        clients = [:]
+    }
+
+    init(configuration: GatewayConfiguration, logger: Logger) throws {
+        var clients: [AppEnvironment: APNSClient] = [:]
+        for app in configuration.apps {
+            // An app that reaches browsers or Android devices only has no APNs client.
+            guard let appCredentials = app.credentials else { continue }
+            let credentials: [(kind: TokenKind?, credentials: APNSCredentials)] =
+                [(nil, appCredentials)] + TokenKind.allCases.compactMap { kind in app.credentialsByKind[kind].map { (kind, $0) } }
+            for tokenEnvironment in TokenEnvironment.allCases {
+                let logger = Self.logger(logger, app: app, environment: tokenEnvironment)
+                for (kind, credential) in credentials {
+                    let kinds = kind.map { [$0] } ?? TokenKind.allCases.filter { app.credentialsByKind[$0] == nil }
+                    // Decided once per configuration: which host and credential serve this
+                    // app's devices of this environment and kinds.
+                    logger.info(
+                        "APNs client",
+                        metadata: [
+                            "host": "\(app.host(for: tokenEnvironment))", "credential": "\(GatewayConfiguration.App.describe(credential))",
+                            "kinds": "\(kinds.map(\.rawValue).joined(separator: ","))", "default": "\(tokenEnvironment == app.defaultEnvironment)",
+                        ]
+                    )
+                    clients[AppEnvironment(app: app.id, environment: tokenEnvironment, kind: kind)] =
+                        try Self.client(for: app, host: app.host(for: tokenEnvironment), credentials: credential, connections: app.connections, logger: logger)
+                }
+            }
+        }
+        self.clients = clients
+    }
+
+    /// A client of `app` to `host` with `credentials`: the app's trusted roots, its `app` metrics dimension.
+    static func client(
+        for app: GatewayConfiguration.App, host: APNSEnvironment, credentials: APNSCredentials, connections: Int, logger: Logger
+    ) throws -> APNSClient {
+        var client = APNSClient.Configuration(environment: host, credentials: credentials)
+        client.trustRoots = app.trustRoots
+        client.pool.maximumConnections = connections
+        client.metrics.dimensions = [("app", app.id)]
+        return try APNSClient(configuration: client, logger: logger)
+    }
+
+    /// `logger` with the app and the token environment.
+    static func logger(_ logger: Logger, app: GatewayConfiguration.App, environment: TokenEnvironment) -> Logger {
+        var clientLogger = logger
+        clientLogger[metadataKey: "app"] = "\(app.id)"
+        clientLogger[metadataKey: "environment"] = "\(environment)"
+        return clientLogger
+    }
+
+    func delivery(for app: GatewayConfiguration.App) -> any PlatformDelivery {
+        APNSDelivery(clients: clients)
+    }
+
+    func shutdown() async {
+        await withTaskGroup(of: Void.self) { group in
+            for client in clients.values { group.addTask { await client.shutdown() } }
+        }
+    }
+}

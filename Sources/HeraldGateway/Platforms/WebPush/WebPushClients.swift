@@ -1,0 +1,42 @@
+import HeraldStore
+import HeraldWebPush
+import Logging
+
+/// The Web Push client of each app that reaches browsers (`apps[].webPush`).
+struct WebPushClients: PlatformClients {
+    static let platform = DevicePlatform.webpush
+
+    /// By app ID.
+    let clients: [String: WebPushClient]
+
+    init() {
+        clients = [:]
+    }
+
+    init(configuration: GatewayConfiguration, logger: Logger) throws {
+        var clients: [String: WebPushClient] = [:]
+        for app in configuration.apps {
+            guard let webPush = app.webPush else { continue }
+            var settings = WebPushClient.Configuration(vapid: try VAPIDSigner(key: webPush.key, subject: webPush.subject))
+            settings.additionalTrustRoots = webPush.trustRoots
+            settings.subscriptionPolicy = webPush.policy
+            // The queue retries: one attempt per claim, as for APNs.
+            settings.retry = .none
+            var clientLogger = logger
+            clientLogger[metadataKey: "app"] = "\(app.id)"
+            logger.info("Web Push client", metadata: ["app": "\(app.id)", "key": "\(webPush.key.publicKeyBase64URL)", "subject": "\(webPush.subject)"])
+            clients[app.id] = WebPushClient(configuration: settings, logger: clientLogger)
+        }
+        self.clients = clients
+    }
+
+    func delivery(for app: GatewayConfiguration.App) -> any PlatformDelivery {
+        WebPushDelivery(client: clients[app.id])
+    }
+
+    func shutdown() async {
+        await withTaskGroup(of: Void.self) { group in
+            for client in clients.values { group.addTask { try? await client.shutdown() } }
+        }
+    }
+}
