@@ -17,7 +17,7 @@ extension QueueEngine {
             try await connection.query(sql.deviceCounts, [.text(app)]).map { row in
                 DeviceCount(
                     status: DeviceCode(code: row.int(0))?.status ?? .active, kind: KindCode(code: row.int(1))?.kind ?? .alert,
-                    environment: EnvironmentCode.environment(row.int(2)), platform: row.int(3) == 1 ? .webpush : row.int(3) == 2 ? .fcm : .apns, count: row.int(4, default: 0)
+                    environment: EnvironmentCode.environment(row.int(2)), platform: PlatformCode.platform(row.int(3)), count: row.int(4, default: 0)
                 )
             }
         }

@@ -91,12 +91,8 @@ struct QueueStatements: Sendable {
         }
         // Devices registered without an environment count as the app's ($next + 1).
         if environment { conditions += " AND COALESCE(d.environment, $\(next + 1)) = $\(next)" }
-        switch platform {
-        case nil: break
-        case .apns: conditions += " AND d.web_push IS NULL AND d.fcm_token IS NULL"
-        case .webpush: conditions += " AND d.web_push IS NOT NULL"
-        case .fcm: conditions += " AND d.fcm_token IS NOT NULL"
-        }
+        // Each device's stored platform, never its address columns.
+        if let platform { conditions += " AND d.platform = \(PlatformCode(platform))" }
         sql += conditions
         return sql + (d.devicesInKeyOrder ? " ORDER BY d.hash, d.token LIMIT $3" : " ORDER BY d.token LIMIT $3")
     }
@@ -568,11 +564,9 @@ struct QueueStatements: Sendable {
 
     // MARK: Overview
 
-    /// App $1's devices counted by status, kind, environment and platform (1: a browser, 2: an
-    /// Android device).
+    /// App $1's devices counted by status, kind, environment and stored platform (``PlatformCode``).
     var deviceCounts: String {
-        let platform = "CASE WHEN web_push IS NOT NULL THEN 1 WHEN fcm_token IS NOT NULL THEN 2 ELSE 0 END"
-        return "SELECT status, kind, environment, \(platform), COUNT(*) FROM devices WHERE app = $1 GROUP BY status, kind, environment, \(platform)"
+        "SELECT status, kind, environment, platform, COUNT(*) FROM devices WHERE app = $1 GROUP BY status, kind, environment, platform"
     }
     /// App $1's notifications queued or sending, and their devices not yet ended.
     var appQueue: String {
