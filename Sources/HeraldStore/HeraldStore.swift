@@ -184,18 +184,12 @@ public final class HeraldStore: Service, Sendable {
         try await backend.devices(app: app, filter: filter, limit: max(1, min(limit, 1000)), after: after)
     }
 
-    /// The Web Push subscriptions among `tokens` (device IDs) of `app`: what a worker sends to
-    /// for the browsers of a batch.
-    public func webPushAddresses(app: String, tokens: [String]) async throws -> [String: WebPushAddress] {
+    /// The addresses of `Address`'s platform among `tokens` (device IDs) of `app`, by device ID:
+    /// what a worker sends to for that platform's devices of a batch (a browser's subscription,
+    /// an Android device's registration token).
+    public func addresses<Address: PlatformAddress>(_ type: Address.Type, app: String, tokens: [String]) async throws -> [String: Address] {
         guard !tokens.isEmpty else { return [:] }
-        return try await backend.webPushAddresses(app: app, tokens: tokens)
-    }
-
-    /// The FCM registration tokens among `tokens` (device IDs) of `app`: what a worker sends to
-    /// for the Android devices of a batch.
-    public func fcmAddresses(app: String, tokens: [String]) async throws -> [String: FCMAddress] {
-        guard !tokens.isEmpty else { return [:] }
-        return try await backend.fcmAddresses(app: app, tokens: tokens)
+        return try await backend.addresses(type, app: app, tokens: tokens)
     }
 
     public func countDevices(app: String, status: DeviceStatus? = nil) async throws -> Int {

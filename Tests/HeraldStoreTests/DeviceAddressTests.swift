@@ -44,8 +44,8 @@ struct DeviceAddressTests {
             #expect(!createdAgain && again.user == "bo" && again.tags == ["beta"] && again.fcm == address)
             _ = try await store.register(try registration(1, user: "bo"), app: app)
 
-            #expect(try await store.fcmAddresses(app: app, tokens: [address.id, token(1)]) == [address.id: address])
-            #expect(try await store.webPushAddresses(app: app, tokens: [address.id]).isEmpty)
+            #expect(try await store.addresses(FCMAddress.self, app: app, tokens: [address.id, token(1)]) == [address.id: address])
+            #expect(try await store.addresses(WebPushAddress.self, app: app, tokens: [address.id]).isEmpty)
             var filter = DeviceFilter()
             filter.platform = .fcm
             #expect(try await store.devices(app: app, filter: filter).items.map(\.token) == [address.id])

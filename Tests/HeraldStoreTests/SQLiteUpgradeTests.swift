@@ -74,8 +74,7 @@ struct PlatformCountsUpgradeTests {
         let url = try await backend.storeURL(scratch: scratch)
         let raw = RawDatabase(backend: backend, url: url)
         let migrations = backend == .sqlite ? SQLiteSchema.migrations : PostgresSchema.migrations
-        let before = migrations.count - 1
-        #expect(migrations[before].contains { $0.contains("CREATE TABLE notification_platforms") }, "the last migration makes the table")
+        let before = try Self.platformsMigration(migrations)
         var script = migrations[0..<before].joined().map { $0 + ";\n" }.joined()
         script += (backend == .sqlite ? SQLiteSchema.createVersions : PostgresSchema.createVersions) + ";\n"
         script += (1...before).map { "INSERT INTO herald_schema VALUES (\($0), 0);\n" }.joined()
@@ -113,16 +112,17 @@ struct PlatformCountsUpgradeTests {
         let scratch = try ScratchDirectory()
         let url = try await backend.storeURL(scratch: scratch)
         let migrations = backend == .sqlite ? SQLiteSchema.migrations : PostgresSchema.migrations
-        let before = migrations.count - 1
+        let before = try Self.platformsMigration(migrations)
         var script = migrations[0..<before].joined().map { $0 + ";\n" }.joined()
         script += (backend == .sqlite ? SQLiteSchema.createVersions : PostgresSchema.createVersions) + ";\n"
         script += (1...before).map { "INSERT INTO herald_schema VALUES (\($0), 0);\n" }.joined()
-        let browser = WebPushAddress.id(forEndpoint: "https://web.push.apple.com/QGuH")
+        let subscription = try WebPushAddress(endpoint: "https://web.push.apple.com/QGuH", p256dh: "BNcRdreALRFXTkOOUHK1EtK2wtaz5Ry4YfYCA", auth: "tBHItJI5svbpez7KI4CCXg")
+        let browser = subscription.id
         let android = FCMAddress.id(forToken: "f1:APA91b-token")
         let apns = token(1)
         // The devices as an earlier Herald registered them: the browser with its subscription, the
         // Android device with its registration token, the APNs token bare.
-        for (id, webPush, fcm) in [(browser, "'{}'", "NULL"), (android, "NULL", "'f1:APA91b-token'"), (apns, "NULL", "NULL")] {
+        for (id, webPush, fcm) in [(browser, "'\(subscription.stored)'", "NULL"), (android, "NULL", "'f1:APA91b-token'"), (apns, "NULL", "NULL")] {
             script += """
                 INSERT INTO devices (app, token, hash, kind, status, created_at, updated_at, web_push, fcm_token)
                 VALUES ('\(app)', '\(id)', \(KeySpace.hash(id)), 0, 0, 1, 1, \(webPush), \(fcm));\n
@@ -149,6 +149,18 @@ struct PlatformCountsUpgradeTests {
             _ = try await store.enqueue(NotificationRequest(app: app, audience: .all, payload: payload))
             let broadcast = try await claimAll(store).flatMap(\.items)
             #expect(Dictionary(uniqueKeysWithValues: broadcast.map { ($0.token, $0.platform) }) == expected, "a broadcast's ranges")
+            // Their addresses, from the columns of before into the one address column.
+            #expect(try await store.addresses(WebPushAddress.self, app: app, tokens: [browser, android, apns]) == [browser: subscription])
+            #expect(try await store.addresses(FCMAddress.self, app: app, tokens: [browser, android, apns]) == [android: try FCMAddress(registrationToken: "f1:APA91b-token")])
+            #expect(try await store.device(app: app, token: browser)?.webPush == subscription)
+            #expect(try await store.device(app: app, token: android)?.fcm?.registrationToken == "f1:APA91b-token")
+            #expect(try await store.device(app: app, token: apns)?.address == nil)
         }
+    }
+
+    /// The migration that stores platforms (counts per platform, each device's and delivery's):
+    /// the tests start from the schema just before it.
+    static func platformsMigration(_ migrations: [[String]]) throws -> Int {
+        try #require(migrations.firstIndex { $0.contains { $0.contains("CREATE TABLE notification_platforms") } })
     }
 }

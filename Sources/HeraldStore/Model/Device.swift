@@ -42,27 +42,30 @@ public struct Device: Sendable, Hashable {
     public var activityType: String?
     /// The environment its token belongs to; `nil`: the app's.
     public var environment: TokenEnvironment?
-    /// For a browser: its Web Push subscription (then ``token`` is the subscription's ID).
-    public var webPush: WebPushAddress?
-    /// For an Android device: its FCM registration token (then ``token`` is the token's ID).
-    public var fcm: FCMAddress?
+    /// What reaches it when it is not an APNs token (a browser's subscription, an Android
+    /// device's registration token); then ``token`` is the address's ID.
+    public var address: DeviceAddress?
+    /// For a browser: its Web Push subscription.
+    public var webPush: WebPushAddress? { WebPushAddress(address) }
+    /// For an Android device: its FCM registration token.
+    public var fcm: FCMAddress? { FCMAddress(address) }
 
     /// Its IANA time zone (`Europe/Paris`): local-time sends and quiet hours go by it; `nil`:
     /// its app's default.
     public var timeZone: String?
 
     /// Which push service reaches it.
-    public var platform: DevicePlatform { webPush != nil ? .webpush : fcm != nil ? .fcm : .apns }
+    public var platform: DevicePlatform { address?.platform ?? .apns }
 
     public init(
         app: String, token: String, user: String? = nil, tags: Set<String> = [], badge: Int = 0, status: DeviceStatus = .active,
         reason: String? = nil, invalidatedAt: Date? = nil, createdAt: Date, updatedAt: Date, kind: TokenKind = .alert, activityType: String? = nil,
-        environment: TokenEnvironment? = nil, webPush: WebPushAddress? = nil, fcm: FCMAddress? = nil, timeZone: String? = nil
+        environment: TokenEnvironment? = nil, webPush: WebPushAddress? = nil, fcm: FCMAddress? = nil, address: DeviceAddress? = nil,
+        timeZone: String? = nil
     ) {
         self.timeZone = timeZone
         self.environment = environment
-        self.webPush = webPush
-        self.fcm = fcm
+        self.address = address ?? webPush?.address ?? fcm?.address
         self.app = app
         self.token = token
         self.kind = kind
@@ -99,10 +102,12 @@ public struct DeviceRegistration: Sendable, Hashable {
     public private(set) var activityType: String?
     /// The environment the token belongs to: `nil` keeps the stored one (a new device: the app's).
     public var environment: TokenEnvironment?
-    /// A browser's subscription (``init(webPush:user:tags:badge:)``): replaces the stored one.
-    public private(set) var webPush: WebPushAddress?
+    /// What reaches it when it is not an APNs token (``init(address:user:tags:badge:)``): replaces the stored one.
+    public private(set) var address: DeviceAddress?
+    /// A browser's subscription (``init(webPush:user:tags:badge:)``).
+    public var webPush: WebPushAddress? { WebPushAddress(address) }
     /// An Android device's registration token (``init(fcm:user:tags:badge:)``).
-    public private(set) var fcm: FCMAddress?
+    public var fcm: FCMAddress? { FCMAddress(address) }
     /// Its IANA time zone (``setTimeZone(_:)``): `nil` keeps the stored one.
     public private(set) var timeZone: String?
 
@@ -184,24 +189,26 @@ public struct DeviceRegistration: Sendable, Hashable {
         try checkBadge()
     }
 
-    /// A browser's Web Push subscription, as a device of the app under the subscription's ID: an
-    /// alert device (what `alert` notifications reach), in no APNs environment.
-    public init(webPush: WebPushAddress, user: String?? = nil, tags: Set<String>? = nil, badge: Int? = nil) throws(StoreError) {
+    /// A device reached through another platform than APNs, under its address's ID: an alert
+    /// device (what `alert` notifications reach), in no APNs environment.
+    public init(address: some PlatformAddress, user: String?? = nil, tags: Set<String>? = nil, badge: Int? = nil) throws(StoreError) {
         try self.init(token: String(repeating: "0", count: 64), user: user, tags: tags, badge: badge, kind: .alert)
-        self.token = webPush.id
-        self.webPush = webPush
+        self.token = address.id
+        self.address = address.address
     }
 
-    /// An Android device's FCM registration token, as a device of the app under the token's ID:
-    /// an alert device, in no APNs environment.
+    /// A browser's Web Push subscription, under the subscription's ID.
+    public init(webPush: WebPushAddress, user: String?? = nil, tags: Set<String>? = nil, badge: Int? = nil) throws(StoreError) {
+        try self.init(address: webPush, user: user, tags: tags, badge: badge)
+    }
+
+    /// An Android device's FCM registration token, under the token's ID.
     public init(fcm: FCMAddress, user: String?? = nil, tags: Set<String>? = nil, badge: Int? = nil) throws(StoreError) {
-        try self.init(token: String(repeating: "0", count: 64), user: user, tags: tags, badge: badge, kind: .alert)
-        self.token = fcm.id
-        self.fcm = fcm
+        try self.init(address: fcm, user: user, tags: tags, badge: badge)
     }
 
     /// Whether it says nothing but its token: registering it keeps every stored field.
-    var isBare: Bool { user == nil && tags == nil && badge == nil && kind == nil && environment == nil && webPush == nil && fcm == nil && timeZone == nil }
+    var isBare: Bool { user == nil && tags == nil && badge == nil && kind == nil && environment == nil && address == nil && timeZone == nil }
 
     /// A Live Activity attributes type name: 1 to 128 of letters, digits, `_` and `.`.
     public static func isValidActivityType(_ name: String) -> Bool {
@@ -225,8 +232,7 @@ public struct DeviceRegistration: Sendable, Hashable {
         if let tags = later.tags { self.tags = tags }
         if let badge = later.badge { self.badge = badge }
         if let environment = later.environment { self.environment = environment }
-        if let webPush = later.webPush { self.webPush = webPush }
-        if let fcm = later.fcm { self.fcm = fcm }
+        if let address = later.address { self.address = address }
         if let timeZone = later.timeZone { self.timeZone = timeZone }
         if let kind = later.kind {
             self.kind = kind

@@ -6,7 +6,9 @@ import HeraldCore
 /// A registration token is a device of the app like an APNs token, under an ID made from it
 /// (``id``): tokens run to 4,096 characters, longer than a database key should be, and the same
 /// token registered again is the same device.
-public struct FCMAddress: Sendable, Hashable {
+public struct FCMAddress: PlatformAddress {
+    public static let platform = DevicePlatform.fcm
+
     /// The registration token the app's Firebase SDK gave (`FirebaseMessaging.getToken()`).
     public let registrationToken: String
 
@@ -25,6 +27,15 @@ public struct FCMAddress: Sendable, Hashable {
             )
         }
         self.registrationToken = registrationToken
+    }
+
+    /// The stored form: the registration token as it is.
+    public var stored: String { registrationToken }
+
+    /// From the stored form; `nil` for anything but a registration token.
+    public init?(stored: String) {
+        guard Self.isValid(stored) else { return nil }
+        registrationToken = stored
     }
 
     /// Whether `text` could be an FCM registration token.

@@ -7,7 +7,9 @@ import HeraldCore
 ///
 /// A subscription is a device of the app like an APNs token, under an ID made from its endpoint
 /// (``id``), so the same endpoint registered again is the same device.
-public struct WebPushAddress: Sendable, Hashable {
+public struct WebPushAddress: PlatformAddress {
+    public static let platform = DevicePlatform.webpush
+
     /// The push resource URL at the browser's push service.
     public let endpoint: String
     /// `keys.p256dh`, base64url.
@@ -53,13 +55,13 @@ public struct WebPushAddress: Sendable, Hashable {
     }
 
     /// The stored form: `{"endpoint":…,"p256dh":…,"auth":…}`.
-    var stored: String {
+    public var stored: String {
         JSONValue.object(["endpoint": .string(endpoint), "p256dh": .string(p256dh), "auth": .string(auth)]).jsonString
     }
 
     /// From the stored form; `nil` for anything else.
-    init?(stored: String?) {
-        guard let stored, let json = try? JSONValue(parsing: stored), let endpoint = json["endpoint"]?.stringValue,
+    public init?(stored: String) {
+        guard let json = try? JSONValue(parsing: stored), let endpoint = json["endpoint"]?.stringValue,
             let p256dh = json["p256dh"]?.stringValue, let auth = json["auth"]?.stringValue,
             let address = try? WebPushAddress(endpoint: endpoint, p256dh: p256dh, auth: auth)
         else { return nil }

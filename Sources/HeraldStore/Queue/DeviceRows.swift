@@ -76,8 +76,8 @@ struct DeviceRows: Sendable {
         if let kind = registration.kind { rows.int(KindCode(kind).rawValue) } else { rows.null() }
         if let activityType = registration.activityType { rows.string(activityType) } else { rows.null() }
         if let environment = registration.environment { rows.int(EnvironmentCode(environment).rawValue) } else { rows.null() }
-        if let webPush = registration.webPush { rows.string(webPush.stored) } else { rows.null() }
-        if let fcm = registration.fcm { rows.string(fcm.registrationToken) } else { rows.null() }
+        if let address = registration.address { rows.string(address.stored) } else { rows.null() }
+        rows.int(PlatformCode(registration.address?.platform ?? .apns).platform.code)
         if let timeZone = registration.timeZone { rows.string(timeZone) } else { rows.null() }
         rows.endArray()
     }

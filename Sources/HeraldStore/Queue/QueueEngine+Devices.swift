@@ -133,31 +133,20 @@ extension QueueEngine {
             invalidatedAt: row.int(Column.invalidatedAt).map(Date.init(milliseconds:)), createdAt: Date(milliseconds: row.int(Column.createdAt) ?? 0),
             updatedAt: Date(milliseconds: row.int(Column.updatedAt) ?? 0), kind: KindCode(code: row.int(Column.kind))?.kind ?? .alert,
             activityType: row.text(Column.activityType), environment: EnvironmentCode.environment(row.int(Column.environment)),
-            webPush: WebPushAddress(stored: row.text(Column.webPush)), fcm: row.text(Column.fcmToken).flatMap { try? FCMAddress(registrationToken: $0) },
+            address: row.text(Column.address).map { DeviceAddress(unchecked: PlatformCode.platform(row.int(Column.platform)), stored: $0) },
             timeZone: row.text(Column.timeZone)
         )
     }
 
-    /// The Web Push subscriptions among `tokens` of `app`, by device ID (the others are not browsers).
-    func webPushAddresses(app: String, tokens: [String]) async throws -> [String: WebPushAddress] {
+    /// The addresses of `Address`'s platform among `tokens` of `app`, by device ID (the others
+    /// are another platform's).
+    func addresses<Address: PlatformAddress>(_ type: Address.Type, app: String, tokens: [String]) async throws -> [String: Address] {
         try await database.read { [self] connection in
-            var addresses: [String: WebPushAddress] = [:]
+            var addresses: [String: Address] = [:]
+            let statement = sql.addresses(Address.platform)
             for part in Self.chunks(tokens) {
-                for row in try await connection.query(sql.webPushAddresses, [.text(app), .devices(part)]) {
-                    if let token = row.text(0), let address = WebPushAddress(stored: row.text(1)) { addresses[token] = address }
-                }
-            }
-            return addresses
-        }
-    }
-
-    /// The FCM registration tokens among `tokens` of `app`, by device ID (the others are not Android devices).
-    func fcmAddresses(app: String, tokens: [String]) async throws -> [String: FCMAddress] {
-        try await database.read { [self] connection in
-            var addresses: [String: FCMAddress] = [:]
-            for part in Self.chunks(tokens) {
-                for row in try await connection.query(sql.fcmAddresses, [.text(app), .devices(part)]) {
-                    if let token = row.text(0), let address = row.text(1).flatMap({ try? FCMAddress(registrationToken: $0) }) { addresses[token] = address }
+                for row in try await connection.query(statement, [.text(app), .devices(part)]) {
+                    if let token = row.text(0), let stored = row.text(1), let address = Address(stored: stored) { addresses[token] = address }
                 }
             }
             return addresses

@@ -17,18 +17,18 @@ struct QueueStatements: Sendable {
 
     /// Upserts devices of app $1 given as rows `[token, user, tags, badge, hash, kind, activity
     /// type, environment, Web Push subscription, FCM registration token, time zone]` ($2) at $3: a
-    /// null user, tags, badge, environment, subscription, registration token or time zone keeps
-    /// what is stored (a cleared user is "");
+    /// null user, tags, badge, environment, address or time zone keeps what is stored (a cleared
+    /// user is "");
     /// registering makes the device active again. A hash is the token's, never updated; so is
     /// its platform, which the address it first registered with says (an ID is one platform's). A new
     /// device without a kind is an alert token; `settingKind`: the rows' kinds (and activity
     /// types) replace those stored, otherwise stored kinds are kept.
     func upsertDevices(settingKind: Bool) -> String {
         """
-        INSERT INTO devices (app, token, user_id, tags, badge, hash, kind, activity_type, environment, web_push, fcm_token, time_zone, platform, status, created_at, updated_at)
+        INSERT INTO devices (app, token, user_id, tags, badge, hash, kind, activity_type, environment, address, platform, time_zone, status, created_at, updated_at)
         SELECT $1, \(e(0, .text)), \(e(1, .text)), \(e(2, .text)), \(e(3, .integer)), \(e(4, .bigint)),
-            COALESCE(\(e(5, .smallint)), \(KindCode.alert)), \(e(6, .text)), \(e(7, .smallint)), \(e(8, .text)), \(e(9, .text)), \(e(10, .text)),
-            CASE WHEN \(e(8, .text)) IS NOT NULL THEN \(PlatformCode(.webpush)) WHEN \(e(9, .text)) IS NOT NULL THEN \(PlatformCode(.fcm)) ELSE \(PlatformCode(.apns)) END,
+            COALESCE(\(e(5, .smallint)), \(KindCode.alert)), \(e(6, .text)), \(e(7, .smallint)), \(e(8, .text)),
+            COALESCE(\(e(9, .smallint)), \(PlatformCode(.apns))), \(e(10, .text)),
             \(DeviceCode.active), $3, $3
         FROM \(d.rows(2)) AS j WHERE true
         ON CONFLICT \(d.deviceKey) DO UPDATE SET
@@ -36,8 +36,7 @@ struct QueueStatements: Sendable {
             tags = COALESCE(excluded.tags, devices.tags),
             badge = COALESCE(excluded.badge, devices.badge),
             environment = COALESCE(excluded.environment, devices.environment),
-            web_push = COALESCE(excluded.web_push, devices.web_push),
-            fcm_token = COALESCE(excluded.fcm_token, devices.fcm_token),
+            address = COALESCE(excluded.address, devices.address),
             time_zone = COALESCE(excluded.time_zone, devices.time_zone),\(settingKind ? "\n    kind = excluded.kind, activity_type = excluded.activity_type," : "")
             status = \(DeviceCode.active), reason = NULL, invalidated_at = NULL,
             updated_at = excluded.updated_at
@@ -193,14 +192,9 @@ struct QueueStatements: Sendable {
         """
     }
 
-    /// The Web Push subscriptions of app $1's devices among rows `[token, hash]` ($2).
-    var webPushAddresses: String {
-        "SELECT token, web_push FROM devices WHERE app = $1 AND web_push IS NOT NULL AND \(d.devices("devices", in: 2, hashAt: 1))"
-    }
-
-    /// The FCM registration tokens of app $1's devices among rows `[token, hash]` ($2).
-    var fcmAddresses: String {
-        "SELECT token, fcm_token FROM devices WHERE app = $1 AND fcm_token IS NOT NULL AND \(d.devices("devices", in: 2, hashAt: 1))"
+    /// The addresses of `platform` of app $1's devices among rows `[token, hash]` ($2).
+    func addresses(_ platform: DevicePlatform) -> String {
+        "SELECT token, address FROM devices WHERE app = $1 AND platform = \(PlatformCode(platform)) AND address IS NOT NULL AND \(d.devices("devices", in: 2, hashAt: 1))"
     }
 
     /// The devices of app $1 among rows `[token, hash]` ($2).
@@ -756,7 +750,7 @@ enum NotificationColumn: Int, SQLColumns {
 
 /// What a device is read with (``QueueStatements/deviceColumns``).
 enum DeviceColumn: Int, SQLColumns {
-    case app, token, user, tags, badge, status, reason, invalidatedAt, createdAt, updatedAt, kind, activityType, environment, webPush, fcmToken,
+    case app, token, user, tags, badge, status, reason, invalidatedAt, createdAt, updatedAt, kind, activityType, environment, address, platform,
         timeZone
 
     var sqlName: String {
@@ -774,8 +768,8 @@ enum DeviceColumn: Int, SQLColumns {
         case .kind: "kind"
         case .activityType: "activity_type"
         case .environment: "environment"
-        case .webPush: "web_push"
-        case .fcmToken: "fcm_token"
+        case .address: "address"
+        case .platform: "platform"
         case .timeZone: "time_zone"
         }
     }

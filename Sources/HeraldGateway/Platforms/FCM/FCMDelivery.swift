@@ -22,7 +22,7 @@ struct FCMDelivery: PlatformDelivery {
         }
         let addresses: [String: FCMAddress]
         do {
-            addresses = try await part.store.fcmAddresses(app: part.app.id, tokens: items.map(\.token))
+            addresses = try await part.store.addresses(FCMAddress.self, app: part.app.id, tokens: items.map(\.token))
         } catch {
             part.logger.warning("cannot read the batch's FCM registration tokens; retrying later", metadata: ["error": "\(error)"])
             part.recordEach(.retry(reason: .gateway(.connectionFailed)))

@@ -28,7 +28,7 @@ struct WebPushDelivery: PlatformDelivery {
         }
         let addresses: [String: WebPushAddress]
         do {
-            addresses = try await part.store.webPushAddresses(app: part.app.id, tokens: items.map(\.token))
+            addresses = try await part.store.addresses(WebPushAddress.self, app: part.app.id, tokens: items.map(\.token))
         } catch {
             part.logger.warning("cannot read the batch's Web Push subscriptions; retrying later", metadata: ["error": "\(error)"])
             part.recordEach(.retry(reason: .gateway(.connectionFailed)))

@@ -285,6 +285,13 @@ enum PostgresSchema {
             "DROP INDEX devices_hash",
             "CREATE INDEX devices_hash ON devices (app, kind, hash, token) INCLUDE (environment, platform) WHERE status = 0",
         ],
+        [
+            // One address column whatever the platform (``DeviceAddress``): a browser's
+            // subscription or an Android device's registration token, read by the device's stored
+            // platform. The columns it is copied from are kept, no longer written.
+            "ALTER TABLE devices ADD COLUMN address TEXT",
+            "UPDATE devices SET address = COALESCE(web_push, fcm_token) WHERE web_push IS NOT NULL OR fcm_token IS NOT NULL",
+        ],
     ]
 
     static let createVersions = "CREATE TABLE IF NOT EXISTS herald_schema (version INTEGER PRIMARY KEY, applied_at BIGINT NOT NULL)"

@@ -304,6 +304,13 @@ enum SQLiteSchema {
             "UPDATE deliveries SET platform = 1 WHERE token LIKE 'wp\\_%' ESCAPE '\\'",
             "UPDATE deliveries SET platform = 2 WHERE token LIKE 'fcm\\_%' ESCAPE '\\'",
         ],
+        [
+            // One address column whatever the platform (``DeviceAddress``): a browser's
+            // subscription or an Android device's registration token, read by the device's stored
+            // platform. The columns it is copied from are kept, no longer written.
+            "ALTER TABLE devices ADD COLUMN address TEXT",
+            "UPDATE devices SET address = COALESCE(web_push, fcm_token) WHERE web_push IS NOT NULL OR fcm_token IS NOT NULL",
+        ],
     ]
 
     /// Before migration 6: gives every device without a hash (stored before migration 4, and
