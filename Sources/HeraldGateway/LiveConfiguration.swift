@@ -60,7 +60,7 @@ final class LiveConfiguration: Sendable {
 /// retired and unused.
 final class ClientGeneration: Sendable {
     /// Each platform's clients.
-    let platforms: [DevicePlatform: any PlatformClients]
+    let platforms: [DevicePlatform: any GatewayPlatform]
     /// How to make an app's channel clients for an environment: a channel-management client, and
     /// one to send broadcasts through (nil: the workers' client for it, `shared`).
     struct ChannelMaker: Sendable {
@@ -81,7 +81,7 @@ final class ClientGeneration: Sendable {
     }
     private let state = Mutex(State())
 
-    init(platforms: [DevicePlatform: any PlatformClients] = [:], channelMakers: [AppEnvironment: ChannelMaker] = [:]) {
+    init(platforms: [DevicePlatform: any GatewayPlatform] = [:], channelMakers: [AppEnvironment: ChannelMaker] = [:]) {
         self.platforms = platforms
         self.channelMakers = channelMakers
     }
@@ -173,21 +173,21 @@ final class ClientGeneration: Sendable {
         var makers: [AppEnvironment: ChannelMaker] = [:]
         // The API's channel routes (iOS 18 broadcast, apns-spec §1.9).
         if roles.contains(.api) {
-            let workers = (platforms[.apns] as? APNSClients)?.clients ?? [:]
+            let workers = (platforms[.apns] as? APNSPlatform)?.clients ?? [:]
             for app in configuration.apps {
                 guard let credentials = app.credentials else { continue }
                 for tokenEnvironment in TokenEnvironment.allCases {
-                    let logger = APNSClients.logger(logger, app: app, environment: tokenEnvironment)
+                    let logger = APNSPlatform.logger(logger, app: app, environment: tokenEnvironment)
                     let key = AppEnvironment(app: app.id, environment: tokenEnvironment)
                     let shared = workers[key]
                     let managementHost = app.channelManagementHost(for: tokenEnvironment)
                     let pushHost = app.host(for: tokenEnvironment)
                     let management: @Sendable () throws -> APNSClient = {
-                        try APNSClients.client(for: app, host: managementHost, credentials: credentials, connections: 1, logger: logger)
+                        try APNSPlatform.client(for: app, host: managementHost, credentials: credentials, connections: 1, logger: logger)
                     }
                     var broadcast: (@Sendable () throws -> APNSClient)?
                     if shared == nil {
-                        broadcast = { try APNSClients.client(for: app, host: pushHost, credentials: credentials, connections: 1, logger: logger) }
+                        broadcast = { try APNSPlatform.client(for: app, host: pushHost, credentials: credentials, connections: 1, logger: logger) }
                     }
                     makers[key] = ChannelMaker(management: management, broadcast: broadcast, shared: shared)
                 }

@@ -194,6 +194,22 @@ struct DeliverySeamTests {
     static let browser = WebPushAddress.id(forEndpoint: "https://web.push.apple.com/QGuH")
     static let android = FCMAddress.id(forToken: "f1:APA91b-token")
 
+    @Test("the registry has each platform once; an app reaches what its configuration names; registration goes by each platform's rules")
+    func registry() throws {
+        #expect(GatewayPlatforms.all.map(\.platform).sorted { $0.rawValue < $1.rawValue } == DevicePlatform.allCases.sorted { $0.rawValue < $1.rawValue })
+        for platform in DevicePlatform.allCases { #expect(GatewayPlatforms.type(of: platform).platform == platform) }
+        #expect(GatewayConfiguration.App(id: "bare").platforms.isEmpty, "no credentials, no webPush, no fcm")
+        var fields = DeviceRoutes.DeviceFields()
+        fields.platform = .fcm
+        #expect(try fields.registration(token: "f1:APA91b-token").fcm?.registrationToken == "f1:APA91b-token")
+        fields.environment = .sandbox
+        #expect(throws: StoreError.self) { try fields.registration(token: "f1:APA91b-token") }
+        fields.platform = .webpush
+        #expect(throws: StoreError.self) { try fields.registration(token: "anything") }
+        fields.platform = nil
+        #expect(try fields.registration(token: Self.apnsToken).environment == .sandbox)
+    }
+
     /// Records `result` for each device, then says so.
     struct Answering: PlatformDelivery {
         let result: DeliveryOutcome.Result

@@ -141,14 +141,11 @@ struct DeviceImport: AsyncSequence {
                 }
                 let token = try fields.requiredString("token")
                 let device = try DeviceRoutes.deviceFields(fields, allowsToken: true)
-                switch device.platform ?? .apns {
-                case .apns where !reaches.contains(.apns):
-                    throw FieldError(fields.at("token"), "this app has no APNs credentials in the gateway's configuration: it reaches browsers and Android devices only")
-                case .fcm where !reaches.contains(.fcm):
-                    throw FieldError(fields.at("platform"), "this app has no fcm in the gateway's configuration: it cannot reach Android devices")
-                default:
-                    return try device.registration(token: token)
+                let platform = device.platform ?? .apns
+                guard reaches.contains(platform) else {
+                    throw FieldError(fields.at(device.platform == nil ? "token" : "platform"), GatewayPlatforms.type(of: platform).notReachedLine)
                 }
+                return try device.registration(token: token)
             } catch let error as FieldError {
                 throw error.apiError
             } catch let error as APIError {

@@ -159,29 +159,15 @@ struct DeviceRoutes {
         var kind: TokenKind?
         var activityType: String?
         var environment: TokenEnvironment?
-        /// `fcm`: the token is an Android device's FCM registration token; `apns` or none: an APNs token.
+        /// The platform whose token it is (`fcm`: an Android device's FCM registration token);
+        /// none: an APNs token.
         var platform: DevicePlatform?
         /// An IANA time zone name (checked when parsed).
         var timeZone: String?
 
+        /// The registration its platform (APNs when none is given) makes of `token` and these fields.
         func registration(token: String) throws(StoreError) -> DeviceRegistration {
-            if platform == .fcm {
-                // FCM has no token kinds or environments: a registration token reaches its device.
-                for (name, given) in [("kind", kind != nil), ("activityType", activityType != nil), ("environment", environment != nil)] where given {
-                    throw StoreError(.invalidInput, "\(name): an Android device (platform fcm) has none; it is APNs's")
-                }
-                var registration = try DeviceRegistration(fcm: FCMAddress(registrationToken: token), user: user, tags: tags, badge: badge)
-                try registration.setTimeZone(timeZone)
-                return registration
-            }
-            do {
-                var registration = try DeviceRegistration(
-                    token: token, user: user, tags: tags, badge: badge, kind: kind, activityType: activityType, environment: environment)
-                try registration.setTimeZone(timeZone)
-                return registration
-            } catch where FCMAddress.isValid(token) && !DeviceToken.isHexDigits(token) {
-                throw StoreError(.invalidInput, "\(error.message); an Android device's FCM registration token needs \"platform\": \"fcm\"")
-            }
+            try GatewayPlatforms.type(of: platform ?? .apns).registration(token: token, fields: self)
         }
     }
 
@@ -207,12 +193,15 @@ struct DeviceRoutes {
             device.activityType = try fields.string("activityType")
             device.environment = try fields.environment("environment")
             device.timeZone = try fields.timeZone("timeZone")
-            switch try fields.string("platform") {
-            case nil: break
-            case "apns": device.platform = .apns
-            case "fcm": device.platform = .fcm
-            case "webpush": throw FieldError(fields.at("platform"), "a browser registers its subscription at POST /v1/apps/{app}/webpush/subscriptions")
-            default: throw FieldError(fields.at("platform"), "must be apns (the default) or fcm")
+            if let name = try fields.string("platform") {
+                let byToken = GatewayPlatforms.all.filter { $0.registrationRoute == nil }
+                guard let platform = DevicePlatform(rawValue: name) else {
+                    throw FieldError(fields.at("platform"), "must be \(byToken.map(\.platform.rawValue).joined(separator: " or ")) (apns by default)")
+                }
+                if let route = GatewayPlatforms.type(of: platform).registrationRoute {
+                    throw FieldError(fields.at("platform"), "a device of \(platform) registers at \(route)")
+                }
+                device.platform = platform
             }
             return device
         } catch {

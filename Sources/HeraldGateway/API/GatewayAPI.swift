@@ -81,13 +81,7 @@ public struct GatewayAPI: Sendable {
     /// A 409 unless `app` reaches `platform`: its devices could never be sent to.
     func checkReaches(_ app: String, _ platform: DevicePlatform) throws(APIError) {
         guard !platforms(of: app).contains(platform) else { return }
-        switch platform {
-        case .apns: throw APIError.apnsNotConfigured(app)
-        case .webpush:
-            throw APIError(.conflict, "webPushNotConfigured", "app '\(app)' has no webPush in the gateway's configuration (vapidKeyFile, subject, defaultURL): browsers cannot be sent to")
-        case .fcm:
-            throw APIError(.conflict, "fcmNotConfigured", "app '\(app)' has no fcm in the gateway's configuration (serviceAccountFile): Android devices cannot be sent to")
-        }
+        throw GatewayPlatforms.type(of: platform).notConfigured(app)
     }
 
     /// `limit=`: 1 to 1000, default 100.

@@ -81,11 +81,7 @@ public struct GatewayConfiguration: Sendable {
 
         /// What the app reaches: APNs, browsers, Android devices.
         public var platforms: Set<DevicePlatform> {
-            var platforms: Set<DevicePlatform> = []
-            if apnsTopic != nil { platforms.insert(.apns) }
-            if webPush != nil { platforms.insert(.webpush) }
-            if fcm != nil { platforms.insert(.fcm) }
-            return platforms
+            Set(GatewayPlatforms.all.filter { $0.reaches(self) }.map(\.platform))
         }
 
         /// The environment of a device registered without one: sandbox when the app's

@@ -6,7 +6,7 @@ import Logging
 /// The workers keep what every platform shares: the claim, the lease, the grace period when the
 /// process stops, and recording outcomes. They split a claimed batch by platform and hand each
 /// part to its platform's delivery, which sends it and records each device's outcome in the part.
-/// A platform is a folder in `Platforms/` (this conformance, and its ``PlatformClients``), a
+/// A platform is a folder in `Platforms/` (this conformance, and its ``GatewayPlatform``), a
 /// ``DevicePlatform`` case, and a line in ``GatewayPlatforms/all``.
 protocol PlatformDelivery: Sendable {
     /// Sends the devices of `part` and records each one's outcome in it once, in any order, as

@@ -6,8 +6,29 @@ import Logging
 /// The workers' APNs clients: one per app, token environment and credential (the app's, and
 /// each token kind's own), each connecting only when it has something to send (an app without
 /// sandbox devices never opens a sandbox connection).
-struct APNSClients: PlatformClients {
+struct APNSPlatform: GatewayPlatform {
     static let platform = DevicePlatform.apns
+
+    static func reaches(_ app: GatewayConfiguration.App) -> Bool { app.apnsTopic != nil }
+
+    static func notConfigured(_ app: String) -> APIError { .apnsNotConfigured(app) }
+
+    static let notReachedLine = "this app has no APNs credentials in the gateway's configuration: it reaches browsers and Android devices only"
+
+    static let registrationRoute: String? = nil
+
+    /// An APNs device token, with its kind, activity type and environment.
+    static func registration(token: String, fields: DeviceRoutes.DeviceFields) throws(StoreError) -> DeviceRegistration {
+        do {
+            var registration = try DeviceRegistration(
+                token: token, user: fields.user, tags: fields.tags, badge: fields.badge, kind: fields.kind, activityType: fields.activityType,
+                environment: fields.environment)
+            try registration.setTimeZone(fields.timeZone)
+            return registration
+        } catch where FCMAddress.isValid(token) && !DeviceToken.isHexDigits(token) {
+            throw StoreError(.invalidInput, "\(error.message); an Android device's FCM registration token needs \"platform\": \"fcm\"")
+        }
+    }
 
     let clients: [AppEnvironment: APNSClient]
 

@@ -3,8 +3,25 @@ import HeraldWebPush
 import Logging
 
 /// The Web Push client of each app that reaches browsers (`apps[].webPush`).
-struct WebPushClients: PlatformClients {
+struct WebPushPlatform: GatewayPlatform {
     static let platform = DevicePlatform.webpush
+
+    static func reaches(_ app: GatewayConfiguration.App) -> Bool { app.webPush != nil }
+
+    static func notConfigured(_ app: String) -> APIError {
+        APIError(
+            .conflict, "webPushNotConfigured",
+            "app '\(app)' has no webPush in the gateway's configuration (vapidKeyFile, subject, defaultURL): browsers cannot be sent to")
+    }
+
+    /// A browser registers its subscription (endpoint and keys), not a token.
+    static let notReachedLine = "this app has no webPush in the gateway's configuration: it cannot reach browsers"
+
+    static let registrationRoute: String? = "POST /v1/apps/{app}/webpush/subscriptions"
+
+    static func registration(token: String, fields: DeviceRoutes.DeviceFields) throws(StoreError) -> DeviceRegistration {
+        throw StoreError(.invalidInput, "platform: a browser registers its subscription at \(registrationRoute!)")
+    }
 
     /// By app ID.
     let clients: [String: WebPushClient]

@@ -1,10 +1,32 @@
+import HeraldCore
 import HeraldFCM
 import HeraldStore
 import Logging
 
 /// The FCM client of each app that reaches Android devices (`apps[].fcm`).
-struct FCMClients: PlatformClients {
+struct FCMPlatform: GatewayPlatform {
     static let platform = DevicePlatform.fcm
+
+    static func reaches(_ app: GatewayConfiguration.App) -> Bool { app.fcm != nil }
+
+    static func notConfigured(_ app: String) -> APIError {
+        APIError(.conflict, "fcmNotConfigured", "app '\(app)' has no fcm in the gateway's configuration (serviceAccountFile): Android devices cannot be sent to")
+    }
+
+    static let notReachedLine = "this app has no fcm in the gateway's configuration: it cannot reach Android devices"
+
+    static let registrationRoute: String? = nil
+
+    /// An Android device registers its FCM registration token as its token, with `"platform": "fcm"`.
+    static func registration(token: String, fields: DeviceRoutes.DeviceFields) throws(StoreError) -> DeviceRegistration {
+        // FCM has no token kinds or environments: a registration token reaches its device.
+        for (name, given) in [("kind", fields.kind != nil), ("activityType", fields.activityType != nil), ("environment", fields.environment != nil)] where given {
+            throw StoreError(.invalidInput, "\(name): an Android device (platform fcm) has none; it is APNs's")
+        }
+        var registration = try DeviceRegistration(fcm: FCMAddress(registrationToken: token), user: fields.user, tags: fields.tags, badge: fields.badge)
+        try registration.setTimeZone(fields.timeZone)
+        return registration
+    }
 
     /// By app ID.
     let clients: [String: FCMClient]

@@ -1,0 +1,64 @@
+import HeraldStore
+import Logging
+
+/// One platform as the gateway runs it: which apps reach it, how its devices register, and (an
+/// instance) its clients for the apps of one configuration, as the workers send through them,
+/// made when the configuration is loaded (and again on each reload) and shut down with their
+/// generation. Each platform's conformance lives in its folder under `Platforms/`, beside its
+/// ``PlatformDelivery``; ``GatewayPlatforms/all`` lists them.
+protocol GatewayPlatform: Sendable {
+    /// The devices it reaches.
+    static var platform: DevicePlatform { get }
+
+    /// Whether `app`'s configuration reaches this platform's devices.
+    static func reaches(_ app: GatewayConfiguration.App) -> Bool
+
+    /// The 409 for a device of this platform registered with an app that does not reach it.
+    static func notConfigured(_ app: String) -> APIError
+
+    /// Why an import's line for a device of this platform is refused when its app does not reach it.
+    static var notReachedLine: String { get }
+
+    /// Where a device of this platform registers, when not at `PUT /v1/apps/{app}/devices/{token}`
+    /// with `"platform"` (a browser registers its subscription); `nil`: there.
+    static var registrationRoute: String? { get }
+
+    /// The registration of a device that registers with `token` and `fields` (a device route's
+    /// body, an import's line). Called only when ``registrationRoute`` is `nil`.
+    static func registration(token: String, fields: DeviceRoutes.DeviceFields) throws(StoreError) -> DeviceRegistration
+
+    /// No client for any app: every device of the platform fails as not configured.
+    init()
+
+    /// The clients the apps of `configuration` that use this platform need. Nothing connects
+    /// until it has something to send.
+    init(configuration: GatewayConfiguration, logger: Logger) throws
+
+    /// How `app`'s devices of this platform are sent.
+    func delivery(for app: GatewayConfiguration.App) -> any PlatformDelivery
+
+    /// Shuts every client down, each draining what it has in flight.
+    func shutdown() async
+}
+
+/// The platforms the gateway sends to: a new platform is a line here, besides its folder and its
+/// ``DevicePlatform`` case.
+enum GatewayPlatforms {
+    static let all: [any GatewayPlatform.Type] = [APNSPlatform.self, WebPushPlatform.self, FCMPlatform.self]
+
+    /// `platform`'s conformance.
+    static func type(of platform: DevicePlatform) -> any GatewayPlatform.Type {
+        // Every DevicePlatform case has its line in `all`: the registry's test checks it.
+        all.first { $0.platform == platform }!
+    }
+
+    /// Every platform's clients for `configuration` (none when `workers` is false: this process
+    /// only serves the API).
+    static func clients(for configuration: GatewayConfiguration, workers: Bool, logger: Logger) throws -> [DevicePlatform: any GatewayPlatform] {
+        var made: [DevicePlatform: any GatewayPlatform] = [:]
+        for platform in all {
+            made[platform.platform] = workers ? try platform.init(configuration: configuration, logger: logger) : platform.init()
+        }
+        return made
+    }
+}
