@@ -132,8 +132,8 @@ struct PlatformCountsUpgradeTests {
         let stored = backend == .sqlite ? "X'7B7D'" : "'\\x7b7d'::bytea"
         let id = "01900000-0000-7000-8000-000000000004"
         script += """
-            INSERT INTO notifications (id, app, audience_kind, audience, payload, push_type, badge_mode, status, targeted, deadline, created_at)
-            VALUES ('\(id)', '\(app)', 0, '', \(stored), 'alert', 0, 0, 3, 9999999999999, 1);\n
+            INSERT INTO notifications (id, app, audience_kind, audience, payload, push_type, badge_mode, status, targeted, deadline, created_at, web_push, fcm)
+            VALUES ('\(id)', '\(app)', 0, '', \(stored), 'alert', 0, 0, 3, 9999999999999, 1, '\(Self.webPushOptions)', '\(Self.fcmOptions)');\n
             """
         for device in [browser, android, apns] {
             script += "INSERT INTO deliveries (notification_id, token, state, next_attempt_at) VALUES ('\(id)', '\(device)', 0, 0);\n"
@@ -143,7 +143,12 @@ struct PlatformCountsUpgradeTests {
         try await withHeraldStore(configuration: try HeraldStore.Configuration(url: url)) { store in
             try await store.checkReady()
             let expected: [String: DevicePlatform] = [browser: .webpush, android: .fcm, apns: .apns]
-            let queued = try await claimAll(store).flatMap(\.items)
+            // Its options for browsers and Android devices, from their two columns into one.
+            let request = try #require(try await store.notification(id: id)?.request)
+            #expect(request.webPush == Array(Self.webPushOptions.utf8) && request.fcm == Array(Self.fcmOptions.utf8))
+            let batches = try await claimAll(store)
+            #expect(batches.allSatisfy { $0.notification.webPush == Array(Self.webPushOptions.utf8) && $0.notification.fcm == Array(Self.fcmOptions.utf8) })
+            let queued = batches.flatMap(\.items)
             #expect(Dictionary(uniqueKeysWithValues: queued.map { ($0.token, $0.platform) }) == expected, "deliveries queued before")
             // A broadcast after: its ranges read each device's stored platform.
             _ = try await store.enqueue(NotificationRequest(app: app, audience: .all, payload: payload))
@@ -157,6 +162,10 @@ struct PlatformCountsUpgradeTests {
             #expect(try await store.device(app: app, token: apns)?.address == nil)
         }
     }
+
+    /// A notification's options as an earlier Herald stored them, with what JSON escapes.
+    static let webPushOptions = #"{"navigate": "https://example.com/a?b=\"c\"", "title": "Ünïcode ✓"}"#
+    static let fcmOptions = #"{"android": {"priority": "high"}}"#
 
     /// The migration that stores platforms (counts per platform, each device's and delivery's):
     /// the tests start from the schema just before it.

@@ -71,12 +71,21 @@ public struct NotificationRequest: Sendable {
     /// For an event to an ``Audience/activity(_:)``: the event ends the activity, whose update
     /// tokens are forgotten after this date; later events are refused.
     public var endsActivityUntil: Date?
-    /// What browsers receive instead of what is derived from `payload`: a JSON object, stored
-    /// as it is (the gateway's `webPush` field: `navigate`, `payload`).
-    public var webPush: [UInt8]?
-    /// What refines the FCM message derived from `payload`: a JSON merge patch (RFC 7386),
-    /// stored as it is (the gateway's `fcm.message` field).
-    public var fcm: [UInt8]?
+    /// Each platform's options for this notification, as its field in the gateway's API gave
+    /// them (JSON text, stored as it is): ``webPush``, ``fcm``.
+    public var platformOptions: [DevicePlatform: [UInt8]] = [:]
+    /// What browsers receive instead of what is derived from `payload`: a JSON object (the
+    /// gateway's `webPush` field: `navigate`, `payload`).
+    public var webPush: [UInt8]? {
+        get { platformOptions[.webpush] }
+        set { platformOptions[.webpush] = newValue }
+    }
+    /// What refines the FCM message derived from `payload`: a JSON merge patch (RFC 7386; the
+    /// gateway's `fcm.message` field).
+    public var fcm: [UInt8]? {
+        get { platformOptions[.fcm] }
+        set { platformOptions[.fcm] = newValue }
+    }
     /// When its devices may be sent (a later start, their local time, quiet hours, a pace);
     /// `nil`: at once.
     public var schedule: DeliverySchedule?

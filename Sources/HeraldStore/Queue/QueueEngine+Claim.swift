@@ -385,10 +385,9 @@ extension QueueEngine {
             priority: row.int(column(4)), expiration: row.int(column(5)), collapseID: row.text(column(6)), badgeMode: row.int(column(7)),
             deadline: row.int(column(8))
         )
-        let (webPush, fcm, schedule) = (row.text(column(12)), row.text(column(13)), row.text(column(14)))
-        if case .success(var queued) = notification, webPush != nil || fcm != nil || schedule != nil {
-            queued.webPush = webPush.map { Array($0.utf8) }
-            queued.fcm = fcm.map { Array($0.utf8) }
+        let (options, schedule) = (row.text(column(12)), row.text(column(13)))
+        if case .success(var queued) = notification, options != nil || schedule != nil {
+            queued.platformOptions = PlatformOptions.decode(options)
             queued.schedule = DeliverySchedule(stored: schedule)
             notification = queued.schedule != nil && queued.deadline <= now ? .failure(.expired) : .success(queued)
         }

@@ -74,8 +74,7 @@ extension QueueEngine {
                 .text(request.pushType.rawValue), .int(request.priority.map { Int64($0.rawValue) }),
                 .int(request.expiration.map { Int64($0.unixSeconds) }), .text(request.collapseID), .code(BadgeCode(request.badge)),
                 .text(request.idempotencyKey), .int(targeted), .int(deadline.milliseconds), .int(time), .text(request.activityType),
-                request.webPush.map { .text(String(decoding: $0, as: UTF8.self)) } ?? .null,
-                request.fcm.map { .text(String(decoding: $0, as: UTF8.self)) } ?? .null,
+                .text(PlatformOptions.encode(request.platformOptions)),
                 schedule.map { .text($0.stored) } ?? .null,
             ])
             if inserted.isEmpty, let existing = try await existing(request, on: connection) { return (existing, false) }
@@ -280,8 +279,7 @@ extension QueueEngine {
             idempotencyKey: row.text(Column.idempotencyKey),
             activityType: row.text(Column.activityType)
         )
-        request.webPush = row.text(Column.webPush).map { Array($0.utf8) }
-        request.fcm = row.text(Column.fcm).map { Array($0.utf8) }
+        request.platformOptions = PlatformOptions.decode(row.text(Column.platformOptions))
         request.schedule = DeliverySchedule(stored: row.text(Column.schedule))
         return StoredNotification(
             id: row.text(Column.id) ?? "", request: request, status: NotificationState(code: row.int(Column.status))?.status ?? .queued,

@@ -150,8 +150,8 @@ struct QueueStatements: Sendable {
     var insertNotification: String {
         """
         INSERT INTO notifications (id, app, audience_kind, audience, payload, push_type, priority, expiration, collapse_id,
-            badge_mode, idempotency_key, status, targeted, deadline, created_at, activity_type, web_push, fcm, schedule)
-        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, \(NotificationState.queued), $12, $13, $14, $15, $16, $17, $18)
+            badge_mode, idempotency_key, status, targeted, deadline, created_at, activity_type, platform_options, schedule)
+        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, \(NotificationState.queued), $12, $13, $14, $15, $16, $17)
         ON CONFLICT (app, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
         RETURNING id
         """
@@ -326,7 +326,7 @@ struct QueueStatements: Sendable {
     static func workColumns(of table: String?) -> String {
         columns([
             "status", "app", "payload", "push_type", "priority", "expiration", "collapse_id", "badge_mode", "deadline", "audience_kind", "audience",
-            "activity_type", "web_push", "fcm", "schedule",
+            "activity_type", "platform_options", "schedule",
         ], of: table)
     }
 
@@ -717,7 +717,7 @@ struct QueueStatements: Sendable {
 /// What a notification is read with (``QueueStatements/notificationColumns``).
 enum NotificationColumn: Int, SQLColumns {
     case id, app, audienceKind, audience, payload, pushType, priority, expiration, collapseID, badgeMode, idempotencyKey, status, targeted, accepted,
-        rejected, failed, deadline, createdAt, finishedAt, activityType, webPush, fcm, schedule
+        rejected, failed, deadline, createdAt, finishedAt, activityType, platformOptions, schedule
 
     var sqlName: String {
         switch self {
@@ -741,8 +741,7 @@ enum NotificationColumn: Int, SQLColumns {
         case .createdAt: "created_at"
         case .finishedAt: "finished_at"
         case .activityType: "activity_type"
-        case .webPush: "web_push"
-        case .fcm: "fcm"
+        case .platformOptions: "platform_options"
         case .schedule: "schedule"
         }
     }

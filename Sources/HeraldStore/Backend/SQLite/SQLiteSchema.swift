@@ -310,6 +310,17 @@ enum SQLiteSchema {
             // platform. The columns it is copied from are kept, no longer written.
             "ALTER TABLE devices ADD COLUMN address TEXT",
             "UPDATE devices SET address = COALESCE(web_push, fcm_token) WHERE web_push IS NOT NULL OR fcm_token IS NOT NULL",
+            // Each platform's options for a notification, in one column as a JSON object from the
+            // platform's name to its options' text (PlatformOptions); web_push and fcm are kept,
+            // no longer written.
+            "ALTER TABLE notifications ADD COLUMN platform_options TEXT",
+            """
+            UPDATE notifications SET platform_options = CASE
+                WHEN web_push IS NOT NULL AND fcm IS NOT NULL THEN json_object('webpush', web_push, 'fcm', fcm)
+                WHEN web_push IS NOT NULL THEN json_object('webpush', web_push)
+                ELSE json_object('fcm', fcm) END
+            WHERE web_push IS NOT NULL OR fcm IS NOT NULL
+            """,
         ],
     ]
 
