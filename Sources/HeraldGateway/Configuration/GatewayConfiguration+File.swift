@@ -126,12 +126,19 @@ extension GatewayConfiguration {
 }
 
 extension GatewayConfiguration.App {
+    /// How an app reaches the platforms other than APNs: "and/or webPush {…} to reach browsers, …".
+    static var otherPlatformsHint: String {
+        GatewayPlatforms.all.compactMap { platform in platform.configurationKey.map { "and/or \($0) \(platform.configurationHint)" } }
+            .joined(separator: ", ")
+    }
+
     /// The fields of `apps[].apns`, which an app may also give at its top level (the form
     /// before 0.x's platforms were equal; still read).
     static let apnsFields = ["topic", "environment", "environments", "authKey", "certificate", "credentialsByKind", "caFile", "connections"]
 
     init(_ fields: JSONFields, directory: String, environment: [String: String]) throws(FieldError) {
-        try fields.only(["id", "apns", "webPush", "fcm", "defaultTimeZone", "quietHours", "maximumRatePerSecond", "webhooks"] + Self.apnsFields)
+        let platformKeys = GatewayPlatforms.all.compactMap(\.configurationKey)
+        try fields.only(["id", "apns", "defaultTimeZone", "quietHours", "maximumRatePerSecond", "webhooks"] + platformKeys + Self.apnsFields)
         let id = try fields.requiredString("id")
         guard Self.isValidID(id) else { throw FieldError(fields.at("id"), "must be 1 to 64 of a-z 0-9 . _ - (it is part of the API's paths)") }
         // How the app reaches APNs: `apns`, beside `webPush` and `fcm`; or, as before, the same
@@ -153,7 +160,7 @@ extension GatewayConfiguration.App {
         // An app without APNs credentials (it reaches browsers and/or Android devices) needs no
         // topic or environment; one with APNs credentials needs both.
         let hasCredentials = apns.map { $0.has("authKey") || $0.has("certificate") } ?? false
-        let browsersOnly = !hasCredentials && (fields.has("webPush") || fields.has("fcm"))
+        let browsersOnly = !hasCredentials && platformKeys.contains(where: fields.has)
         let settings: JSONFields
         if let apns {
             settings = apns
@@ -162,7 +169,7 @@ extension GatewayConfiguration.App {
         } else {
             throw FieldError(
                 fields.path,
-                "give apns {topic, environment, authKey {file, keyID, teamID} and/or certificate {file, passwordEnv}} to reach APNs, and/or webPush {vapidKeyFile, subject, defaultURL} to reach browsers, and/or fcm {serviceAccountFile} to reach Android devices"
+                "give apns {topic, environment, authKey {file, keyID, teamID} and/or certificate {file, passwordEnv}} to reach APNs, \(Self.otherPlatformsHint)"
             )
         }
         let topic = browsersOnly ? try settings.string("topic") : try settings.requiredString("topic")
@@ -195,7 +202,7 @@ extension GatewayConfiguration.App {
         if credentials == nil, !browsersOnly {
             throw FieldError(
                 settings.path,
-                "give authKey {file, keyID, teamID} and/or certificate {file, passwordEnv} to reach APNs, and/or webPush {vapidKeyFile, subject, defaultURL} to reach browsers, and/or fcm {serviceAccountFile} to reach Android devices"
+                "give authKey {file, keyID, teamID} and/or certificate {file, passwordEnv} to reach APNs, \(Self.otherPlatformsHint)"
             )
         }
         if credentials == nil, settings.has("credentialsByKind") {
@@ -248,11 +255,9 @@ extension GatewayConfiguration.App {
             guard (1...64).contains(connections) else { throw FieldError(settings.at("connections"), "must be 1 to 64") }
             self.connections = connections
         }
-        if let webPush = try fields.object("webPush") {
-            self.webPush = try Self.webPush(webPush, directory: directory)
-        }
-        if let fcm = try fields.object("fcm") {
-            self.fcm = try Self.fcm(fcm, directory: directory)
+        for platform in GatewayPlatforms.all {
+            guard let key = platform.configurationKey, let object = try fields.object(key) else { continue }
+            platformSettings[platform.platform] = try platform.settings(object, directory: directory)
         }
         if let zone = try fields.timeZone("defaultTimeZone") { defaultTimeZone = zone }
         if let quiet = try fields.object("quietHours") {

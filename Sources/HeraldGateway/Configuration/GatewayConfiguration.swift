@@ -37,10 +37,20 @@ public struct GatewayConfiguration: Sendable {
         public var trustRoots: APNSClient.TrustRoots = .system
         /// HTTP/2 connections to APNs. Default 4.
         public var connections = 4
+        /// How the app reaches each platform other than APNs, by platform: each platform's own
+        /// settings (``GatewayPlatform/configurationKey`` in the file). Read through ``webPush``
+        /// and ``fcm``.
+        var platformSettings: [DevicePlatform: any Sendable] = [:]
         /// How the app reaches browsers (Web Push); `nil`: it has none (`webPush` in the file).
-        public var webPush: WebPushSettings?
+        public var webPush: WebPushSettings? {
+            get { platformSettings[.webpush] as? WebPushSettings }
+            set { platformSettings[.webpush] = newValue }
+        }
         /// How the app reaches Android devices (FCM); `nil`: it has none (`fcm` in the file).
-        public var fcm: FCMSettings?
+        public var fcm: FCMSettings? {
+            get { platformSettings[.fcm] as? FCMSettings }
+            set { platformSettings[.fcm] = newValue }
+        }
         /// The time zone of devices registered without one: local-time sends and quiet hours go
         /// by it. An IANA name; default `UTC`.
         public var defaultTimeZone = "UTC"

@@ -13,6 +13,19 @@ protocol GatewayPlatform: Sendable {
     /// Whether `app`'s configuration reaches this platform's devices.
     static func reaches(_ app: GatewayConfiguration.App) -> Bool
 
+    /// The key of an app's settings for this platform in the configuration file (`webPush`,
+    /// `fcm`); `nil` for APNs, whose settings the app's parser reads itself (`apns`, or at the
+    /// app's top level as before).
+    static var configurationKey: String? { get }
+
+    /// What the settings hold and what they reach, for messages: `{serviceAccountFile} to reach
+    /// Android devices`.
+    static var configurationHint: String { get }
+
+    /// An app's settings for this platform, from the object at ``configurationKey``
+    /// (``GatewayConfiguration/App/platformSettings``); files are relative to `directory`.
+    static func settings(_ fields: JSONFields, directory: String) throws(FieldError) -> any Sendable
+
     /// The 409 for a device of this platform registered with an app that does not reach it.
     static func notConfigured(_ app: String) -> APIError
 

@@ -13,6 +13,15 @@ struct APNSPlatform: GatewayPlatform {
 
     static func notConfigured(_ app: String) -> APIError { .apnsNotConfigured(app) }
 
+    static let configurationKey: String? = nil
+
+    static let configurationHint = "{topic, environment, authKey {file, keyID, teamID} and/or certificate {file, passwordEnv}} to reach APNs"
+
+    /// Never called: APNs has no ``configurationKey``; the app's parser reads its settings.
+    static func settings(_ fields: JSONFields, directory: String) throws(FieldError) -> any Sendable {
+        throw FieldError(fields.path, "APNs settings are read with the app's")
+    }
+
     static let notReachedLine = "this app has no APNs credentials in the gateway's configuration: it reaches browsers and Android devices only"
 
     static let registrationRoute: String? = nil

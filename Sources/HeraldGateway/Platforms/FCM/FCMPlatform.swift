@@ -13,6 +13,14 @@ struct FCMPlatform: GatewayPlatform {
         APIError(.conflict, "fcmNotConfigured", "app '\(app)' has no fcm in the gateway's configuration (serviceAccountFile): Android devices cannot be sent to")
     }
 
+    static let configurationKey: String? = "fcm"
+
+    static let configurationHint = "{serviceAccountFile} to reach Android devices"
+
+    static func settings(_ fields: JSONFields, directory: String) throws(FieldError) -> any Sendable {
+        try GatewayConfiguration.App.fcm(fields, directory: directory)
+    }
+
     static let notReachedLine = "this app has no fcm in the gateway's configuration: it cannot reach Android devices"
 
     static let registrationRoute: String? = nil

@@ -15,6 +15,14 @@ struct WebPushPlatform: GatewayPlatform {
     }
 
     /// A browser registers its subscription (endpoint and keys), not a token.
+    static let configurationKey: String? = "webPush"
+
+    static let configurationHint = "{vapidKeyFile, subject, defaultURL} to reach browsers"
+
+    static func settings(_ fields: JSONFields, directory: String) throws(FieldError) -> any Sendable {
+        try GatewayConfiguration.App.webPush(fields, directory: directory)
+    }
+
     static let notReachedLine = "this app has no webPush in the gateway's configuration: it cannot reach browsers"
 
     static let registrationRoute: String? = "POST /v1/apps/{app}/webpush/subscriptions"
