@@ -211,13 +211,13 @@ struct DeviceRoutes {
 
     static func token(_ context: GatewayContext) throws -> String {
         let text = try context.parameters.require("token")
-        // A browser's subscription or an Android device, by its ID.
-        if WebPushAddress.isID(text) || FCMAddress.isID(text) { return text }
+        // A device whose address is not its ID (a browser's subscription, an Android device), by its ID.
+        if GatewayPlatforms.isDeviceID(text) { return text }
         do {
             return try DeviceToken(text).hex
         } catch {
-            // An Android device by its registration token (never all hex: that is an APNs token).
-            if FCMAddress.isValid(text), !DeviceToken.isHexDigits(text) { return FCMAddress.id(forToken: text) }
+            // A device by its platform's token (an Android device by its registration token).
+            for platform in GatewayPlatforms.all { if let id = platform.deviceID(forToken: text) { return id } }
             throw APIError.invalid("device token: \(error.detail ?? error.reason.rawValue)")
         }
     }
@@ -238,13 +238,6 @@ struct DeviceRoutes {
         if let activityType = device.activityType { writer.member("activityType", activityType) }
         if let timeZone = device.timeZone { writer.member("timeZone", timeZone) }
         writer.member("platform", device.platform.rawValue)
-        if let webPush = device.webPush {
-            // The push service, not the endpoint: at some services the endpoint is the capability.
-            if let url = URL(string: webPush.endpoint), let origin = VAPID.origin(of: url) { writer.member("pushService", origin) }
-        } else if let fcm = device.fcm {
-            writer.member("registrationToken", fcm.registrationToken)
-        } else {
-            writer.member("environment", (device.environment ?? defaultEnvironment).rawValue)
-        }
+        GatewayPlatforms.type(of: device.platform).writeFields(of: device, defaultEnvironment: defaultEnvironment, to: &writer)
     }
 }

@@ -24,9 +24,9 @@ struct NotificationBody {
     static func parse(_ fields: JSONFields, app: GatewayConfiguration.App, limits: APILimits) throws(APIError) -> NotificationRequest {
         do {
             try fields.only([
-                "to", "payload", "pushType", "priority", "expiration", "collapseID", "badge", "idempotencyKey", "webPush", "fcm", "sendAt", "sendAtLocalTime",
+                "to", "payload", "pushType", "priority", "expiration", "collapseID", "badge", "idempotencyKey", "sendAt", "sendAtLocalTime",
                 "respectQuietHours", "ratePerSecond",
-            ])
+            ] + GatewayPlatforms.all.compactMap(\.optionsKey))
             guard let to = try fields.object("to") else { throw FieldError("to", "is required: {\"tokens\": […]}, {\"users\": […]}, {\"tags\": […]} or {\"all\": true}") }
             let audience = try audience(to, limits: limits)
 
@@ -90,44 +90,23 @@ struct NotificationBody {
                     "the payload is \(encoded.count) bytes\(allowance > 0 ? " (plus up to \(allowance) for the badge)" : ""); APNs allows \(pushType.maximumPayloadSize) for \(pushType)"
                 )
             }
-            // What browsers receive instead of what is derived from the payload.
-            let options = try fields.object("webPush").map { object throws(FieldError) in try BrowserMessages.Options(object) }
-            if options != nil, app.webPush == nil {
-                throw FieldError("webPush", "app '\(app.id)' has no webPush in the gateway's configuration")
-            }
-            // What browsers would receive (RFC 8291: 3,993 bytes at most), refused now, not at each browser later.
-            if pushType == .alert, let webPush = app.webPush {
-                let browser = (try? BrowserMessages.payload(payload, badge: badge == .increment ? Int(Int32.max) : nil, defaultURL: webPush.defaultURL, options: options))?.count ?? 0
-                if browser > WebPushEncryption.maximumPlaintextCount {
-                    throw APNSError(
-                        local: .payloadTooLarge,
-                        "the payload becomes \(browser) bytes for browsers (WebKit's declarative format); Web Push carries at most \(WebPushEncryption.maximumPlaintextCount)"
-                    )
+            // Each platform's options, and what its devices would receive, refused now (too large,
+            // or what the platform would refuse) rather than at each device later.
+            let draft = NotificationDraft(payload: payload, pushType: pushType, priority: priority, expiration: expiration, collapseID: collapseID, badge: badge)
+            var platformOptions: [DevicePlatform: [UInt8]] = [:]
+            for platform in GatewayPlatforms.all {
+                let given = try platform.optionsKey.flatMap { key throws(FieldError) in try fields.object(key) }
+                guard platform.reaches(app) else {
+                    if let key = platform.optionsKey, given != nil { throw FieldError(key, "app '\(app.id)' has no \(key) in the gateway's configuration") }
+                    continue
                 }
-            }
-            // What Android devices would receive, refused now (reserved data keys, FCM's 4,096
-            // bytes, a refinement FCM would refuse) rather than at each device later.
-            let refinement = try fields.object("fcm").map { object throws(FieldError) in try AndroidMessages.refinement(object) }
-            if refinement != nil, app.fcm == nil {
-                throw FieldError("fcm", "app '\(app.id)' has no fcm in the gateway's configuration")
-            }
-            if app.fcm != nil, pushType == .alert || pushType == .background {
-                var derived = AndroidMessages.derived(
-                    payload: payload, pushType: pushType, priority: priority, expiration: expiration, deadline: Date.distantFuture, collapseID: collapseID,
-                    now: Date())
-                if let refinement, let patch = try? JSONValue(parsing: refinement) { derived = AndroidMessages.mergePatch(derived, patch) }
-                do throws(FCMError) {
-                    try FCMMessage(raw: derived, token: AndroidMessages.placeholderToken).validate()
-                } catch {
-                    throw FieldError(refinement == nil ? "payload" : "fcm", "for Android devices (FCM): \(error.message)")
-                }
+                if let stored = try platform.check(draft, options: given, app: app) { platformOptions[platform.platform] = stored }
             }
             var request = NotificationRequest(
                 app: app.id, audience: audience, payload: payload, pushType: pushType, priority: priority, expiration: expiration,
                 collapseID: collapseID, badge: badge, idempotencyKey: idempotencyKey
             )
-            request.webPush = options?.stored
-            request.fcm = refinement
+            request.platformOptions = platformOptions
             request.schedule = try schedule(fields, app: app, limits: limits, now: Date())
             return request
         } catch let error as APIError {
@@ -202,8 +181,8 @@ struct NotificationBody {
             var seen = Set<String>()
             var hex: [String] = []
             for (index, token) in tokens.enumerated() {
-                if WebPushAddress.isID(token) || FCMAddress.isID(token) {
-                    // A browser's subscription or an Android device, by its device ID.
+                if GatewayPlatforms.isDeviceID(token) {
+                    // A device whose address is not its ID (a browser, an Android device), by its ID.
                     if seen.insert(token).inserted { hex.append(token) }
                     continue
                 }
@@ -238,4 +217,16 @@ struct NotificationBody {
         guard count > 0 else { throw FieldError(path, "must name at least one") }
         guard count <= maximum else { throw FieldError(path, "names \(count); at most \(maximum) per notification (use tags or all for more)") }
     }
+}
+
+/// A notification as its body describes it, for each platform's checks
+/// (``GatewayPlatform/check(_:options:app:)``) before it is queued.
+struct NotificationDraft {
+    /// The APNs payload, as JSON text.
+    var payload: [UInt8]
+    var pushType: PushType
+    var priority: PushPriority?
+    var expiration: PushExpiration?
+    var collapseID: String?
+    var badge: BadgeMode
 }

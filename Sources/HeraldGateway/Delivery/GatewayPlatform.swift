@@ -1,3 +1,4 @@
+import HeraldCore
 import HeraldStore
 import Logging
 
@@ -40,6 +41,28 @@ protocol GatewayPlatform: Sendable {
     /// body, an import's line). Called only when ``registrationRoute`` is `nil`.
     static func registration(token: String, fields: DeviceRoutes.DeviceFields) throws(StoreError) -> DeviceRegistration
 
+    /// The key of a notification's options for this platform in the API (`webPush`, `fcm`);
+    /// `nil` when it has none.
+    static var optionsKey: String? { get }
+
+    /// Checks `notification` for this platform's devices before it is queued, for an app that
+    /// reaches them: `options` (the object at ``optionsKey``, if the body gave it) and what the
+    /// devices would receive. Returns the options as stored (``NotificationRequest/platformOptions``).
+    /// Throws a `FieldError` naming the field, or an `APNSError` (`PayloadTooLarge`).
+    static func check(_ notification: NotificationDraft, options: JSONFields?, app: GatewayConfiguration.App) throws -> [UInt8]?
+
+    /// Whether `text` is the device ID of one of this platform's devices (`wp_…`, `fcm_…`):
+    /// what the API takes in a path or an audience for a device whose address is not its ID.
+    static func isDeviceID(_ text: String) -> Bool
+
+    /// The device ID of the device whose platform token `text` is, when a path names a device by
+    /// it (an Android device by its registration token); `nil` when it is none of this platform's.
+    static func deviceID(forToken text: String) -> String?
+
+    /// The fields of `device`, one of this platform's, that only its platform has, as the API
+    /// shows them (an APNs token's environment, a browser's push service).
+    static func writeFields(of device: Device, defaultEnvironment: TokenEnvironment, to writer: inout JSONWriter)
+
     /// No client for any app: every device of the platform fails as not configured.
     init()
 
@@ -58,6 +81,11 @@ protocol GatewayPlatform: Sendable {
 /// ``DevicePlatform`` case.
 enum GatewayPlatforms {
     static let all: [any GatewayPlatform.Type] = [APNSPlatform.self, WebPushPlatform.self, FCMPlatform.self]
+
+    /// Whether `text` is a device ID of a platform whose addresses are not their IDs.
+    static func isDeviceID(_ text: String) -> Bool {
+        all.contains { $0.isDeviceID(text) }
+    }
 
     /// `platform`'s conformance.
     static func type(of platform: DevicePlatform) -> any GatewayPlatform.Type {

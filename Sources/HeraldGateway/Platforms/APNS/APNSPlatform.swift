@@ -24,6 +24,20 @@ struct APNSPlatform: GatewayPlatform {
 
     static let notReachedLine = "this app has no APNs credentials in the gateway's configuration: it reaches browsers and Android devices only"
 
+    /// An APNs device is named by its token itself.
+    static func isDeviceID(_ text: String) -> Bool { false }
+
+    static func deviceID(forToken text: String) -> String? { nil }
+
+    static func writeFields(of device: Device, defaultEnvironment: TokenEnvironment, to writer: inout JSONWriter) {
+        writer.member("environment", (device.environment ?? defaultEnvironment).rawValue)
+    }
+
+    /// APNs's options are the notification's own fields, checked with its payload.
+    static let optionsKey: String? = nil
+
+    static func check(_ notification: NotificationDraft, options: JSONFields?, app: GatewayConfiguration.App) throws -> [UInt8]? { nil }
+
     static let registrationRoute: String? = nil
 
     /// An APNs device token, with its kind, activity type and environment.

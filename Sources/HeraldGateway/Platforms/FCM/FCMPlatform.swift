@@ -23,6 +23,38 @@ struct FCMPlatform: GatewayPlatform {
 
     static let notReachedLine = "this app has no fcm in the gateway's configuration: it cannot reach Android devices"
 
+    static func isDeviceID(_ text: String) -> Bool { FCMAddress.isID(text) }
+
+    /// An Android device by its registration token (never all hex: that is an APNs token).
+    static func deviceID(forToken text: String) -> String? {
+        FCMAddress.isValid(text) && !DeviceToken.isHexDigits(text) ? FCMAddress.id(forToken: text) : nil
+    }
+
+    static func writeFields(of device: Device, defaultEnvironment: TokenEnvironment, to writer: inout JSONWriter) {
+        if let fcm = device.fcm { writer.member("registrationToken", fcm.registrationToken) }
+    }
+
+    /// A JSON merge patch (RFC 7386) over the FCM message derived from the payload.
+    static let optionsKey: String? = "fcm"
+
+    /// What Android devices would receive, refused now (reserved data keys, FCM's 4,096 bytes, a
+    /// refinement FCM would refuse) rather than at each device later.
+    static func check(_ notification: NotificationDraft, options fields: JSONFields?, app: GatewayConfiguration.App) throws -> [UInt8]? {
+        let refinement = try fields.map { object throws(FieldError) in try AndroidMessages.refinement(object) }
+        if notification.pushType == .alert || notification.pushType == .background {
+            var derived = AndroidMessages.derived(
+                payload: notification.payload, pushType: notification.pushType, priority: notification.priority, expiration: notification.expiration,
+                deadline: Date.distantFuture, collapseID: notification.collapseID, now: Date())
+            if let refinement, let patch = try? JSONValue(parsing: refinement) { derived = AndroidMessages.mergePatch(derived, patch) }
+            do throws(FCMError) {
+                try FCMMessage(raw: derived, token: AndroidMessages.placeholderToken).validate()
+            } catch {
+                throw FieldError(refinement == nil ? "payload" : "fcm", "for Android devices (FCM): \(error.message)")
+            }
+        }
+        return refinement
+    }
+
     static let registrationRoute: String? = nil
 
     /// An Android device registers its FCM registration token as its token, with `"platform": "fcm"`.

@@ -1,6 +1,13 @@
+import HeraldCore
 import HeraldStore
 import HeraldWebPush
 import Logging
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 
 /// The Web Push client of each app that reaches browsers (`apps[].webPush`).
 struct WebPushPlatform: GatewayPlatform {
@@ -24,6 +31,36 @@ struct WebPushPlatform: GatewayPlatform {
     }
 
     static let notReachedLine = "this app has no webPush in the gateway's configuration: it cannot reach browsers"
+
+    static func isDeviceID(_ text: String) -> Bool { WebPushAddress.isID(text) }
+
+    static func deviceID(forToken text: String) -> String? { nil }
+
+    static func writeFields(of device: Device, defaultEnvironment: TokenEnvironment, to writer: inout JSONWriter) {
+        // The push service, not the endpoint: at some services the endpoint is the capability.
+        if let webPush = device.webPush, let url = URL(string: webPush.endpoint), let origin = VAPID.origin(of: url) {
+            writer.member("pushService", origin)
+        }
+    }
+
+    /// What browsers receive instead of what is derived from the payload (`navigate`, `payload`).
+    static let optionsKey: String? = "webPush"
+
+    static func check(_ notification: NotificationDraft, options fields: JSONFields?, app: GatewayConfiguration.App) throws -> [UInt8]? {
+        let options = try fields.map { object throws(FieldError) in try BrowserMessages.Options(object) }
+        // What browsers would receive (RFC 8291: 3,993 bytes at most), refused now, not at each browser later.
+        if notification.pushType == .alert, let webPush = app.webPush {
+            let badge = notification.badge == .increment ? Int(Int32.max) : nil
+            let browser = (try? BrowserMessages.payload(notification.payload, badge: badge, defaultURL: webPush.defaultURL, options: options))?.count ?? 0
+            if browser > WebPushEncryption.maximumPlaintextCount {
+                throw APNSError(
+                    local: .payloadTooLarge,
+                    "the payload becomes \(browser) bytes for browsers (WebKit's declarative format); Web Push carries at most \(WebPushEncryption.maximumPlaintextCount)"
+                )
+            }
+        }
+        return options?.stored
+    }
 
     static let registrationRoute: String? = "POST /v1/apps/{app}/webpush/subscriptions"
 
