@@ -3,6 +3,12 @@ import HeraldFCM
 import HeraldStore
 import Logging
 
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
 /// The FCM client of each app that reaches Android devices (`apps[].fcm`).
 struct FCMPlatform: GatewayPlatform {
     static let platform = DevicePlatform.fcm
