@@ -194,11 +194,10 @@ struct DeviceRoutes {
             device.environment = try fields.environment("environment")
             device.timeZone = try fields.timeZone("timeZone")
             if let name = try fields.string("platform") {
-                let byToken = GatewayPlatforms.all.filter { $0.registrationRoute == nil }
                 guard let platform = DevicePlatform(rawValue: name) else {
-                    throw FieldError(fields.at("platform"), "must be \(byToken.map(\.platform.rawValue).joined(separator: " or ")) (apns by default)")
+                    throw FieldError(fields.at("platform"), "must be \(GatewayPlatforms.registeredByToken.joined(separator: " or ")) (apns by default)")
                 }
-                if let route = GatewayPlatforms.type(of: platform).registrationRoute {
+                if let route = GatewayPlatforms.registrationRoute(of: platform) {
                     throw FieldError(fields.at("platform"), "a device of \(platform) registers at \(route)")
                 }
                 device.platform = platform

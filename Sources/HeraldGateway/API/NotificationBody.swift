@@ -26,7 +26,7 @@ struct NotificationBody {
             try fields.only([
                 "to", "payload", "pushType", "priority", "expiration", "collapseID", "badge", "idempotencyKey", "sendAt", "sendAtLocalTime",
                 "respectQuietHours", "ratePerSecond",
-            ] + GatewayPlatforms.all.compactMap(\.optionsKey))
+            ] + GatewayPlatforms.all.compactMap { $0.optionsKey })
             guard let to = try fields.object("to") else { throw FieldError("to", "is required: {\"tokens\": […]}, {\"users\": […]}, {\"tags\": […]} or {\"all\": true}") }
             let audience = try audience(to, limits: limits)
 
@@ -93,15 +93,7 @@ struct NotificationBody {
             // Each platform's options, and what its devices would receive, refused now (too large,
             // or what the platform would refuse) rather than at each device later.
             let draft = NotificationDraft(payload: payload, pushType: pushType, priority: priority, expiration: expiration, collapseID: collapseID, badge: badge)
-            var platformOptions: [DevicePlatform: [UInt8]] = [:]
-            for platform in GatewayPlatforms.all {
-                let given = try platform.optionsKey.flatMap { key throws(FieldError) in try fields.object(key) }
-                guard platform.reaches(app) else {
-                    if let key = platform.optionsKey, given != nil { throw FieldError(key, "app '\(app.id)' has no \(key) in the gateway's configuration") }
-                    continue
-                }
-                if let stored = try platform.check(draft, options: given, app: app) { platformOptions[platform.platform] = stored }
-            }
+            let platformOptions = try GatewayPlatforms.options(of: draft, in: fields, app: app)
             var request = NotificationRequest(
                 app: app.id, audience: audience, payload: payload, pushType: pushType, priority: priority, expiration: expiration,
                 collapseID: collapseID, badge: badge, idempotencyKey: idempotencyKey

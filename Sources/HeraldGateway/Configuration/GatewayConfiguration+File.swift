@@ -137,7 +137,7 @@ extension GatewayConfiguration.App {
     static let apnsFields = ["topic", "environment", "environments", "authKey", "certificate", "credentialsByKind", "caFile", "connections"]
 
     init(_ fields: JSONFields, directory: String, environment: [String: String]) throws(FieldError) {
-        let platformKeys = GatewayPlatforms.all.compactMap(\.configurationKey)
+        let platformKeys = GatewayPlatforms.all.compactMap { $0.configurationKey }
         try fields.only(["id", "apns", "defaultTimeZone", "quietHours", "maximumRatePerSecond", "webhooks"] + platformKeys + Self.apnsFields)
         let id = try fields.requiredString("id")
         guard Self.isValidID(id) else { throw FieldError(fields.at("id"), "must be 1 to 64 of a-z 0-9 . _ - (it is part of the API's paths)") }

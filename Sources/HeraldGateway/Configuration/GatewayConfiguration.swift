@@ -91,7 +91,7 @@ public struct GatewayConfiguration: Sendable {
 
         /// What the app reaches: APNs, browsers, Android devices.
         public var platforms: Set<DevicePlatform> {
-            Set(GatewayPlatforms.all.filter { $0.reaches(self) }.map(\.platform))
+            Set(GatewayPlatforms.all.filter { $0.reaches(self) }.map { $0.platform })
         }
 
         /// The environment of a device registered without one: sandbox when the app's

@@ -87,6 +87,32 @@ enum GatewayPlatforms {
         all.contains { $0.isDeviceID(text) }
     }
 
+    /// Each platform's options of a notification (``GatewayPlatform/check(_:options:app:)``), for
+    /// the platforms `app` reaches; options for one it does not reach are refused.
+    static func options(of draft: NotificationDraft, in fields: JSONFields, app: GatewayConfiguration.App) throws -> [DevicePlatform: [UInt8]] {
+        var options: [DevicePlatform: [UInt8]] = [:]
+        for platform in all {
+            var given: JSONFields?
+            if let key = platform.optionsKey { given = try fields.object(key) }
+            guard platform.reaches(app) else {
+                if let key = platform.optionsKey, given != nil { throw FieldError(key, "app '\(app.id)' has no \(key) in the gateway's configuration") }
+                continue
+            }
+            if let stored = try platform.check(draft, options: given, app: app) { options[platform.platform] = stored }
+        }
+        return options
+    }
+
+    /// The platforms whose devices register with a token and `"platform"`, by name.
+    static var registeredByToken: [String] {
+        all.filter { $0.registrationRoute == nil }.map { $0.platform.rawValue }
+    }
+
+    /// Where a device of `platform` registers, when not with a token (``GatewayPlatform/registrationRoute``).
+    static func registrationRoute(of platform: DevicePlatform) -> String? {
+        type(of: platform).registrationRoute
+    }
+
     /// `platform`'s conformance.
     static func type(of platform: DevicePlatform) -> any GatewayPlatform.Type {
         // Every DevicePlatform case has its line in `all`: the registry's test checks it.
