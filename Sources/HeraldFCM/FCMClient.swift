@@ -45,6 +45,12 @@ public final class FCMClient: Sendable {
         public var connectTimeout: Duration = .seconds(10)
         /// Retries of 429, 5xx, timeouts and unreachable servers.
         public var retry: FCMRetryPolicy = .default
+        /// Dimensions added to the HTTP/2 transport's metrics (`herald_fcm_sent_total`,
+        /// `_retried_total`, `_connections_opened_total`, `_connections_closed_total`,
+        /// `herald_fcm_latency`), e.g. `[("app", "shop")]`.
+        public var metricsDimensions: [(String, String)] = []
+        /// Where those metrics go; `nil` (default): the global `MetricsSystem.factory`.
+        public var metricsFactory: (any MetricsFactory)?
 
         /// Sending for `serviceAccount`'s project to Google's FCM.
         public init(serviceAccount: FCMServiceAccount) {
@@ -109,6 +115,7 @@ public final class FCMClient: Sendable {
         roots.apply(to: &poolTLS)
         var settings = HTTP2Client.Configuration(host: endpoint.host, port: endpoint.port, platform: "fcm", tls: poolTLS)
         settings.name = "FCM"
+        settings.metrics = TransportMetrics(platform: "fcm", dimensions: configuration.metricsDimensions, factory: configuration.metricsFactory)
         let connections = max(1, configuration.maximumConnections)
         settings.maximumConnections = connections
         settings.streamsPerConnection = max(1, (max(1, configuration.maximumInFlight) + connections - 1) / connections)

@@ -53,6 +53,12 @@ public final class WebPushClient: Sendable {
         /// never a private network's address unless it says so (checked before each message and
         /// at each connect); `http:` loopback only for tests.
         public var subscriptionPolicy: WebPushSubscription.Policy = .standard
+        /// Dimensions added to the HTTP/2 transport's metrics (`herald_webpush_sent_total`,
+        /// `_retried_total`, `_connections_opened_total`, `_connections_closed_total`,
+        /// `herald_webpush_latency`), e.g. `[("app", "shop")]`.
+        public var metricsDimensions: [(String, String)] = []
+        /// Where those metrics go; `nil` (default): the global `MetricsSystem.factory`.
+        public var metricsFactory: (any MetricsFactory)?
 
         public init(vapid: VAPIDSigner) { self.vapid = vapid }
     }
@@ -72,11 +78,14 @@ public final class WebPushClient: Sendable {
     private let isShutDown = Atomic<Bool>(false)
     /// The HTTP/2 pool of each origin that speaks it; `nil`: it refused h2 by ALPN (HTTP/1.1).
     private let transports = Mutex<[String: HTTP2ExchangeClient?]>([:])
+    /// The HTTP/2 transport's metrics, shared by every origin's pool.
+    private let metrics: TransportMetrics
 
     /// A client. Shut it down with ``shutdown()``.
     public init(configuration: Configuration, eventLoopGroup: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton, logger: Logger = Logger(label: "herald.webpush", factory: { _ in SwiftLogNoOpLogHandler() })) {
         self.configuration = configuration
         self.logger = logger
+        self.metrics = TransportMetrics(platform: "webpush", dimensions: configuration.metricsDimensions, factory: configuration.metricsFactory)
         self.eventLoopGroup = eventLoopGroup
         var http = HTTP1Client.Configuration()
         http.connectionsPerOrigin = max(1, configuration.maximumHTTP1ConnectionsPerOrigin)
@@ -324,6 +333,7 @@ public final class WebPushClient: Sendable {
             settings.connectTimeout = .init(configuration.connectTimeout)
             settings.requestTimeout = .init(configuration.requestTimeout)
             settings.connectGuard = Self.connectGuard(configuration.subscriptionPolicy)
+            settings.metrics = metrics
             // This client decides retries (``WebPushDecision``); the pool only re-sends what the
             // server refused unprocessed.
             let client = try? HTTP2ExchangeClient(

@@ -3,6 +3,7 @@ import HeraldCore
 import HeraldFCM
 import HeraldFCMMock
 import HeraldTestSupport
+import MetricsTestKit
 import Testing
 
 /// The client against the mock FCM over loopback TLS and HTTP/2.
@@ -56,6 +57,26 @@ struct FCMClientTests {
             #expect(received.httpVersion == 2)
             #expect(server.tokenRequestCount == 1)
         }
+    }
+
+    @Test("the transport's metrics are FCM's own, labelled by platform: sent, connections and latency, with the client's dimensions")
+    func metrics() async throws {
+        let metrics = TestMetrics()
+        let dimensions = [("app", "shop")]
+        try await withMockFCMServer { server in
+            var configuration = Self.configuration(server)
+            configuration.metricsDimensions = dimensions
+            configuration.metricsFactory = metrics
+            configuration.maximumConnections = 1
+            try await withFCMClient(configuration: configuration) { client in
+                let results = await client.send(Self.message(), toEach: (0..<3).map(Self.token))
+                #expect(results.allSatisfy { (try? $0.get()) != nil })
+            }
+        }
+        #expect(try metrics.expectCounter("herald_fcm_sent_total", dimensions).totalValue == 3)
+        #expect(try metrics.expectCounter("herald_fcm_connections_opened_total", dimensions).totalValue == 1)
+        #expect(try metrics.expectTimer("herald_fcm_latency", dimensions).values.count == 3)
+        #expect(throws: (any Error).self) { try metrics.expectCounter("herald_apns_sent_total", dimensions) }
     }
 
     @Test("UNREGISTERED: the token is gone, not retried; the others of a group are accepted")

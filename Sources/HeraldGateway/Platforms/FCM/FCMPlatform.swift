@@ -91,6 +91,7 @@ struct FCMPlatform: GatewayPlatform {
             settings.maximumConnections = fcm.connections
             // The queue retries: one attempt per claim, as for APNs.
             settings.retry = .none
+            settings.metricsDimensions = [("app", app.id)]
             var clientLogger = logger
             clientLogger[metadataKey: "app"] = "\(app.id)"
             logger.info("FCM client", metadata: ["app": "\(app.id)", "project": "\(fcm.serviceAccount.projectID)", "endpoint": "\(fcm.endpoint)"])

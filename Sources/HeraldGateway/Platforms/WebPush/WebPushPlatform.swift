@@ -84,6 +84,7 @@ struct WebPushPlatform: GatewayPlatform {
             settings.subscriptionPolicy = webPush.policy
             // The queue retries: one attempt per claim, as for APNs.
             settings.retry = .none
+            settings.metricsDimensions = [("app", app.id)]
             var clientLogger = logger
             clientLogger[metadataKey: "app"] = "\(app.id)"
             logger.info("Web Push client", metadata: ["app": "\(app.id)", "key": "\(webPush.key.publicKeyBase64URL)", "subject": "\(webPush.subject)"])
