@@ -69,24 +69,25 @@ extension QueueEngine {
     /// Claimed delivery rows (`id, notification_id, token, attempts, badge`) by notification:
     /// those that can be sent, and those that cannot (``Unsendable``).
     private func sort(_ claimed: [SQLRow], now: Date, on connection: any SQLConnection) async throws -> ([(QueuedNotification, [SQLRow])], [UnsendableWork]) {
-        let byNotification = Dictionary(grouping: claimed.sorted { ($0.int(0) ?? 0) < ($1.int(0) ?? 0) }) { $0.text(1) ?? "" }
+        typealias Column = ClaimedColumn
+        let byNotification = Dictionary(grouping: claimed.sorted { ($0.int(Column.id) ?? 0) < ($1.int(Column.id) ?? 0) }) { $0.text(Column.notificationID) ?? "" }
         let notifications = try await work(Array(byNotification.keys), now: now, on: connection)
         var sendable: [(QueuedNotification, [SQLRow])] = []
         var unsendable: [UnsendableWork] = []
         for (notificationID, rows) in byNotification.sorted(by: { $0.key < $1.key }) {
             switch notifications[notificationID]?.notification ?? .failure(.quarantined("notification \(notificationID) does not exist")) {
             case .failure(let problem):
-                unsendable.append(UnsendableWork(notificationID: notificationID, notification: problem, deliveries: rows.map { ($0.int(0) ?? 0, problem.reason) }))
+                unsendable.append(UnsendableWork(notificationID: notificationID, notification: problem, deliveries: rows.map { ($0.int(Column.id) ?? 0, problem.reason) }))
             case .success(let notification):
                 var bad = UnsendableWork(notificationID: notificationID)
                 var good: [SQLRow] = []
                 for row in rows {
                     // A badge column holding what no claim writes (a real number, text, out of range).
-                    let stored = row[4]
+                    let stored = row[Column.badge]
                     let problem = !stored.isNull && stored.integer == nil
                         ? Unsendable.quarantined("badge \(stored.string ?? "?") is not a number") : QueuedNotification.badgeProblem(stored.integer)
-                    guard row.text(2) != nil, problem == nil else {
-                        bad.deliveries.append((row.int(0) ?? 0, (problem ?? .quarantined("no token")).reason))
+                    guard row.text(Column.token) != nil, problem == nil else {
+                        bad.deliveries.append((row.int(Column.id) ?? 0, (problem ?? .quarantined("no token")).reason))
                         continue
                     }
                     good.append(row)
@@ -111,18 +112,19 @@ extension QueueEngine {
         var batches: [WorkBatch] = []
         for (notification, rows) in sendable {
             var badges: [String: Int] = [:]
-            let unraised = rows.filter { $0[4].isNull }.compactMap { $0.text(2) }
+            let unraised = rows.filter { $0[ClaimedColumn.badge].isNull }.compactMap { $0.text(ClaimedColumn.token) }
             if notification.badge == .increment, !unraised.isEmpty {
                 badges = try await raiseBadges(unraised, after: nil, app: notification.app, on: connection)
                 let rows: [[SQLValue]] = unraised.map { [.text($0), .int(badges[$0] ?? 1)] }
                 try await connection.query(sql.setDeliveryBadges, [.text(notification.id), .rows(rows)])
             }
             let items = rows.map { row in
-                let token = row.text(2) ?? ""
+                typealias Column = ClaimedColumn
+                let token = row.text(Column.token) ?? ""
                 return WorkItem(
-                    token: token, badge: notification.badge == .increment ? row.int(4).map { Int($0) } ?? badges[token] ?? 1 : nil,
-                    attempt: row.int(3, default: 1), environment: EnvironmentCode.environment(row.int(5)),
-                    platform: PlatformCode.platform(row.int(6))
+                    token: token, badge: notification.badge == .increment ? row.int(Column.badge).map { Int($0) } ?? badges[token] ?? 1 : nil,
+                    attempt: row.int(Column.attempts, default: 1), environment: EnvironmentCode.environment(row.int(Column.environment)),
+                    platform: PlatformCode.platform(row.int(Column.platform))
                 )
             }
             batches.append(
@@ -379,22 +381,25 @@ extension QueueEngine {
 
     /// The notification whose ID is `row`'s first column, from its ``QueueStatements/workColumns(of:)`` at `first` on.
     private static func work(_ row: SQLRow, from first: Int, now: Date) -> Work {
-        let column = { (index: Int) in first + index }
+        typealias Column = WorkColumn
         var notification = QueuedNotification.stored(
-            id: row.text(0) ?? "", status: row.int(column(0)), app: row.text(column(1)), payload: row.blob(column(2)), pushType: row.text(column(3)),
-            priority: row.int(column(4)), expiration: row.int(column(5)), collapseID: row.text(column(6)), badgeMode: row.int(column(7)),
-            deadline: row.int(column(8))
+            id: row.text(0) ?? "", status: row.int(Column.status, after: first), app: row.text(Column.app, after: first),
+            payload: row.blob(Column.payload, after: first), pushType: row.text(Column.pushType, after: first),
+            priority: row.int(Column.priority, after: first), expiration: row.int(Column.expiration, after: first),
+            collapseID: row.text(Column.collapseID, after: first), badgeMode: row.int(Column.badgeMode, after: first),
+            deadline: row.int(Column.deadline, after: first)
         )
-        let (options, schedule) = (row.text(column(12)), row.text(column(13)))
+        let (options, schedule) = (row.text(Column.platformOptions, after: first), row.text(Column.schedule, after: first))
         if case .success(var queued) = notification, options != nil || schedule != nil {
             queued.platformOptions = PlatformOptions.decode(options)
             queued.schedule = DeliverySchedule(stored: schedule)
             notification = queued.schedule != nil && queued.deadline <= now ? .failure(.expired) : .success(queued)
         }
-        let audienceKind = row.int(column(9))
+        let audienceKind = row.int(Column.audienceKind, after: first)
         return Work(
-            notification: notification, audienceKind: audienceKind, audience: AudienceKind(code: audienceKind)?.audience(row.text(column(10)) ?? ""),
-            activityType: row.text(column(11))
+            notification: notification, audienceKind: audienceKind,
+            audience: AudienceKind(code: audienceKind)?.audience(row.text(Column.audience, after: first) ?? ""),
+            activityType: row.text(Column.activityType, after: first)
         )
     }
 

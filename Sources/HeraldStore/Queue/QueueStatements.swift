@@ -314,7 +314,7 @@ struct QueueStatements: Sendable {
             SELECT id, 1 AS kind, next_attempt_at AS due FROM (SELECT id, next_attempt_at FROM deliveries
                 WHERE state = \(DeliveryState.pending) AND next_attempt_at <= $3 ORDER BY next_attempt_at, id LIMIT $4\(d.skipLocked(of: nil))) AS pending
             ) AS claimable ORDER BY kind, due, id LIMIT $4)
-        RETURNING id, notification_id, token, attempts, badge, environment, platform
+        RETURNING \(ClaimedColumn.selectList)
         """
     }
 
@@ -324,10 +324,7 @@ struct QueueStatements: Sendable {
     }
     /// What a worker needs of a notification, after its ID (``QueueEngine`` reads them in this order).
     static func workColumns(of table: String?) -> String {
-        columns([
-            "status", "app", "payload", "push_type", "priority", "expiration", "collapse_id", "badge_mode", "deadline", "audience_kind", "audience",
-            "activity_type", "platform_options", "schedule",
-        ], of: table)
+        table.map(WorkColumn.selectList(of:)) ?? WorkColumn.selectList
     }
 
     /// `names` as a select list, each qualified by `table` when there is one.
@@ -770,6 +767,49 @@ enum DeviceColumn: Int, SQLColumns {
         case .address: "address"
         case .platform: "platform"
         case .timeZone: "time_zone"
+        }
+    }
+}
+
+/// What a worker needs of a notification (``QueueStatements/workColumns(of:)``), after the
+/// columns of the statement before them.
+enum WorkColumn: Int, SQLColumns {
+    case status, app, payload, pushType, priority, expiration, collapseID, badgeMode, deadline, audienceKind, audience, activityType,
+        platformOptions, schedule
+
+    var sqlName: String {
+        switch self {
+        case .status: "status"
+        case .app: "app"
+        case .payload: "payload"
+        case .pushType: "push_type"
+        case .priority: "priority"
+        case .expiration: "expiration"
+        case .collapseID: "collapse_id"
+        case .badgeMode: "badge_mode"
+        case .deadline: "deadline"
+        case .audienceKind: "audience_kind"
+        case .audience: "audience"
+        case .activityType: "activity_type"
+        case .platformOptions: "platform_options"
+        case .schedule: "schedule"
+        }
+    }
+}
+
+/// A claimed delivery, as ``QueueStatements/claimDeliveries`` returns it.
+enum ClaimedColumn: Int, SQLColumns {
+    case id, notificationID, token, attempts, badge, environment, platform
+
+    var sqlName: String {
+        switch self {
+        case .id: "id"
+        case .notificationID: "notification_id"
+        case .token: "token"
+        case .attempts: "attempts"
+        case .badge: "badge"
+        case .environment: "environment"
+        case .platform: "platform"
         }
     }
 }

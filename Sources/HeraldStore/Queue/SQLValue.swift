@@ -108,6 +108,10 @@ struct SQLRow: Sendable {
     func int<Column: SQLColumns>(_ column: Column, default value: Int) -> Int { int(column.rawValue, default: value) }
     func text<Column: SQLColumns>(_ column: Column) -> String? { text(column.rawValue) }
     func blob<Column: SQLColumns>(_ column: Column) -> [UInt8]? { blob(column.rawValue) }
+    /// The same, for columns that follow `first` others in the statement's select list.
+    func int<Column: SQLColumns>(_ column: Column, after first: Int) -> Int64? { int(first + column.rawValue) }
+    func text<Column: SQLColumns>(_ column: Column, after first: Int) -> String? { text(first + column.rawValue) }
+    func blob<Column: SQLColumns>(_ column: Column, after first: Int) -> [UInt8]? { blob(first + column.rawValue) }
 
     subscript(_ index: Int) -> SQLValue { index < values.count ? values[index] : .null }
     func int(_ index: Int) -> Int64? { self[index].integer }
