@@ -197,7 +197,7 @@ struct DeliverySeamTests {
     @Test("the registry has each platform once; an app reaches what its configuration names; registration goes by each platform's rules")
     func registry() throws {
         #expect(GatewayPlatforms.all.map { $0.platform }.sorted { $0.rawValue < $1.rawValue } == DevicePlatform.allCases.sorted { $0.rawValue < $1.rawValue })
-        for platform in DevicePlatform.allCases { #expect(GatewayPlatforms.type(of: platform).platform == platform) }
+        for platform in DevicePlatform.allCases { #expect(GatewayPlatforms.conformance(of: platform).platform == platform) }
         #expect(GatewayConfiguration.App(id: "bare").platforms.isEmpty, "no credentials, no webPush, no fcm")
         var fields = DeviceRoutes.DeviceFields()
         fields.platform = .fcm

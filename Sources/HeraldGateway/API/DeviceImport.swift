@@ -143,7 +143,7 @@ struct DeviceImport: AsyncSequence {
                 let device = try DeviceRoutes.deviceFields(fields, allowsToken: true)
                 let platform = device.platform ?? .apns
                 guard reaches.contains(platform) else {
-                    throw FieldError(fields.at(device.platform == nil ? "token" : "platform"), GatewayPlatforms.type(of: platform).notReachedLine)
+                    throw FieldError(fields.at(device.platform == nil ? "token" : "platform"), GatewayPlatforms.conformance(of: platform).notReachedLine)
                 }
                 return try device.registration(token: token)
             } catch let error as FieldError {

@@ -167,7 +167,7 @@ struct DeviceRoutes {
 
         /// The registration its platform (APNs when none is given) makes of `token` and these fields.
         func registration(token: String) throws(StoreError) -> DeviceRegistration {
-            try GatewayPlatforms.type(of: platform ?? .apns).registration(token: token, fields: self)
+            try GatewayPlatforms.conformance(of: platform ?? .apns).registration(token: token, fields: self)
         }
     }
 
@@ -237,6 +237,6 @@ struct DeviceRoutes {
         if let activityType = device.activityType { writer.member("activityType", activityType) }
         if let timeZone = device.timeZone { writer.member("timeZone", timeZone) }
         writer.member("platform", device.platform.rawValue)
-        GatewayPlatforms.type(of: device.platform).writeFields(of: device, defaultEnvironment: defaultEnvironment, to: &writer)
+        GatewayPlatforms.conformance(of: device.platform).writeFields(of: device, defaultEnvironment: defaultEnvironment, to: &writer)
     }
 }

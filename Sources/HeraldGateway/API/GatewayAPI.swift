@@ -81,7 +81,7 @@ public struct GatewayAPI: Sendable {
     /// A 409 unless `app` reaches `platform`: its devices could never be sent to.
     func checkReaches(_ app: String, _ platform: DevicePlatform) throws(APIError) {
         guard !platforms(of: app).contains(platform) else { return }
-        throw GatewayPlatforms.type(of: platform).notConfigured(app)
+        throw GatewayPlatforms.conformance(of: platform).notConfigured(app)
     }
 
     /// `limit=`: 1 to 1000, default 100.

@@ -2,11 +2,13 @@ import HeraldCore
 import HeraldStore
 import Logging
 
-/// One platform as the gateway runs it: which apps reach it, how its devices register, and (an
-/// instance) its clients for the apps of one configuration, as the workers send through them,
+/// One platform as the gateway runs it: its settings in an app's configuration and which apps
+/// reach it, how its devices register and are named, what a notification may carry for it, and
+/// (an instance) its clients for the apps of one configuration, as the workers send through them,
 /// made when the configuration is loaded (and again on each reload) and shut down with their
 /// generation. Each platform's conformance lives in its folder under `Platforms/`, beside its
-/// ``PlatformDelivery``; ``GatewayPlatforms/all`` lists them.
+/// ``PlatformDelivery``; ``GatewayPlatforms/all`` lists them. The rest of the gateway asks these,
+/// never names a platform (docs/gateway.md, "Adding a platform").
 protocol GatewayPlatform: Sendable {
     /// The devices it reaches.
     static var platform: DevicePlatform { get }
@@ -77,8 +79,8 @@ protocol GatewayPlatform: Sendable {
     func shutdown() async
 }
 
-/// The platforms the gateway sends to: a new platform is a line here, besides its folder and its
-/// ``DevicePlatform`` case.
+/// The platforms the gateway sends to: a new platform is a line here, besides its folder, its
+/// ``DevicePlatform`` case, its reasons and the API document (docs/gateway.md, "Adding a platform").
 enum GatewayPlatforms {
     static let all: [any GatewayPlatform.Type] = [APNSPlatform.self, WebPushPlatform.self, FCMPlatform.self]
 
@@ -110,11 +112,11 @@ enum GatewayPlatforms {
 
     /// Where a device of `platform` registers, when not with a token (``GatewayPlatform/registrationRoute``).
     static func registrationRoute(of platform: DevicePlatform) -> String? {
-        type(of: platform).registrationRoute
+        conformance(of: platform).registrationRoute
     }
 
     /// `platform`'s conformance.
-    static func type(of platform: DevicePlatform) -> any GatewayPlatform.Type {
+    static func conformance(of platform: DevicePlatform) -> any GatewayPlatform.Type {
         // Every DevicePlatform case has its line in `all`: the registry's test checks it.
         all.first { $0.platform == platform }!
     }

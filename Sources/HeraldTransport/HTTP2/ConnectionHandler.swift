@@ -8,8 +8,8 @@ import NIOTLS
 /// Runs one HTTP/2 connection to a push service: the frames of many requests over one TLS
 /// channel. It feeds bytes to ``HTTP2Connection``, hands every event to ``ConnectionStateMachine``
 /// and performs the actions it returns: writes, reports to the pool, ended attempts to the
-/// platform's ``HTTP2Rules``. It decides nothing itself. Everything it writes during a read burst or a pull goes out
-/// in one write. Lives on its channel's event loop.
+/// platform's ``HTTP2Rules``. It decides nothing itself. Everything it writes during a read burst
+/// or a pull goes out in one write. Lives on its channel's event loop.
 final class ConnectionHandler: ChannelInboundHandler, RemovableChannelHandler {
     typealias InboundIn = ByteBuffer
     typealias OutboundOut = ByteBuffer
