@@ -3,9 +3,11 @@ import HeraldCore
 import HeraldStore
 import Logging
 
-/// The workers' APNs clients: one per app, token environment and credential (the app's, and
-/// each token kind's own), each connecting only when it has something to send (an app without
-/// sandbox devices never opens a sandbox connection).
+/// APNs as the gateway runs it: an app's `apns` settings (read with the app's own, as before),
+/// device tokens with their kinds and environments, and (an instance) the workers' APNs clients:
+/// one per app, token environment and credential (the app's, and each token kind's own), each
+/// connecting only when it has something to send (an app without sandbox devices never opens a
+/// sandbox connection).
 struct APNSPlatform: GatewayPlatform {
     static let platform = DevicePlatform.apns
 

@@ -9,7 +9,9 @@ import FoundationEssentials
 import Foundation
 #endif
 
-/// The FCM client of each app that reaches Android devices (`apps[].fcm`).
+/// FCM as the gateway runs it: an app's `fcm` settings, Android devices registered by their
+/// registration tokens (`"platform": "fcm"`), a notification's `fcm` refinement, and (an
+/// instance) the FCM client of each app that reaches Android devices.
 struct FCMPlatform: GatewayPlatform {
     static let platform = DevicePlatform.fcm
 

@@ -9,7 +9,9 @@ import FoundationEssentials
 import Foundation
 #endif
 
-/// The Web Push client of each app that reaches browsers (`apps[].webPush`).
+/// Web Push as the gateway runs it: an app's `webPush` settings, browsers registered by their
+/// subscriptions (at their own route), a notification's `webPush` options, and (an instance) the
+/// Web Push client of each app that reaches browsers.
 struct WebPushPlatform: GatewayPlatform {
     static let platform = DevicePlatform.webpush
 
