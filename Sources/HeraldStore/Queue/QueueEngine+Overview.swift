@@ -16,8 +16,10 @@ extension QueueEngine {
         try await database.read { [self] connection in
             try await connection.query(sql.deviceCounts, [.text(app)]).map { row in
                 DeviceCount(
-                    status: DeviceCode(code: row.int(0))?.status ?? .active, kind: KindCode(code: row.int(1))?.kind ?? .alert,
-                    environment: EnvironmentCode.environment(row.int(2)), platform: PlatformCode.platform(row.int(3)), count: row.int(4, default: 0)
+                    status: DeviceCode(code: row.int(DeviceCountColumn.status))?.status ?? .active,
+                    kind: KindCode(code: row.int(DeviceCountColumn.kind))?.kind ?? .alert,
+                    environment: EnvironmentCode.environment(row.int(DeviceCountColumn.environment)),
+                    platform: PlatformCode.platform(row.int(DeviceCountColumn.platform)), count: row.int(DeviceCountColumn.count, default: 0)
                 )
             }
         }

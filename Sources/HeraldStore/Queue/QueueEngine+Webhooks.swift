@@ -142,10 +142,13 @@ extension QueueEngine {
     func claimWebhookEvents(owner: String, limit: Int, leaseUntil: Date, now: Date) async throws -> [WebhookDelivery] {
         try await database.write(.bookkeeping) { [self] connection in
             try await connection.query(sql.claimWebhookEvents, [.text(owner), .int(leaseUntil.milliseconds), .int(now.milliseconds), .int(limit)]).compactMap { row in
-                guard let id = row.text(0), let hook = row.text(1), let app = row.text(2), let type = WebhookTypeCode(code: row.int(3)) else { return nil }
+                typealias Column = WebhookEventColumn
+                guard let id = row.text(Column.id), let hook = row.text(Column.hook), let app = row.text(Column.app),
+                    let type = WebhookTypeCode(code: row.int(Column.type))
+                else { return nil }
                 return WebhookDelivery(
-                    id: id, hook: hook, app: app, type: type.type, body: Array((row.text(4) ?? "").utf8), createdAt: Date(milliseconds: row.int(5) ?? 0),
-                    attempt: row.int(6, default: 1)
+                    id: id, hook: hook, app: app, type: type.type, body: Array((row.text(Column.body) ?? "").utf8),
+                    createdAt: Date(milliseconds: row.int(Column.createdAt) ?? 0), attempt: row.int(Column.attempts, default: 1)
                 )
             }
         }

@@ -21,7 +21,7 @@ extension QueueStatements {
         UPDATE webhook_events SET lease_owner = $1, next_attempt_at = $2, attempts = attempts + 1
         WHERE (id, hook) IN (
             SELECT id, hook FROM webhook_events WHERE next_attempt_at <= $3 ORDER BY next_attempt_at LIMIT $4\(d.skipLocked(of: nil)))
-        RETURNING id, hook, app, type, body, created_at, attempts
+        RETURNING \(WebhookEventColumn.selectList)
         """
     }
 
@@ -76,6 +76,23 @@ enum WebhookTypeCode: Int, StoredCode {
         case .notificationCompleted: .notificationCompleted
         case .deviceRetired: .deviceRetired
         case .deliveryFailed: .deliveryFailed
+        }
+    }
+}
+
+/// A claimed webhook event, as ``QueueStatements/claimWebhookEvents`` returns it.
+enum WebhookEventColumn: Int, SQLColumns {
+    case id, hook, app, type, body, createdAt, attempts
+
+    var sqlName: String {
+        switch self {
+        case .id: "id"
+        case .hook: "hook"
+        case .app: "app"
+        case .type: "type"
+        case .body: "body"
+        case .createdAt: "created_at"
+        case .attempts: "attempts"
         }
     }
 }

@@ -557,7 +557,7 @@ struct QueueStatements: Sendable {
 
     /// App $1's devices counted by status, kind, environment and stored platform (``PlatformCode``).
     var deviceCounts: String {
-        "SELECT status, kind, environment, platform, COUNT(*) FROM devices WHERE app = $1 GROUP BY status, kind, environment, platform"
+        "SELECT \(DeviceCountColumn.selectList) FROM devices WHERE app = $1 GROUP BY status, kind, environment, platform"
     }
     /// App $1's notifications queued or sending, and their devices not yet ended.
     var appQueue: String {
@@ -810,6 +810,21 @@ enum ClaimedColumn: Int, SQLColumns {
         case .badge: "badge"
         case .environment: "environment"
         case .platform: "platform"
+        }
+    }
+}
+
+/// One group of an app's devices (``QueueStatements/deviceCounts``).
+enum DeviceCountColumn: Int, SQLColumns {
+    case status, kind, environment, platform, count
+
+    var sqlName: String {
+        switch self {
+        case .status: "status"
+        case .kind: "kind"
+        case .environment: "environment"
+        case .platform: "platform"
+        case .count: "COUNT(*)"
         }
     }
 }
