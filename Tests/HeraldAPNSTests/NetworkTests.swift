@@ -61,22 +61,11 @@ struct NetworkTests {
 
     @Test("a TLS server that does not speak HTTP/2 (no ALPN h2) is refused as not APNs")
     func noHTTP2() async throws {
-        let authority = try MockCertificateAuthority()
-        let identity = try authority.issueServerIdentity()
-        var tls = TLSConfiguration.makeServerConfiguration(
-            certificateChain: identity.tlsCertificateChain.map { .certificate($0) }, privateKey: .privateKey(identity.tlsPrivateKey)
-        )
-        tls.applicationProtocols = ["http/1.1"]
-        let context = try NIOSSLContext(configuration: tls)
-        let server = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
-            .childChannelInitializer { channel in
-                channel.eventLoop.makeCompletedFuture { try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: context)) }
-            }
-            .bind(host: "127.0.0.1", port: 0).get()
+        let server = try await HTTP1OnlyTLSServer.start()
         var configuration = APNSClient.Configuration(
-            environment: .custom(host: "127.0.0.1", port: server.localAddress!.port!), credentials: .providerToken(.generate())
+            environment: .custom(host: "127.0.0.1", port: server.port), credentials: .providerToken(.generate())
         )
-        configuration.trustRoots = .only([try authority.tlsCertificate])
+        configuration.trustRoots = .only([try server.authority.tlsCertificate])
         configuration.pool.maximumConnectAttempts = 1
         let error = await #expect(throws: APNSClientError.self) {
             try await withAPNSClient(configuration: configuration) { client in
@@ -84,7 +73,7 @@ struct NetworkTests {
             }
         }
         #expect(error?.code == .http2NotOffered, "\(String(describing: error))")
-        try await server.close()
+        try await server.channel.close()
     }
 
     @Test("nothing listening: after the connect attempts, queued notifications fail with connectionFailed")

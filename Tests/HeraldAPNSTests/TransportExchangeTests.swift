@@ -81,22 +81,11 @@ struct TransportExchangeTests {
 
     @Test("a TLS server that does not agree to h2 fails each request with the typed http2NotOffered, for a fallback to HTTP/1.1")
     func noHTTP2() async throws {
-        let authority = try MockCertificateAuthority()
-        let identity = try authority.issueServerIdentity()
-        var tls = TLSConfiguration.makeServerConfiguration(
-            certificateChain: identity.tlsCertificateChain.map { .certificate($0) }, privateKey: .privateKey(identity.tlsPrivateKey)
-        )
-        tls.applicationProtocols = ["http/1.1"]
-        let context = try NIOSSLContext(configuration: tls)
-        let server = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
-            .childChannelInitializer { channel in
-                channel.eventLoop.makeCompletedFuture { try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: context)) }
-            }
-            .bind(host: "127.0.0.1", port: 0).get()
-        let client = try Self.client(port: server.localAddress!.port!, trusting: [try authority.tlsCertificate])
+        let server = try await HTTP1OnlyTLSServer.start()
+        let client = try Self.client(port: server.port, trusting: [try server.authority.tlsCertificate])
         let answers = await client.exchange([Self.request(), Self.request()])
         await client.shutdown()
-        try await server.close()
+        try await server.channel.close()
         for answer in answers {
             guard case .failure(let error) = answer else {
                 Issue.record("expected a failure, got \(answer)")

@@ -121,6 +121,13 @@ enum GatewayPlatforms {
         all.first { $0.platform == platform }!
     }
 
+    /// Shuts `clients` down at once, each with `shutdown` (a platform's ``GatewayPlatform/shutdown()``).
+    static func shutDown<Client: Sendable>(_ clients: some Collection<Client>, _ shutdown: @escaping @Sendable (Client) async -> Void) async {
+        await withTaskGroup(of: Void.self) { group in
+            for client in clients { group.addTask { await shutdown(client) } }
+        }
+    }
+
     /// Every platform's clients for `configuration` (none when `workers` is false: this process
     /// only serves the API).
     static func clients(for configuration: GatewayConfiguration, workers: Bool, logger: Logger) throws -> [DevicePlatform: any GatewayPlatform] {

@@ -72,20 +72,8 @@ public struct NotificationRequest: Sendable {
     /// tokens are forgotten after this date; later events are refused.
     public var endsActivityUntil: Date?
     /// Each platform's options for this notification, as its field in the gateway's API gave
-    /// them (JSON text, stored as it is): ``webPush``, ``fcm``.
+    /// them (JSON text, stored as it is): ``PlatformOptionsHolder/webPush``, ``PlatformOptionsHolder/fcm``.
     public var platformOptions: [DevicePlatform: [UInt8]] = [:]
-    /// What browsers receive instead of what is derived from `payload`: a JSON object (the
-    /// gateway's `webPush` field: `navigate`, `payload`).
-    public var webPush: [UInt8]? {
-        get { platformOptions[.webpush] }
-        set { platformOptions[.webpush] = newValue }
-    }
-    /// What refines the FCM message derived from `payload`: a JSON merge patch (RFC 7386; the
-    /// gateway's `fcm.message` field).
-    public var fcm: [UInt8]? {
-        get { platformOptions[.fcm] }
-        set { platformOptions[.fcm] = newValue }
-    }
     /// When its devices may be sent (a later start, their local time, quiet hours, a pace);
     /// `nil`: at once.
     public var schedule: DeliverySchedule?
@@ -197,4 +185,27 @@ public struct DeliveryRecord: Sendable, Hashable {
     /// The receipt's name from when every delivery was APNs's.
     @available(*, deprecated, renamed: "receipt")
     public var apnsID: String? { receipt }
+}
+
+extension NotificationRequest: PlatformOptionsHolder {}
+
+/// What holds a notification's options for each platform (``NotificationRequest``,
+/// ``QueuedNotification``), with a view of each of today's.
+public protocol PlatformOptionsHolder {
+    var platformOptions: [DevicePlatform: [UInt8]] { get set }
+}
+
+extension PlatformOptionsHolder {
+    /// What browsers receive instead of what is derived from `payload`: a JSON object (the
+    /// gateway's `webPush` field: `navigate`, `payload`).
+    public var webPush: [UInt8]? {
+        get { platformOptions[.webpush] }
+        set { platformOptions[.webpush] = newValue }
+    }
+    /// What refines the FCM message derived from `payload`: a JSON merge patch (RFC 7386; the
+    /// gateway's `fcm.message` field).
+    public var fcm: [UInt8]? {
+        get { platformOptions[.fcm] }
+        set { platformOptions[.fcm] = newValue }
+    }
 }

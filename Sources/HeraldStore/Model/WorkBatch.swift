@@ -51,7 +51,7 @@ public struct WorkItem: Sendable, Hashable {
 }
 
 /// What a worker needs to know to send a notification.
-public struct QueuedNotification: Sendable {
+public struct QueuedNotification: Sendable, PlatformOptionsHolder {
     public var id: String
     public var app: String
     public var payload: [UInt8]
@@ -62,18 +62,9 @@ public struct QueuedNotification: Sendable {
     public var badge: BadgeMode
     /// No attempt is made after this: the notification's apns-expiration, or its maximum age.
     public var deadline: Date
-    /// Each platform's options for the notification (``NotificationRequest/platformOptions``).
+    /// Each platform's options for the notification (``NotificationRequest/platformOptions``;
+    /// ``PlatformOptionsHolder/webPush`` and ``PlatformOptionsHolder/fcm`` read them).
     public var platformOptions: [DevicePlatform: [UInt8]] = [:]
-    /// The notification's options for browsers (``NotificationRequest/webPush``), if any.
-    public var webPush: [UInt8]? {
-        get { platformOptions[.webpush] }
-        set { platformOptions[.webpush] = newValue }
-    }
-    /// The notification's refinement of Android messages (``NotificationRequest/fcm``), if any.
-    public var fcm: [UInt8]? {
-        get { platformOptions[.fcm] }
-        set { platformOptions[.fcm] = newValue }
-    }
     /// When its devices may be sent, if not at once.
     public var schedule: DeliverySchedule? = nil
     /// Whether the claim found it queued, not yet sending.

@@ -113,8 +113,6 @@ struct APNSPlatform: GatewayPlatform {
     }
 
     func shutdown() async {
-        await withTaskGroup(of: Void.self) { group in
-            for client in clients.values { group.addTask { await client.shutdown() } }
-        }
+        await GatewayPlatforms.shutDown(clients.values) { await $0.shutdown() }
     }
 }

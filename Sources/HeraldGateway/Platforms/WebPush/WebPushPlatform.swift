@@ -100,8 +100,6 @@ struct WebPushPlatform: GatewayPlatform {
     }
 
     func shutdown() async {
-        await withTaskGroup(of: Void.self) { group in
-            for client in clients.values { group.addTask { try? await client.shutdown() } }
-        }
+        await GatewayPlatforms.shutDown(clients.values) { try? await $0.shutdown() }
     }
 }
