@@ -212,6 +212,18 @@ struct ServeCommandTests {
         #expect(result.stderr.contains(file) && result.stderr.contains("apps[0].environment") && result.stderr.contains("staging"), "\(result.stderr)")
     }
 
+    @Test("an SQLite database in a directory that does not exist is refused at start, naming the path and what to do, not waited for")
+    func missingSQLiteDirectory() async throws {
+        let scratch = try ScratchDirectory()
+        let path = scratch.file("missing/dir/herald.db")
+        let setup = try await Setup(database: "sqlite:" + path)
+        // Bounded well under the minute start-up waits for a database that is not up yet.
+        let result = try await HeraldProcess.run(["serve", "--config", setup.configFile], timeout: .seconds(30))
+        #expect(result.status != 0)
+        #expect(result.stderr.contains(path) && result.stderr.contains("does not exist") && result.stderr.contains("mkdir -p"), "\(result.stderr)")
+        try await setup.mock.shutdown()
+    }
+
     @Test("the database URL from --database-file or HERALD_DATABASE_URL: used over the file's, its errors name the source, never the password")
     func databaseURLSources() async throws {
         let scratch = try ScratchDirectory()

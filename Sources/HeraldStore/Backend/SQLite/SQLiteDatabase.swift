@@ -53,6 +53,7 @@ final class SQLiteDatabase: SQLDatabase {
 
     private func open() throws -> SQLiteLink {
         if let open = connection.withLock({ $0 }) { return open }
+        try Self.checkDirectory(of: path)
         let opened: SQLiteLink
         do {
             opened = try SQLiteLink(path: path)
@@ -80,6 +81,21 @@ final class SQLiteDatabase: SQLDatabase {
         }
         connection.withLock { $0 = opened }
         return opened
+    }
+
+    /// Refuses a database file whose directory does not exist: SQLite would fail to open it every
+    /// time, so it is not a database that is not up yet (which start-up waits for) but a wrong
+    /// path, said at once with what to do.
+    static func checkDirectory(of path: String) throws(StoreError) {
+        guard path != ":memory:", !path.hasPrefix("file:") else { return }
+        let directory = path.split(separator: "/", omittingEmptySubsequences: false).dropLast().joined(separator: "/")
+        guard !directory.isEmpty else { return }  // the working directory
+        // `dir/.` exists only when `dir` is a directory.
+        if FileManager.default.fileExists(atPath: directory + "/.") { return }
+        throw StoreError(
+            .invalidURL,
+            "cannot open the SQLite database \(path): its directory \(directory) does not exist; create it (mkdir -p \(directory)) or point database at a file in an existing directory"
+        )
     }
 
     /// Runs `body` alone on the connection, on the database's own thread.
