@@ -12,22 +12,22 @@ struct ConsoleBrowserTests {
     /// browser or Playwright fails it instead of skipping it.
     static var isRequired: Bool { ProcessInfo.processInfo.environment["HERALD_REQUIRE_BROWSER"] == "1" }
 
-    static func browserInstalled() async -> Bool {
-        guard FileManager.default.isExecutableFile(atPath: "/usr/bin/chromium") else { return false }
-        return (try? await runCommand("python3", ["-c", "import playwright"])) != nil
+    /// Why the test cannot run here, in one line saying what to install, or `nil`.
+    static func missing() async -> String? {
+        guard FileManager.default.isExecutableFile(atPath: "/usr/bin/chromium") else {
+            return "needs Debian's chromium (apt-get install -y chromium) and Playwright for Python (.ci/run installs both)"
+        }
+        return await PythonPeers.missing([.playwright, .cryptography])
     }
 
     /// The package's root: this file is `Tests/HeraldCLITests/ConsoleBrowserTests.swift`.
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
 
     @Test(
-        "sign in, counts, a test send followed to done, deliveries, device search, validation errors, a wrong key, HTML shown as text",
-        .enabled("needs Debian's chromium and Playwright for Python (.ci/run installs both)") {
-            if isRequired { return true }
-            return await browserInstalled()
-        }
+        "sign in, counts, a test send followed to done, deliveries, device search, validation errors, a wrong key, HTML shown as text"
     )
     func console() async throws {
+        if !Self.isRequired, let reason = await Self.missing() { try Test.cancel(Comment(rawValue: reason)) }
         let screenshots = Self.root.appendingPathComponent(".build/console-screenshots").path
         let script = Self.root.appendingPathComponent("Tests/Browser/console_test.py").path
         do {

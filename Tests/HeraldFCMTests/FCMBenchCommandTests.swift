@@ -15,6 +15,7 @@ struct FCMBenchCommandTests {
 
     @Test("text: every message accepted by the mock FCM, the mock APNs and firebase-admin; rates, CPU per message and both ratios printed")
     func text() async throws {
+        try await PythonPeers.require(.firebaseAdmin)
         let output = try await Self.bench([])
         let lines = output.standardOutput.split(separator: "\n").map(String.init)
         func line(_ prefix: String) -> String { lines.first { $0.hasPrefix(prefix) } ?? "" }
@@ -28,6 +29,7 @@ struct FCMBenchCommandTests {
 
     @Test("json: counts, rates, CPU and ratios as one object")
     func json() async throws {
+        try await PythonPeers.require(.firebaseAdmin)
         let output = try await Self.bench(["--output", "json", "--tokens", "7", "--concurrency", "50"])
         let json = try JSONValue(parsing: Array(output.standardOutput.utf8))
         #expect(json["count"] == 200 && json["tokens"] == 7 && json["concurrency"] == 50 && json["mock"] == "in-process")

@@ -125,9 +125,9 @@ struct MockFCMServerTests {
         }
     }
 
-    // Not skipped when firebase-admin is missing: .ci/run installs it, and CI never skips a peer.
     @Test("firebase-admin (Google's Python SDK) sends through the mock: its token exchange, messages:send and UNREGISTERED")
     func firebaseAdmin() async throws {
+        try await PythonPeers.require(.firebaseAdmin)
         try await withMockFCMServer { server in
             server.unregister("gone-device:APA91b")
             let scratch = try ScratchDirectory()

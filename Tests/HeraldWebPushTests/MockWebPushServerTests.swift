@@ -411,6 +411,7 @@ struct MockWebPushServerTests {
 
     @Test("pywebpush, an independent implementation, sends to a subscription from POST /subscribe and the mock decrypts it")
     func pywebpush() async throws {
+        try await PythonPeers.require(.pywebpush)
         try await withMockWebPushServer { server in
             let scratch = try ScratchDirectory()
             let caFile = try scratch.write("ca.pem", server.certificateAuthorityPEM)

@@ -19,6 +19,7 @@ struct VAPIDTests {
         #expect(verified.claims.expiresAt == Self.now.addingTimeInterval(12 * 3600))
         #expect(verified.publicKey == Array(key.publicKey.x963Representation))
 
+        try await PythonPeers.require(.cryptography)
         // An independent check: Python decodes the JWT, reads its claims and verifies the
         // ES256 signature (raw R‖S) with the k= key.
         let script = """

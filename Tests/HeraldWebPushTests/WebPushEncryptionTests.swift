@@ -71,6 +71,7 @@ struct WebPushEncryptionTests {
 
     @Test("Python's http_ece (an independent implementation) decrypts what Herald encrypted")
     func httpECEDecrypts() async throws {
+        try await PythonPeers.require(.httpECE, .cryptography)
         let scratch = try ScratchDirectory()
         let browser = Browser()
         var lines: [String] = [Base64URL.encode(browser.privateKey.rawRepresentation), Base64URL.encode(browser.subscription.authSecret)]
