@@ -177,5 +177,31 @@ struct SendingCommandsTests {
         let typo = try await HeraldProcess.run(["mock", "--fail", "\(Self.bad)=BadDeviceTokn"])
         #expect(typo.status == 2)
         #expect(typo.stderr.contains("'BadDeviceTokn' is not an APNs reason; use one of BadCollapseId, BadDeviceToken"), "\(typo.stderr)")
+        let noAPNs = try await HeraldProcess.run(["mock", "--webpush-port", "0", "--fail", "\(Self.bad)=BadDeviceToken"])
+        #expect(noAPNs.status == 2 && noAPNs.stderr.contains("--fail is for the APNs mock, which this command does not open; add --port"), "\(noAPNs.stderr)")
+    }
+
+    @Test("herald mock opens only the services whose ports are given: two Web Push and FCM mocks run side by side; a port in use is one line")
+    func mockServices() async throws {
+        let first = try BackgroundHerald(["mock", "--webpush-port", "0", "--fcm-port", "0"])
+        defer { first.terminate() }
+        let second = try BackgroundHerald(["mock", "--webpush-port", "0", "--fcm-port", "0"])
+        defer { second.terminate() }
+        for mock in [first, second] {
+            _ = try await mock.wait(for: "mock FCM listening on https://127.0.0.1:")
+            #expect(mock.text.contains("mock Web Push listening on https://127.0.0.1:"))
+            #expect(!mock.text.contains("mock APNs"), "no APNs mock was asked for: \(mock.text)")
+        }
+        // An APNs mock on a port another holds: what is wrong and what to do, not a system call's name.
+        let apns = try BackgroundHerald(["mock", "--port", "0"])
+        defer { apns.terminate() }
+        let url = try await apns.wait(for: #"https://127\.0\.0\.1:\d+"#)
+        let port = try #require(url.split(separator: ":").last.map(String.init))
+        let taken = try await HeraldProcess.run(["mock", "--port", port])
+        #expect(taken.status == 2, "\(taken.stderr)")
+        #expect(taken.stderr.contains("--port cannot listen on 127.0.0.1:\(port): the address is already in use: stop what listens there, or pick another port (0 picks a free one)"), "\(taken.stderr)")
+        #expect(!taken.stderr.contains("errno") && !taken.stderr.contains("bind("), "\(taken.stderr)")
+        let stopped = (await first.stop(), await second.stop())
+        #expect(stopped == (0, 0))
     }
 }

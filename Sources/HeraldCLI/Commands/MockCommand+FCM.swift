@@ -21,7 +21,7 @@ extension MockCommand {
         do {
             server = try await MockFCMServer.start(configuration: configuration)
         } catch {
-            throw CommandFailure.usage("--fcm-port cannot listen on \(bind):\(fcmPort): \(error)")
+            throw CommandFailure.usage("--fcm-port cannot listen on \(bind):\(fcmPort): \(ListenFailure.describe(error))")
         }
         let temporary = FileManager.default.temporaryDirectory.path
         let accountFile = fcmWriteServiceAccount ?? temporary + "/herald-fcm-mock-service-account-\(server.port).json"

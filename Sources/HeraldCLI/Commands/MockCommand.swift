@@ -15,9 +15,11 @@ import UnixSignals
 struct MockCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "mock",
-        abstract: "Run a mock APNs server (HTTP/2 over TLS) for testing.",
+        abstract: "Run mock push services (APNs, Web Push, FCM, APNs's legacy gateway) for testing.",
         discussion: """
-            With no certificate it makes a CA and a certificate for 127.0.0.1, ::1 and localhost, \
+            It opens the services whose ports are given, each on its own flag: --port (APNs over \
+            HTTP/2), --webpush-port, --fcm-port, --legacy-port and --feedback-port; with none of \
+            them, APNs on port 2197. With no certificate it makes a CA and a certificate for 127.0.0.1, ::1 and localhost, \
             and writes the CA to --write-ca for clients to trust. Without --auth-key-public any \
             well-formed ES256 provider token is accepted. --legacy-port and --feedback-port also \
             serve the legacy binary gateway and feedback service, with the same certificate; \
@@ -28,8 +30,8 @@ struct MockCommand: AsyncParsableCommand {
             """
     )
 
-    @Option(help: "Port to listen on (0 picks a free one).")
-    var port: Int = 2197
+    @Option(name: [.customLong("port"), .customLong("apns-port")], help: "Serve APNs (HTTP/2) on this port (0 picks a free one); the default, on 2197, when no other service's port is given.")
+    var port: Int?
 
     @Option(help: "Address to bind.")
     var bind: String = "127.0.0.1"
@@ -110,9 +112,18 @@ struct MockCommand: AsyncParsableCommand {
         if webPushPort == nil, webPushWriteCA != nil {
             throw CommandFailure.usage("--webpush-write-ca writes the Web Push mock's CA; add --webpush-port")
         }
+        // Only the services asked for: a Web Push or FCM mock beside an APNs mock already running
+        // must not collide with it on 2197.
+        let apnsPort = port ?? (legacyPort == nil && feedbackPort == nil && webPushPort == nil && fcmPort == nil ? 2197 : nil)
+        if apnsPort == nil {
+            let apnsOnly = [("--fail", !fail.isEmpty), ("--auth-key-public", !authKeys.isEmpty), ("--sandbox", sandbox), ("--client-ca", clientCA != nil)]
+            if let (option, _) = apnsOnly.first(where: \.1) {
+                throw CommandFailure.usage("\(option) is for the APNs mock, which this command does not open; add --port")
+            }
+        }
         var configuration = MockAPNSServer.Configuration()
         configuration.host = bind
-        configuration.port = port
+        configuration.port = apnsPort ?? 0
         configuration.maximumConcurrentStreams = maximumStreams
         configuration.sandbox = sandbox
         configuration.recordLimit = recordLimit
@@ -209,7 +220,7 @@ struct MockCommand: AsyncParsableCommand {
             }
             legacyClientCAs = (legacyClientCAs ?? []) + [try authority.tlsCertificate]
         }
-        let server = try MockAPNSServer(configuration: configuration)
+        let server = try apnsPort.map { _ in try MockAPNSServer(configuration: configuration) }
         var legacyGateway: MockLegacyGateway?
         if let legacyPort {
             var legacy = MockLegacyGateway.Configuration()
@@ -233,7 +244,7 @@ struct MockCommand: AsyncParsableCommand {
         } else if !feedbackTuples.isEmpty {
             throw CommandFailure.usage("--feedback reports tokens on the feedback service; add --feedback-port")
         }
-        try await listen("", on: port) { try await server.start() }
+        if let server, let apnsPort { try await listen("--port ", on: apnsPort) { try await server.start() } }
         if let legacyGateway, let legacyPort { try await listen("--legacy-port ", on: legacyPort) { try await legacyGateway.start() } }
         if let feedbackServer, let feedbackPort { try await listen("--feedback-port ", on: feedbackPort) { try await feedbackServer.start() } }
         var webPush: MockWebPushServer?
@@ -254,7 +265,7 @@ struct MockCommand: AsyncParsableCommand {
                 throw CommandFailure.usage("--write-ca: \(error.description)")
             }
         }
-        Terminal.line("mock APNs listening on \(server.url)")
+        if let server { Terminal.line("mock APNs listening on \(server.url)") }
         if let legacyGateway { Terminal.line("legacy gateway listening on \(legacyGateway.endpoint)") }
         if let feedbackServer { Terminal.line("feedback service listening on \(feedbackServer.endpoint)") }
         if let writeCA { Terminal.line("trust its CA with --ca-file \(writeCA)") }
@@ -269,13 +280,13 @@ struct MockCommand: AsyncParsableCommand {
         let fcm = try await startFCM(authority: authority)
         Terminal.flush()
         await waitForInterrupt()
-        try await server.shutdown()
+        try await server?.shutdown()
         try await legacyGateway?.shutdown()
         try await feedbackServer?.shutdown()
         try await webPush?.shutdown()
         if let webPushCAFile { try? FileManager.default.removeItem(atPath: webPushCAFile) }
         try await stopFCM(fcm)
-        Terminal.line("mock APNs stopped: \(server.acceptedCount) accepted, \(server.rejectionsByReason.values.reduce(0, +)) rejected")
+        if let server { Terminal.line("mock APNs stopped: \(server.acceptedCount) accepted, \(server.rejectionsByReason.values.reduce(0, +)) rejected") }
         if let legacyGateway {
             let rejected = legacyGateway.rejectionsByStatus.values.reduce(0, +)
             Terminal.line("legacy gateway stopped: \(legacyGateway.acceptedCount) accepted, \(rejected) rejected")
@@ -307,7 +318,7 @@ struct MockCommand: AsyncParsableCommand {
         do {
             try await start()
         } catch {
-            throw CommandFailure.usage("\(option)cannot listen on \(bind):\(port): \(error)")
+            throw CommandFailure.usage("\(option)cannot listen on \(bind):\(port): \(ListenFailure.describe(error))")
         }
     }
 
