@@ -1,5 +1,6 @@
 import AsyncHTTPClient
 import HeraldCore
+import HeraldTransport
 import Logging
 import NIOCore
 import Synchronization
@@ -127,6 +128,8 @@ public final class FCMAccessTokenProvider: Sendable {
             body = collected.readBytes(length: collected.readableBytes) ?? []
         } catch let error as HTTPClientError where error == .deadlineExceeded || error == .readTimeout {
             throw FCMSendError(.timedOut, reason: "the token endpoint did not answer within \(requestTimeout)")
+        } catch where TLSTrust.isUntrusted(error) {
+            throw FCMSendError(.untrusted, reason: "token endpoint: " + TLSTrust.untrustedMessage(authority: endpoint.host))
         } catch {
             throw FCMSendError(.connectionFailed, reason: "token endpoint \(endpoint.host): \(PeerText(String(describing: error), limit: 200))")
         }

@@ -232,7 +232,7 @@ public final class FCMClient: Sendable {
                 let access = try await tokens.accessToken()
                 token = access
                 outcome = await attempt(body: body, token: access)
-            } catch where error.code == .tokenRefused || error.code == .shutdown {
+            } catch where error.code == .tokenRefused || error.code == .shutdown || error.code == .untrusted {
                 return .done(.failure(FCMSendError(error.code, status: error.status, reason: error.reason, attempts: attempts)))
             } catch {
                 outcome = .unreachable(error.reason)
@@ -280,6 +280,8 @@ public final class FCMClient: Sendable {
             return .answered(status: answered.status, retryAfter: answered.retryAfter, body: body)
         case .failure(let error) where error.code == .timedOut:
             return .timedOut
+        case .failure(let error) where error.code == .untrusted:
+            return .untrusted("FCM: \(error.message)")
         case .failure(let error):
             return .unreachable("FCM: \(error.message)")
         }

@@ -17,6 +17,8 @@ enum FCMDecision: Sendable, Hashable {
         case answered(status: Int, retryAfter: String?, body: [UInt8])
         case timedOut
         case unreachable(String)
+        /// FCM's certificate is not trusted; nothing was sent.
+        case untrusted(String)
 
         /// The jitter for deciding on it: drawn only when a retry may need it (a draw is a
         /// `getrandom` system call on Linux, and nearly every answer is a 200).
@@ -44,6 +46,8 @@ enum FCMDecision: Sendable, Hashable {
         case .unreachable(let why):
             guard canRetry else { return .fail(FCMSendError(.connectionFailed, reason: why, attempts: attempts)) }
             return .retry(after: backoff)
+        case .untrusted(let why):
+            return .fail(FCMSendError(.untrusted, reason: why, attempts: attempts))
         case .answered(let status, let retryAfter, let body):
             if (200..<300).contains(status) {
                 if let name = plainName(body) { return .accepted(name: name) }

@@ -38,6 +38,10 @@ public struct FCMSendError: Error, Sendable, Hashable, CustomStringConvertible {
         public static let timedOut = Code(name: "timedOut")
         /// FCM or the token endpoint could not be reached (DNS, TCP, TLS), after the last attempt.
         public static let connectionFailed = Code(name: "connectionFailed")
+        /// The certificate of FCM or of its token endpoint is not trusted (not issued by a CA the
+        /// client trusts, expired, or not for its name). Not retried: a CA file or the system's
+        /// trust store mends it.
+        public static let untrusted = Code(name: "untrusted")
         /// Refused before sending: the message or token is invalid (``FCMError``).
         public static let invalidMessage = Code(name: "invalidMessage")
         /// The client was shut down.

@@ -5,8 +5,11 @@ package struct TransportError: Error, Sendable, Hashable, CustomStringConvertibl
     package enum Code: String, Sendable, Hashable {
         /// No connection could be made (refused, unreachable, DNS, proxy).
         case connectionFailed
-        /// TLS failed: the server's certificate is not trusted, or the handshake broke off.
+        /// TLS failed: the handshake broke off, or the TLS configuration could not be built.
         case tlsFailed
+        /// The server's certificate is not trusted (``TLSTrust``): a CA file or the system's
+        /// trust store mends it, another attempt does not.
+        case untrusted
         /// TLS succeeded but the server did not agree to HTTP/2 by ALPN (`h2`, RFC 9113 §3.2): it
         /// speaks HTTP/1.1 only. A client that can speak HTTP/1.1 falls back on this case.
         case http2NotOffered
@@ -37,7 +40,7 @@ package struct TransportError: Error, Sendable, Hashable, CustomStringConvertibl
     /// Failures that another attempt at connecting will not mend: the pool stops trying at once.
     package var isPermanent: Bool {
         switch code {
-        case .tlsFailed, .http2NotOffered, .addressNotAllowed, .invalidCredentials: true
+        case .tlsFailed, .untrusted, .http2NotOffered, .addressNotAllowed, .invalidCredentials: true
         default: false
         }
     }

@@ -301,6 +301,7 @@ public final class WebPushClient: Sendable {
             switch error.code {
             case .timedOut: return .timedOut
             case .addressNotAllowed: return .notAllowed(error.message)
+            case .untrusted: return .untrusted(error.message)
             case .http2NotOffered:
                 let first = transports.withLock { transports -> Bool in
                     if case .some(.none) = transports[origin] { return false }

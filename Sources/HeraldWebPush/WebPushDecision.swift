@@ -15,6 +15,8 @@ enum WebPushDecision: Sendable, Hashable {
         case unreachable(String)
         /// The endpoint's address is not one the policy lets the client connect to; nothing was sent.
         case notAllowed(String)
+        /// The push service's certificate is not trusted; nothing was sent.
+        case untrusted(String)
 
         /// The jitter for deciding on it: drawn only when a retry may need it (a draw is a
         /// `getrandom` system call on Linux, and nearly every answer is a 201).
@@ -58,6 +60,8 @@ enum WebPushDecision: Sendable, Hashable {
             return .retry(after: backoff)
         case .notAllowed(let why):
             return .fail(WebPushSendError(.endpointNotAllowed, reason: why, attempts: attempts))
+        case .untrusted(let why):
+            return .fail(WebPushSendError(.untrusted, reason: why, attempts: attempts))
         case .unreachable(let why):
             guard canRetry else { return .fail(WebPushSendError(.connectionFailed, reason: why, attempts: attempts)) }
             return .retry(after: backoff)

@@ -19,6 +19,10 @@ public struct WebPushSendError: Error, Sendable, Hashable, CustomStringConvertib
         public static let timedOut = Code(name: "timedOut")
         /// The push service could not be reached (DNS, TCP, TLS), after the last attempt.
         public static let connectionFailed = Code(name: "connectionFailed")
+        /// The push service's certificate is not trusted (not issued by a CA the client trusts,
+        /// expired, or not for its name). Not retried: a CA (`additionalTrustRoots`, `--ca-file`)
+        /// or the system's trust store mends it.
+        public static let untrusted = Code(name: "untrusted")
         /// The endpoint is not one the client's policy lets it send to (not a known push service
         /// nor an allowed host, or an address on a private network, also as its name resolved
         /// at connect); nothing was sent. ``reason`` names the host. Not retried.

@@ -119,6 +119,9 @@ struct FCMDecisionTests {
         #expect(Self.failure(FCMDecision.decide(.timedOut, attempts: 3, refreshed: false, policy: Self.policy, random: 0))?.code == .timedOut)
         let unreachable = Self.failure(FCMDecision.decide(.unreachable("FCM: connection refused"), attempts: 3, refreshed: false, policy: Self.policy, random: 0))
         #expect(unreachable?.code == .connectionFailed && unreachable?.reason == "FCM: connection refused")
+        // A certificate not trusted: at the first attempt, never retried.
+        let untrusted = Self.failure(FCMDecision.decide(.untrusted("FCM: not trusted"), attempts: 1, refreshed: false, policy: Self.policy, random: 0))
+        #expect(untrusted?.code == .untrusted && untrusted?.attempts == 1)
     }
 
     @Test("a hostile body: control characters escaped, strings bounded, an oversized body not parsed")

@@ -64,6 +64,11 @@ struct WebPushDecisionTests {
         #expect(Self.failure(Self.decide(.unreachable("connection refused"), attempts: 3)) == WebPushSendError(.connectionFailed, reason: "connection refused", attempts: 3))
     }
 
+    @Test("a certificate not trusted fails at the first attempt: another cannot mend it")
+    func untrusted() {
+        #expect(Self.failure(Self.decide(.untrusted("not trusted"), attempts: 1)) == WebPushSendError(.untrusted, reason: "not trusted", attempts: 1))
+    }
+
     @Test("topics: 32 base64url characters or fewer; a collapse ID that is not one becomes a digest of 32")
     func topics() throws {
         #expect(throws: Never.self) { try WebPushMessage.checkTopic("order-42_status") }

@@ -134,7 +134,7 @@ extension APNSClientError {
         let code: Code =
             switch error.code {
             case .connectionFailed: .connectionFailed
-            case .tlsFailed: .tlsFailed
+            case .tlsFailed, .untrusted: .tlsFailed
             case .http2NotOffered: .http2NotOffered
             case .addressNotAllowed: .addressNotAllowed
             case .connectionLost: .connectionLost

@@ -85,6 +85,8 @@ struct FCMSendCommand: AsyncParsableCommand {
         switch outcome {
         case .success(let receipt):
             Terminal.line("accepted: \(receipt.name ?? "(no name)")\(receipt.attempts > 1 ? " after \(receipt.attempts) attempts" : "")")
+        case .failure(let error) where error.code == .untrusted:
+            throw CommandFailure(status: 1, "not sent: \(error.reason); \(CommandFailure.trustAdvice)")
         case .failure(let error):
             let advice =
                 error.isTokenGone ? " (the token is gone: forget it)" : error.isTokenInvalid ? " (the token is invalid for this project: forget it)" : ""

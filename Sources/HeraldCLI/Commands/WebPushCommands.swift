@@ -136,6 +136,8 @@ struct WebPushSendCommand: AsyncParsableCommand {
         switch outcome {
         case .success(let receipt):
             Terminal.line("accepted by \(subscription.origin)\(receipt.attempts > 1 ? " after \(receipt.attempts) attempts" : "")")
+        case .failure(let error) where error.code == .untrusted:
+            throw CommandFailure(status: 1, "not sent to \(subscription.origin): \(error.reason); \(CommandFailure.trustAdvice)")
         case .failure(let error):
             let advice = error.isSubscriptionGone ? " (the subscription is gone: forget it)" : ""
             throw CommandFailure(status: 1, "refused by \(subscription.origin): \(error)\(advice)")

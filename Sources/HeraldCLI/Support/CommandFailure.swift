@@ -21,5 +21,9 @@ struct CommandFailure: Error, CustomStringConvertible {
         CommandFailure(message)
     }
 
+    /// What mends a server certificate the client does not trust, for every sending command.
+    static let trustAdvice =
+        "trust its CA with --ca-file FILE.pem (a mock's: the file `herald mock` wrote), or add the CA to the system's trust store (Debian: ca-certificates, update-ca-certificates)"
+
     var description: String { message }
 }

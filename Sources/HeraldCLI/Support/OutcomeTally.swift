@@ -72,6 +72,8 @@ struct OutcomeTally {
             Terminal.flush()
             Terminal.error(line)
         }
+        // A certificate not trusted fails every send the same way, and at once: say what mends it.
+        if failed[APNSClientError.Code.tlsFailed.description] != nil { Terminal.error("TLS failed: " + CommandFailure.trustAdvice) }
     }
 
     /// Ends a sending command: the summary, then its exit status (0 all accepted, 1 some not,

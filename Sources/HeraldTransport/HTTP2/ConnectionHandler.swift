@@ -368,6 +368,9 @@ final class ConnectionHandler: ChannelInboundHandler, RemovableChannelHandler {
     }
 
     private static func classify(_ error: any Error, authority: String) -> TransportError {
+        if TLSTrust.isUntrusted(error) {
+            return TransportError(.untrusted, TLSTrust.untrustedMessage(authority: authority))
+        }
         if error is NIOSSLError || error is BoringSSLError {
             return TransportError(.tlsFailed, "TLS with \(authority) failed: \(error)")
         }

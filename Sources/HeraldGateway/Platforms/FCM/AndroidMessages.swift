@@ -122,6 +122,10 @@ enum AndroidMessages {
                 return .retry(reason: .gateway(.timedOut))
             case .connectionFailed:
                 return .retry(reason: .gateway(.connectionFailed))
+            case .untrusted:
+                // The gateway's trust store or the app's `fcm.caFile` is wrong: retried, as a
+                // credential refused is, so the devices are reached once it is mended.
+                return .retry(reason: .gateway(.tlsFailed))
             default:
                 return .retry(reason: .gateway(.shutdown))
             }

@@ -129,6 +129,10 @@ enum BrowserMessages {
                 return .retry(reason: .gateway(.timedOut))
             case .connectionFailed:
                 return .retry(reason: .gateway(.connectionFailed))
+            case .untrusted:
+                // The push service's certificate is not trusted by this gateway (its trust store
+                // or the app's `webPush.caFile`): retried, so the devices are reached once mended.
+                return .retry(reason: .gateway(.tlsFailed))
             case .shutdown:
                 return .retry(reason: .gateway(.shutdown))
             case .endpointNotAllowed:
