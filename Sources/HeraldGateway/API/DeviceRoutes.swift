@@ -81,7 +81,7 @@ struct DeviceRoutes {
             filter.kind = parsed
         }
         if let platform = query["platform"] {
-            guard let parsed = DevicePlatform(rawValue: String(platform)) else { throw APIError.invalid("platform must be apns or webpush") }
+            guard let parsed = DevicePlatform(rawValue: String(platform)) else { throw APIError.invalid("platform must be one of \(DevicePlatform.allCases.map(\.rawValue).joined(separator: ", "))") }
             filter.platform = parsed
         }
         if let environment = query["environment"] {
