@@ -98,6 +98,12 @@ public final class HeraldStore: Service, Sendable {
         try await backend.checkReady()
     }
 
+    /// The database's schema against this build's, its clock and whether it takes writes, read
+    /// without writing or migrating anything: what `herald doctor` checks before a start.
+    public func inspect() async throws -> StoreInspection {
+        try await backend.inspect()
+    }
+
     // MARK: Devices
 
     /// Registers a device, or registers it again: fields left `nil` keep their stored values, and

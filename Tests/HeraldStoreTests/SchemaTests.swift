@@ -16,6 +16,11 @@ struct SchemaTests {
             try await store.migrate()
             try await store.checkReady()
             try await store.register(try registration(1), app: app)
+            // What herald doctor reads: this build's schema, the database's clock, and that it takes writes.
+            let inspection = try await store.inspect()
+            #expect(inspection.schema == inspection.known && inspection.known > 10, "\(inspection)")
+            #expect(abs(inspection.databaseTime.timeIntervalSinceNow) < 5 && !inspection.isReadOnly, "\(inspection)")
+            #expect((inspection.serverVersion != nil) == (backend == .postgres), "\(inspection)")
         }
         // A newer Herald recorded schema 999.
         switch backend {

@@ -45,6 +45,7 @@ final class QueueEngine: Sendable {
     }
 
     func checkReady() async throws { try await database.checkReady() }
+    func inspect() async throws -> StoreInspection { try await database.inspect() }
 
     var webhookInterest: WebhookInterest {
         get { interest.withLock { $0 } }

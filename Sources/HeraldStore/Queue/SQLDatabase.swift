@@ -39,6 +39,8 @@ protocol SQLDatabase: Sendable {
     func migrate() async throws
     /// Whether the database answers and is migrated.
     func checkReady() async throws
+    /// The schema, clock and writability, read only.
+    func inspect() async throws -> StoreInspection
 
     func write<Result: Sendable>(_ kind: WriteKind, _ body: @escaping @Sendable (any SQLConnection) async throws -> Result) async throws -> Result
     func read<Result: Sendable>(_ body: @escaping @Sendable (any SQLConnection) async throws -> Result) async throws -> Result

@@ -245,14 +245,34 @@ final class PostgresDatabase: SQLDatabase {
                         _ = try? await run("ROLLBACK", on: connection)
                         throw error
                     }
-                    logger.info("store migrated", metadata: ["schema": "\(version)", "database": "\(description)"])
+                    logger.debug("store migration applied", metadata: ["schema": "\(version)", "database": "\(description)"])
                     version += 1
                 }
+                // One line for the whole upgrade, not one per step (a fresh database takes every step).
+                if current < known { logger.info("store migrated", metadata: ["from": "\(current)", "schema": "\(known)", "database": "\(description)"]) }
                 try await run("SELECT pg_advisory_unlock(\(PostgresSchema.migrationLock))", on: connection)
             } catch {
                 _ = try? await run("SELECT pg_advisory_unlock(\(PostgresSchema.migrationLock))", on: connection)
                 throw error
             }
+        }
+    }
+
+    func inspect() async throws -> StoreInspection {
+        try await read { connection in
+            let facts = try await connection.query(
+                """
+                SELECT (to_regclass('herald_schema') IS NOT NULL)::INTEGER,
+                    (EXTRACT(EPOCH FROM clock_timestamp()) * 1000)::BIGINT,
+                    (pg_is_in_recovery() OR current_setting('default_transaction_read_only') = 'on')::INTEGER,
+                    current_setting('server_version')
+                """
+            ).first
+            let hasSchema = (facts?.int(0) ?? 0) > 0
+            let version = hasSchema ? Int(try await connection.query(PostgresSchema.currentVersion).first?.int(0) ?? 0) : 0
+            return StoreInspection(
+                schema: version, known: PostgresSchema.migrations.count, databaseTime: Date(milliseconds: facts?.int(1) ?? 0),
+                isReadOnly: (facts?.int(2) ?? 0) != 0, serverVersion: facts?.text(3))
         }
     }
 

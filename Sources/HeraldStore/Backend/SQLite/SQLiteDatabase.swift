@@ -205,8 +205,19 @@ final class SQLiteDatabase: SQLDatabase {
                 if version == 6 { try await SQLiteSchema.keyDevices(on: connection) }
                 for statement in SQLiteSchema.migrations[version - 1] { try await connection.query(statement) }
                 try await connection.query(SQLiteSchema.recordVersion, [.int(version), .int(Date().milliseconds)])
-                logger.info("store migrated", metadata: ["schema": "\(version)", "database": "\(path)"])
+                logger.debug("store migration applied", metadata: ["schema": "\(version)", "database": "\(path)"])
             }
+            // One line for the whole upgrade, not one per step (a fresh database takes every step).
+            if current < known { logger.info("store migrated", metadata: ["from": "\(current)", "schema": "\(known)", "database": "\(path)"]) }
+        }
+    }
+
+    func inspect() async throws -> StoreInspection {
+        try await read { connection in
+            let tables = try await connection.query("SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = 'herald_schema'")
+            let hasSchema = (tables.first?.int(0) ?? 0) > 0
+            let version = hasSchema ? Int(try await connection.query(SQLiteSchema.currentVersion).first?.int(0) ?? 0) : 0
+            return StoreInspection(schema: version, known: SQLiteSchema.migrations.count, databaseTime: Date(), isReadOnly: false, serverVersion: nil)
         }
     }
 
