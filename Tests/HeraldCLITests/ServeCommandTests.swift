@@ -224,6 +224,28 @@ struct ServeCommandTests {
         try await setup.mock.shutdown()
     }
 
+    @Test("--log-format json: every log record one JSON object per line; a fresh database's migration is one record, not one per step")
+    func jsonLogs() async throws {
+        let scratch = try ScratchDirectory()
+        let setup = try await Setup(database: "sqlite:" + scratch.file("json-logs.db"))
+        let (process, _) = try await setup.serve(["--log-format", "json"])
+        _ = try await process.wait(for: "store migrated")
+        #expect(await process.stop() == 0)
+        let records = process.text.split(separator: "\n").filter { $0.hasPrefix("{") }.compactMap { try? JSONValue(parsing: Array($0.utf8)) }
+        let logLines = process.text.split(separator: "\n").filter { !$0.hasPrefix("herald serve ") }
+        #expect(!records.isEmpty && records.count == logLines.count, "every log line is a JSON object: \(process.text)")
+        for record in records {
+            #expect(record["time"]?.stringValue?.hasSuffix("Z") == true && record["level"]?.stringValue != nil, "\(record)")
+            #expect(record["label"]?.stringValue?.hasPrefix("herald") == true || record["label"]?.stringValue == "Hummingbird", "\(record)")
+        }
+        let migrated = records.filter { $0["message"]?.stringValue == "store migrated" }
+        #expect(migrated.count == 1 && migrated.first?["from"] == "0", "\(migrated)")
+        #expect(migrated.first?["schema"]?.stringValue.flatMap(Int.init).map { $0 > 1 } == true, "\(migrated)")
+        let refused = try await HeraldProcess.run(["serve", "--config", setup.configFile, "--log-format", "yaml"])
+        #expect(refused.status == 2 && refused.stderr.contains("--log-format must be text or json"), "\(refused.stderr)")
+        try await setup.mock.shutdown()
+    }
+
     @Test("the database URL from --database-file or HERALD_DATABASE_URL: used over the file's, its errors name the source, never the password")
     func databaseURLSources() async throws {
         let scratch = try ScratchDirectory()

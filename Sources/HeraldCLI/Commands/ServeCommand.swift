@@ -54,13 +54,23 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error or critical.")
     var logLevel: String = "info"
 
+    @Option(name: .customLong("log-format"), help: "text (one line per record) or json (one JSON object per line, for log shippers).")
+    var logFormat: String = "text"
+
     func run() async throws {
         guard !(workersOnly && apiOnly) else { throw CommandFailure.usage("--workers-only and --api-only exclude each other") }
         guard let level = Logger.Level(rawValue: logLevel) else {
             throw CommandFailure.usage("--log-level must be one of \(Logger.Level.allCases.map(\.rawValue).joined(separator: ", "))")
         }
+        guard logFormat == "text" || logFormat == "json" else { throw CommandFailure.usage("--log-format must be text or json") }
         let configuration = try loadConfiguration()
+        let json = logFormat == "json"
         LoggingSystem.bootstrap { label in
+            if json {
+                var handler = JSONLogHandler(label: label)
+                handler.logLevel = level
+                return handler
+            }
             var handler = StreamLogHandler.standardError(label: label)
             handler.logLevel = level
             return handler
