@@ -8,7 +8,7 @@ public struct Herald: AsyncParsableCommand {
         version: "0.1.0",
         subcommands: [
             DemoCommand.self, PushCommand.self, MockCommand.self, BenchGroupCommand.self, PassCommand.self, PushPackageCommand.self,
-            LegacyGroupCommand.self, ServeCommand.self, APIKeyCommand.self, WebPushGroupCommand.self, FCMGroupCommand.self,
+            LegacyGroupCommand.self, ServeCommand.self, APIKeyCommand.self, WebPushGroupCommand.self, FCMGroupCommand.self, DoctorCommand.self,
         ]
     )
 
