@@ -58,6 +58,7 @@ struct BenchCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
+        DemoCommand.noteDebugBench()
         var mock: MockAPNSServer?
         var environment: APNSEnvironment
         var trust = try tuning.trustRoots()

@@ -159,4 +159,11 @@ struct DemoCommand: AsyncParsableCommand {
         Terminal.flush()
         #endif
     }
+
+    /// A benchmark's note, on stderr (its stdout may be JSON): a debug build's figures are not Herald's.
+    static func noteDebugBench() {
+        #if DEBUG
+        Terminal.error("note: this is a debug build; its figures are several times below Herald's. For real ones: swift build -c release, then .build/release/herald bench …")
+        #endif
+    }
 }

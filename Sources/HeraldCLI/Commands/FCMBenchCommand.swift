@@ -70,6 +70,7 @@ struct FCMBenchCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
+        DemoCommand.noteDebugBench()
         let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("herald-bench-fcm-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: scratch) }

@@ -56,6 +56,7 @@ struct LegacyBenchCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
+        DemoCommand.noteDebugBench()
         let command = HeraldLegacy.LegacyCommand(rawValue: UInt8(self.command))!
         let payload = try Payload(aps: APS(alert: .text("Herald benchmark: a short alert body of about one hundred bytes."))).encode()
         let tokens = try (0..<1024).map { i in try DeviceToken(bytes: (0..<32).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ i &* 13) }) }

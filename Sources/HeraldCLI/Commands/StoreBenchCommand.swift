@@ -45,6 +45,7 @@ struct StoreBenchCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
+        DemoCommand.noteDebugBench()
         var scratch: URL?
         let url: String
         if let database {

@@ -50,6 +50,7 @@ struct WebPushBenchCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
+        DemoCommand.noteDebugBench()
         var server: MockWebPushServer?
         let origin: String
         let caPEM: String
