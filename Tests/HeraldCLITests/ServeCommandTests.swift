@@ -238,6 +238,8 @@ struct ServeCommandTests {
             #expect(record["time"]?.stringValue?.hasSuffix("Z") == true && record["level"]?.stringValue != nil, "\(record)")
             #expect(record["label"]?.stringValue?.hasPrefix("herald") == true || record["label"]?.stringValue == "Hummingbird", "\(record)")
         }
+        // One start-up line on stdout: where, the database, and what the process serves.
+        #expect(process.text.contains(" app") && process.text.contains("APNs); API and workers)"), "\(process.text)")
         let migrated = records.filter { $0["message"]?.stringValue == "store migrated" }
         #expect(migrated.count == 1 && migrated.first?["from"] == "0", "\(migrated)")
         #expect(migrated.first?["schema"]?.stringValue.flatMap(Int.init).map { $0 > 1 } == true, "\(migrated)")

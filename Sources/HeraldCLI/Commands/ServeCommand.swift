@@ -84,9 +84,10 @@ struct ServeCommand: AsyncParsableCommand {
         let database = configuration.database
         let scheme = configuration.tls == nil ? "http" : "https"
         let gateway: HeraldGateway
+        let summary = Self.summary(configuration, roles: roles)
         do {
             gateway = try HeraldGateway(configuration: configuration, roles: roles, registry: registry, logger: logger) { address in
-                Terminal.line("herald serve listening on \(scheme)://\(address) (\(database))")
+                Terminal.line("herald serve listening on \(scheme)://\(address) (\(database); \(summary))")
                 Terminal.flush()
             }
         } catch {
@@ -137,6 +138,15 @@ struct ServeCommand: AsyncParsableCommand {
             throw CommandFailure(status: 1, "herald serve stopped: \(error)")
         }
         Terminal.line("herald serve stopped")
+    }
+
+    /// The start-up line's account of what this process serves: its apps by platform and its roles.
+    static func summary(_ configuration: GatewayConfiguration, roles: HeraldGateway.Roles) -> String {
+        let apps = configuration.apps
+        let platforms = [("APNs", apps.filter { $0.credentials != nil }.count), ("Web Push", apps.filter { $0.webPush != nil }.count), ("FCM", apps.filter { $0.fcm != nil }.count)]
+        let reached = platforms.filter { $0.1 > 0 }.map { "\($0.1) \($0.0)" }.joined(separator: ", ")
+        let role = roles == .all ? "API and workers" : roles == .api ? "API only" : "workers only"
+        return "\(apps.count) app\(apps.count == 1 ? "" : "s")\(reached.isEmpty ? "" : " (\(reached))"); \(role)"
     }
 
     /// The configuration file with the command line's and the environment's overrides: the
