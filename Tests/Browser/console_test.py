@@ -4,7 +4,8 @@
 Starts `herald mock` (with a provider key of its own) and `herald serve` with two apps and two
 API keys in a temporary directory, seeds devices through the API, then drives headless Chromium
 through sign-in, the overview, a notification's live progress, its deliveries, device search and
-the send form, taking a screenshot of each view. Everything it starts it stops, by PID.
+the send form, taking a screenshot of each view (console.png, the overview down to the activity
+chart, is docs/console.png: scripts/console-screenshot.sh copies it). Everything it starts it stops, by PID.
 
     python3 Tests/Browser/console_test.py --herald .build/debug/herald --screenshots /tmp/shots
 """
@@ -73,6 +74,54 @@ WEB_USER = "wendy"
 ANDROID_USER = "andy"
 ANDROID_TOKEN = "cAndy-Token_1:APA91b" + "Q" * 120
 EXTRA_NOTIFICATIONS = 22  # past one page (20) of the overview's table, so "More" is used
+
+
+# The activity chart's rotated y title and its y labels, in the SVG's own units (its viewBox is
+# 1100 wide), as drawn; and the same labels where the old fixed left margin of 52 put them
+# (right-aligned at 52 - 8), measured on a copy of the chart.
+CHART_BOXES = """() => {
+    const measure = (svg) => {
+        const box = svg.getBoundingClientRect();
+        const scale = svg.viewBox.baseVal.width / box.width;
+        const place = (node) => {
+            const r = node.getBoundingClientRect();
+            return { text: node.textContent, left: (r.left - box.left) * scale, right: (r.right - box.left) * scale,
+                     top: (r.top - box.top) * scale, bottom: (r.bottom - box.top) * scale };
+        };
+        return { title: place(svg.querySelector('.chart-title[transform]')),
+                 labels: [...svg.querySelectorAll('.chart-axis text[text-anchor=end]')].map(place),
+                 margin: Number(svg.querySelector('.chart-grid line').getAttribute('x1')) };
+    };
+    const svg = document.querySelector('[data-testid=activity-svg]');
+    const copy = svg.cloneNode(true);
+    copy.removeAttribute('data-testid');
+    for (const label of copy.querySelectorAll('.chart-axis text[text-anchor=end]')) label.setAttribute('x', 52 - 8);
+    svg.parentNode.appendChild(copy);
+    try {
+        return [measure(svg), measure(copy)];
+    } finally {
+        copy.remove();
+    }
+}"""
+
+
+def fulfill_json(answer):
+    """A page.route handler that answers with this JSON."""
+    body = json.dumps(answer)
+    return lambda route: route.fulfill(status=200, content_type="application/json", body=body)
+
+
+def chart_problems(boxes):
+    """What is wrong with the chart's y labels: one cut at the left edge, or one over the title."""
+    title = boxes["title"]
+    problems = []
+    for label in boxes["labels"]:
+        if label["left"] < 0:
+            problems.append(f"{label['text']!r} is clipped (x {label['left']:.1f})")
+        if label["left"] < title["right"] and title["left"] < label["right"] and label["top"] < title["bottom"] and title["top"] < label["bottom"]:
+            problems.append(f"{label['text']!r} (x {label['left']:.1f}..{label['right']:.1f}) overlaps 'per minute' "
+                            f"(x {title['left']:.1f}..{title['right']:.1f})")
+    return problems
 
 
 class Failure(Exception):
@@ -538,6 +587,11 @@ class Run:
         expect(by("notifications-more")).to_be_visible()
         self.shot(page, "overview.png", full_page=False)
         self.shot(page, "overview-full.png")
+        # docs/console.png (scripts/console-screenshot.sh copies it): the page down to the chart's card.
+        bottom = page.evaluate("() => Math.ceil(document.getElementById('activity-chart').closest('.card').getBoundingClientRect().bottom + window.scrollY) + 16")
+        path = os.path.join(self.screenshots, "console.png")
+        page.screenshot(path=path, full_page=True, clip={"x": 0, "y": 0, "width": 1280, "height": bottom})
+        print(f"     screenshot {path}", flush=True)
         by("notifications-more").click()
         expect(rows).to_have_count(5 + EXTRA_NOTIFICATIONS)
         expect(by("notifications-more")).to_be_hidden()
@@ -547,6 +601,40 @@ class Run:
         expect(rows).to_have_count(20)
         rows.last.locator("td").nth(1).click()
         expect(by("notification-view")).to_be_visible()
+
+        self.step("the chart's y labels at 150,000 and 1,500,000 a minute (an answer from page.route): none clipped at the "
+                  "left edge or under the rotated 'per minute'; the same labels at the old fixed margin (52) would be")
+        by("nav-overview").click()
+        expect(by("overview-view")).to_be_visible()
+        activity_url = re.compile(r".*/v1/apps/shop/activity([?].*)?$")
+        for peak, top in ((150_000, 150_000), (1_234_567, 1_500_000)):
+            # A rising hour whose last minute is the peak; a fiftieth rejected, a hundredth failed.
+            minutes = []
+            for index, minute in enumerate(activity["minutes"]):
+                total = peak * (index + 1) // len(activity["minutes"])
+                minutes.append(dict(minute, accepted=total - total // 50 - total // 100, rejected=total // 50, failed=total // 100))
+            answer = fulfill_json(dict(activity, minutes=minutes))
+            page.route(activity_url, answer)
+            by("overview-refresh").click()
+            accepted, top_label = page.evaluate("([a, t]) => [a, t].map((n) => new Intl.NumberFormat().format(n))",
+                                                [sum(minute["accepted"] for minute in minutes), top])
+            expect(by("activity-accepted")).to_have_text(accepted)
+            new, old = page.evaluate(CHART_BOXES)
+            labels = [label["text"] for label in new["labels"]]
+            check(labels[-1] == top_label, f"y labels for a peak of {peak}: {labels}")
+            problems = chart_problems(new)
+            check(not problems, f"peak {peak}, margin {new['margin']}: " + "; ".join(problems))
+            check(chart_problems(old), f"peak {peak}: the check passes the old layout too (margin 52): {old}")
+            leftmost = min(new["labels"], key=lambda label: label["left"])
+            print(f"     peak {peak}: margin {new['margin']}; 'per minute' x {new['title']['left']:.1f}..{new['title']['right']:.1f}; "
+                  f"leftmost label {leftmost['text']!r} x {leftmost['left']:.1f}..{leftmost['right']:.1f}, "
+                  f"top label {labels[-1]!r} x {new['labels'][-1]['left']:.1f}..{new['labels'][-1]['right']:.1f} "
+                  f"(at margin 52: x {min(label['left'] for label in old['labels']):.1f}..44; "
+                  f"{len(chart_problems(old))} problems)", flush=True)
+            page.unroute(activity_url, answer)
+        self.shot(page, "overview-large-numbers.png", full_page=False)
+        by("overview-refresh").click()
+        expect(by("activity-accepted")).to_have_text(str(totals["accepted"]))
 
         self.step("a notification sent at a time an hour ahead from the send form: scheduled, its time stored in UTC and shown; "
                   "listed under Scheduled with its badge; its detail offers Cancel, which cancels it")

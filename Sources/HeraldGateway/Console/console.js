@@ -678,9 +678,6 @@
     clear(container);
     const width = 1100;
     const height = 250;
-    const margin = { top: 12, right: 12, bottom: 40, left: 52 };
-    const plotWidth = width - margin.left - margin.right;
-    const plotHeight = height - margin.top - margin.bottom;
     const totals = { accepted: 0, rejected: 0, failed: 0 };
     let peak = 0;
     for (const minute of minutes) {
@@ -689,6 +686,13 @@
     }
     const step = niceStep(peak);
     const top = Math.max(step, Math.ceil(peak / step) * step);
+    // The left margin fits the widest y label (a 12px digit is about 7.6px wide, a comma half
+    // that, so 7.5px a character holds) beside the
+    // rotated axis title, so "150,000" is not clipped under it.
+    const widest = numberFormat.format(top).length;
+    const margin = { top: 12, right: 12, bottom: 40, left: Math.max(52, 36 + Math.ceil(widest * 7.5)) };
+    const plotWidth = width - margin.left - margin.right;
+    const plotHeight = height - margin.top - margin.bottom;
     const y = (value) => margin.top + plotHeight - (value / top) * plotHeight;
     const band = minutes.length ? plotWidth / minutes.length : plotWidth;
 
