@@ -7,6 +7,9 @@ public struct StoreError: Error, Sendable, Hashable, CustomStringConvertible {
         public static let invalidURL = Code(name: "invalidURL")
         /// The database cannot be reached (down, refused, restarting): try again.
         public static let unavailable = Code(name: "unavailable")
+        /// The database refused this client for good: the password or user is wrong, or the
+        /// database named does not exist. Another attempt will not mend it; the URL will.
+        public static let refused = Code(name: "refused")
         /// The database was migrated by a newer Herald than this one.
         public static let newerSchema = Code(name: "newerSchema")
         /// A value given to the store is out of range or malformed.

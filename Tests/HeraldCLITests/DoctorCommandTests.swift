@@ -269,6 +269,10 @@ struct DoctorCommandTests {
         #expect(Self.rows(fresh, "database postgres://").first?.contains("no Herald schema yet") == true, "\(fresh.stdout)")
         #expect(Self.rows(fresh, "clock").first?.hasPrefix("ok") == true && Self.rows(fresh, "clock").first?.contains("of the database's") == true, "\(fresh.stdout)")
         #expect(Self.rows(fresh, "database postgres://").first?.contains("PostgreSQL ") == true, "the server's version: \(fresh.stdout)")
+        // A database that does not exist: the server's reason, and what to correct.
+        let missing = try await HeraldProcess.run(["doctor", "--config", config, "--database", url.replacingOccurrences(of: "/herald_", with: "/nothere_")])
+        #expect(missing.status == 1)
+        #expect(Self.rows(missing, "database postgres://").first?.contains("does not exist; correct the user, the password (PGPASSWORD) or the database name") == true, "\(missing.stdout)")
         // A database a newer herald migrated.
         try await cluster.psql("CREATE TABLE herald_schema (version INTEGER PRIMARY KEY, applied_at BIGINT NOT NULL); INSERT INTO herald_schema VALUES (999, 0)", database: url)
         let newer = try await HeraldProcess.run(["doctor", "--config", config])

@@ -224,6 +224,20 @@ struct ServeCommandTests {
         try await setup.mock.shutdown()
     }
 
+    @Test("a PostgreSQL database that does not exist is refused at start with the server's reason, not waited out for a minute as one that is down")
+    func postgresRefusedAtStart() async throws {
+        if let reason = PostgresCluster.unavailableReason, !PostgresCluster.isRequired { try Test.cancel(Comment(rawValue: reason)) }
+        let scratch = try ScratchDirectory()
+        let existing = try await Backend.postgres.storeURL(scratch: scratch)
+        let setup = try await Setup(database: existing)
+        let missing = try #require(existing.range(of: "/", options: .backwards)).lowerBound
+        let url = existing[..<missing] + "/herald_no_such_database?sslmode=disable"
+        let result = try await HeraldProcess.run(["serve", "--config", setup.configFile, "--database", String(url)], timeout: .seconds(30))
+        #expect(result.status != 0)
+        #expect(result.stderr.contains("refused this gateway: database \"herald_no_such_database\" does not exist; correct the user"), "\(result.stderr)")
+        try await setup.mock.shutdown()
+    }
+
     @Test("--log-format json: every log record one JSON object per line; a fresh database's migration is one record, not one per step")
     func jsonLogs() async throws {
         let scratch = try ScratchDirectory()

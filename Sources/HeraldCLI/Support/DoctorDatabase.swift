@@ -101,6 +101,9 @@ enum DoctorDatabase {
         switch outcome {
         case .success(let inspection):
             found = inspection
+        case .failure(let error as StoreError) where error.code == .refused:
+            // Its message says what to correct.
+            return ([.error(name, error.message)], false)
         case .failure(let error as StoreError):
             if error.message.contains("file is not a database") {
                 return ([.error(name, "is not an SQLite database: point database at Herald's file")], false)

@@ -1,6 +1,7 @@
 import HeraldCore
 import Logging
 import NIOCore
+import NIOPosix
 import NIOSSL
 import PostgresNIO
 import Synchronization
@@ -17,6 +18,8 @@ final class PostgresDatabase: SQLDatabase {
     let dialect: any SQLDialect = PostgresDialect()
     let work = WorkSignal()
     private let client: PostgresClient
+    /// The pool's settings for one connection of its own, made before the pool's first (``probe()``).
+    private let single: Result<PostgresConnection.Configuration, any Error>
     private let description: String
     private let logger: Logger
 
@@ -25,16 +28,15 @@ final class PostgresDatabase: SQLDatabase {
         // `verify-full` checks it (against `sslrootcert`, else the system's CAs) and the host name.
         var unverified = TLSConfiguration.makeClientConfiguration()
         unverified.certificateVerification = .none
+        var verified = TLSConfiguration.makeClientConfiguration()
+        verified.certificateVerification = .fullVerification
+        if let file = configuration.rootCertificateFile { verified.trustRoots = .file(file) }
         let tls: PostgresClient.Configuration.TLS
         switch configuration.tls {
         case .disable: tls = .disable
         case .prefer: tls = .prefer(unverified)
         case .require: tls = .require(unverified)
-        case .verifyFull:
-            var verified = TLSConfiguration.makeClientConfiguration()
-            verified.certificateVerification = .fullVerification
-            if let file = configuration.rootCertificateFile { verified.trustRoots = .file(file) }
-            tls = .require(verified)
+        case .verifyFull: tls = .require(verified)
         }
         var client = PostgresClient.Configuration(
             host: configuration.host, port: configuration.port, username: configuration.user, password: configuration.password,
@@ -43,6 +45,22 @@ final class PostgresDatabase: SQLDatabase {
         client.options.maximumConnections = max(2, maximumConnections)
         client.options.connectTimeout = .seconds(5)
         self.client = PostgresClient(configuration: client, backgroundLogger: logger)
+        self.single = Result {
+            let context: (TLSConfiguration) throws -> NIOSSLContext = { try NIOSSLContext(configuration: $0) }
+            let singleTLS: PostgresConnection.Configuration.TLS =
+                switch configuration.tls {
+                case .disable: .disable
+                case .prefer: .prefer(try context(unverified))
+                case .require: .require(try context(unverified))
+                case .verifyFull: .require(try context(verified))
+                }
+            var single = PostgresConnection.Configuration(
+                host: configuration.host, port: configuration.port, username: configuration.user, password: configuration.password,
+                database: configuration.database, tls: singleTLS
+            )
+            single.options.connectTimeout = .seconds(5)
+            return single
+        }
         self.description = StoreURL.postgres(configuration).description
         self.logger = logger
     }
@@ -220,7 +238,36 @@ final class PostgresDatabase: SQLDatabase {
 
     // MARK: Schema
 
+    /// One connection of its own, opened and closed, so that what the pool would only log is
+    /// said: a wrong password or user, or a database that does not exist, is refused for good
+    /// (``StoreError/Code/refused``, which start-up does not wait out); anything else (refused,
+    /// timed out, a name not resolved yet) is ``StoreError/Code/unavailable`` with its reason.
+    func probe() async throws {
+        let configuration: PostgresConnection.Configuration
+        do {
+            configuration = try single.get()
+        } catch {
+            throw StoreError(.invalidURL, "PostgreSQL \(description): the TLS settings cannot be used: \(error)")
+        }
+        let connection: PostgresConnection
+        do {
+            connection = try await PostgresConnection.connect(on: MultiThreadedEventLoopGroup.singleton.any(), configuration: configuration, id: 0, logger: logger).get()
+        } catch let error as PSQLError {
+            // SQLSTATE classes 28 (invalid authorization) and 3D000 (invalid catalog name):
+            // https://www.postgresql.org/docs/current/errcodes-appendix.html
+            if let state = error.serverInfo?[.sqlState], state.hasPrefix("28") || state == "3D000" {
+                let message = error.serverInfo?[.message] ?? state
+                throw StoreError(.refused, "PostgreSQL \(description) refused this gateway: \(message); correct the user, the password (PGPASSWORD) or the database name")
+            }
+            throw StoreError(.unavailable, "PostgreSQL \(description) cannot be reached: \(Self.describe(error))")
+        } catch {
+            throw StoreError(.unavailable, "PostgreSQL \(description) cannot be reached: \(error)")
+        }
+        try? await connection.close()
+    }
+
     func migrate() async throws {
+        try await probe()
         try await withConnection { [self] connection in
             // Processes starting together wait here; the first migrates, the others find it done.
             try await run("SELECT pg_advisory_lock(\(PostgresSchema.migrationLock))", on: connection)
@@ -259,7 +306,8 @@ final class PostgresDatabase: SQLDatabase {
     }
 
     func inspect() async throws -> StoreInspection {
-        try await read { connection in
+        try await probe()
+        return try await read { connection in
             let facts = try await connection.query(
                 """
                 SELECT (to_regclass('herald_schema') IS NOT NULL)::INTEGER,
