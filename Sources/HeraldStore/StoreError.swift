@@ -10,6 +10,10 @@ public struct StoreError: Error, Sendable, Hashable, CustomStringConvertible {
         /// The database refused this client for good: the password or user is wrong, or the
         /// database named does not exist. Another attempt will not mend it; the URL will.
         public static let refused = Code(name: "refused")
+        /// The database cannot be opened as it is: an SQLite path that is a directory, a file
+        /// that is not an SQLite database or is damaged, or one this user may not write. Waiting
+        /// will not mend it; the path or the file will.
+        public static let cannotOpen = Code(name: "cannotOpen")
         /// The database was migrated by a newer Herald than this one.
         public static let newerSchema = Code(name: "newerSchema")
         /// A value given to the store is out of range or malformed.

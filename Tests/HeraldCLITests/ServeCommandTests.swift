@@ -224,6 +224,21 @@ struct ServeCommandTests {
         try await setup.mock.shutdown()
     }
 
+    @Test("an SQLite path that is a directory, or a file that is not SQLite, is refused at start with what to do, not waited for")
+    func unopenableSQLite() async throws {
+        let scratch = try ScratchDirectory()
+        let directory = scratch.file("a-directory")
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let notDatabase = try scratch.write("notes.db", "not a database, but a text file long enough to have a header that SQLite reads\n")
+        let setup = try await Setup(database: "sqlite:" + scratch.file("unused.db"))
+        for (path, advice) in [(directory, "not a directory"), (notDatabase, "it is not an SQLite database, or it is damaged")] {
+            let result = try await HeraldProcess.run(["serve", "--config", setup.configFile, "--database", "sqlite:" + path], timeout: .seconds(30))
+            #expect(result.status != 0)
+            #expect(result.stderr.contains("cannotOpen") && result.stderr.contains(path) && result.stderr.contains(advice), "\(result.stderr)")
+        }
+        try await setup.mock.shutdown()
+    }
+
     @Test("a PostgreSQL database that does not exist is refused at start with the server's reason, not waited out for a minute as one that is down")
     func postgresRefusedAtStart() async throws {
         if let reason = PostgresCluster.unavailableReason, !PostgresCluster.isRequired { try Test.cancel(Comment(rawValue: reason)) }

@@ -58,7 +58,7 @@ final class SQLiteDatabase: SQLDatabase {
         do {
             opened = try SQLiteLink(path: path)
         } catch {
-            throw StoreError(.unavailable, "cannot open the SQLite database \(path): \(error)")
+            throw Self.openError(error, path: path, doing: "open")
         }
         do {
             // WAL: readers do not wait for the writer; NORMAL: a commit survives the process being
@@ -77,10 +77,28 @@ final class SQLiteDatabase: SQLDatabase {
             }
         } catch {
             opened.close()
-            throw StoreError(.unavailable, "cannot set up the SQLite database \(path): \(error)")
+            throw Self.openError(error, path: path, doing: "set up")
         }
         connection.withLock { $0 = opened }
         return opened
+    }
+
+    /// What opening the file failed with. Another process holding a lock (SQLITE_BUSY,
+    /// SQLITE_LOCKED) or the disk full passes; a path SQLite cannot open (SQLITE_CANTOPEN, a
+    /// directory among them), a file that is not a database or is damaged (SQLITE_NOTADB,
+    /// SQLITE_CORRUPT) or one this user may not write (SQLITE_PERM, SQLITE_READONLY) does not:
+    /// those are said at once, with what to do (https://www.sqlite.org/rescode.html).
+    static func openError(_ error: any Error, path: String, doing: String) -> StoreError {
+        guard let failure = error as? SQLiteFailure else { return StoreError(.unavailable, "cannot \(doing) the SQLite database \(path): \(error)") }
+        let advice: String? =
+            switch failure.code & 0xFF {
+            case 14: "check that it is a file, not a directory, and that this user may create files in its directory"
+            case 26, 11: "it is not an SQLite database, or it is damaged: point database at Herald's file, or a path that does not exist yet"
+            case 3, 8: "this user may not write it: chown or chmod the file and its directory"
+            default: nil
+            }
+        guard let advice else { return StoreError(.unavailable, "cannot \(doing) the SQLite database \(path): \(failure)") }
+        return StoreError(.cannotOpen, "cannot \(doing) the SQLite database \(path): \(failure.message); \(advice)")
     }
 
     /// Refuses a database file whose directory does not exist: SQLite would fail to open it every
