@@ -30,7 +30,7 @@ struct MockHTTPChannel: ServerChildChannel {
     func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
         channel.eventLoop.makeCompletedFuture {
             // Answers go out as written, as the APNs mock's listener does (Hummingbird leaves Nagle on).
-            try channel.syncOptions?.setOption(.socketOption(.tcp_nodelay), value: 1)
+            try channel.syncOptions?.setOption(.tcpOption(.tcp_nodelay), value: 1)
             let sync = channel.pipeline.syncOperations
             try sync.addHandler(NIOSSLServerHandler(context: sslContext))
             let alpn = NIOTypedApplicationProtocolNegotiationHandler<Negotiated> { result in

@@ -9,10 +9,18 @@ final class BackgroundHerald: @unchecked Sendable {
     private var output = ""
     private var ended = false
 
-    /// - Parameter environment: added to the test process's environment.
-    init(_ arguments: [String], environment: [String: String] = [:]) throws {
-        process.executableURL = HeraldProcess.executable
-        process.arguments = arguments
+    /// - Parameters:
+    ///   - environment: added to the test process's environment.
+    ///   - launcher: a command and its arguments, ending with herald's path, that run herald
+    ///     (`setpriv … /path/to/herald`) with `arguments` after them; or none.
+    init(_ arguments: [String], environment: [String: String] = [:], launcher: [String] = []) throws {
+        if let first = launcher.first {
+            process.executableURL = URL(fileURLWithPath: first)
+            process.arguments = Array(launcher.dropFirst()) + arguments
+        } else {
+            process.executableURL = HeraldProcess.executable
+            process.arguments = arguments
+        }
         if !environment.isEmpty { process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 } }
         let pipe = Pipe()
         process.standardOutput = pipe

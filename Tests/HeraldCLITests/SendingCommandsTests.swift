@@ -181,6 +181,44 @@ struct SendingCommandsTests {
         #expect(noAPNs.status == 2 && noAPNs.stderr.contains("--fail is for the APNs mock, which this command does not open; add --port"), "\(noAPNs.stderr)")
     }
 
+    @Test(
+        "as an unprivileged user (no capabilities, as systemd and containers run it): herald mock serves and herald push sends through it",
+        .enabled("needs to run as root, to drop to uid 65534 with setpriv") { getuid() == 0 && FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv") }
+    )
+    func unprivileged() async throws {
+        // The socket options of every connection must be ones a user may set (TCP_NODELAY at
+        // IPPROTO_TCP; at SOL_SOCKET the same number is SO_DEBUG, which needs CAP_NET_ADMIN).
+        let setpriv = ["/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all", "--bounding-set=-all"]
+        let shared = try ScratchDirectory()
+        chmod(shared.path, 0o777)
+        let publicKey = try shared.write("key.pub.pem", key.publicKey.pemRepresentation)
+        let keyFile = try shared.write("AuthKey_\(key.keyID).p8", key.pemRepresentation)
+        chmod(keyFile, 0o644)
+        chmod(publicKey, 0o644)
+        let ca = shared.path + "/mock-ca.pem"
+        // The build's directory may be one the user cannot enter (CI's clone is in a 0700 temporary
+        // directory): the binary is linked (or copied) into the shared one.
+        let herald = shared.path + "/herald"
+        do {
+            try FileManager.default.linkItem(atPath: HeraldProcess.executable.path, toPath: herald)
+        } catch {
+            try FileManager.default.copyItem(atPath: HeraldProcess.executable.path, toPath: herald)
+        }
+        let launcher = setpriv + [herald]
+        let mock = try BackgroundHerald(
+            ["mock", "--port", "0", "--write-ca", ca, "--auth-key-public", "\(key.keyID)=\(publicKey)", "--team-id", key.teamID], launcher: launcher)
+        defer { mock.terminate() }
+        let url = try await mock.wait(for: #"https://127\.0\.0\.1:\d+"#)
+        let output = try await runCommand(
+            setpriv[0],
+            Array(setpriv.dropFirst()) + [
+                herald, "push", Self.good, "--host", url, "--ca-file", ca, "--topic", "com.example.app", "--alert", "Hi",
+                "--auth-key", keyFile, "--key-id", key.keyID, "--team-id", key.teamID,
+            ])
+        #expect(output.standardOutput.contains("summary: 1 sent, 1 accepted"), "\(output.all)\n\(mock.text)")
+        #expect(await mock.stop() == 0, "\(mock.text)")
+    }
+
     @Test("herald mock opens only the services whose ports are given: two Web Push and FCM mocks run side by side; a port in use is one line")
     func mockServices() async throws {
         let first = try BackgroundHerald(["mock", "--webpush-port", "0", "--fcm-port", "0"])

@@ -128,7 +128,7 @@ final class LegacyConnectionDriver {
         }
         ClientBootstrap(group: eventLoop)
             .connectTimeout(connector.connectTimeout)
-            .channelOption(.socketOption(.tcp_nodelay), value: 1)
+            .channelOption(.tcpOption(.tcp_nodelay), value: 1)
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
                     let sync = channel.pipeline.syncOperations

@@ -182,7 +182,7 @@ package final class HTTP1Client: Sendable {
         let maximumBody = configuration.maximumBodyBytes
         let bootstrap = ClientBootstrap(group: group)
             .connectTimeout(TimeAmount(configuration.connectTimeout))
-            .channelOption(.socketOption(.tcp_nodelay), value: 1)
+            .channelOption(.tcpOption(.tcp_nodelay), value: 1)
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
                     let sync = channel.pipeline.syncOperations

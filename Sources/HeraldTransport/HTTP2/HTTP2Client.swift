@@ -154,7 +154,7 @@ package final class HTTP2Client: Sendable {
         }
         ClientBootstrap(group: eventLoop)
             .connectTimeout(connectTimeout)
-            .channelOption(.socketOption(.tcp_nodelay), value: 1)
+            .channelOption(.tcpOption(.tcp_nodelay), value: 1)
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
                     if let connectGuard { try channel.pipeline.syncOperations.addHandler(ConnectGuardHandler(host: proxy?.host ?? host, connectGuard)) }
