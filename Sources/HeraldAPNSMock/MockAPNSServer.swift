@@ -55,9 +55,43 @@ public final class MockAPNSServer: Sendable {
 
         public init() {}
 
+        /// What a registered key may push to, by key ID; a key not listed may push anywhere.
+        public var providerKeyScopes: [String: ProviderKeyScope] = [:]
+
         /// Registers a provider-token key: tokens with `kid` = `keyID` must verify with `publicKey`.
         public mutating func registerProviderKey(_ publicKey: P256.Signing.PublicKey, keyID: String, teamID: String?) {
             providerKeys[keyID] = (publicKey, teamID)
+        }
+
+        /// Registers a key scoped as Apple's keys may be since February 2025: to one environment,
+        /// and/or to some topics. The mock refuses it elsewhere as APNs does.
+        public mutating func registerProviderKey(_ publicKey: P256.Signing.PublicKey, keyID: String, teamID: String?, scope: ProviderKeyScope) {
+            providerKeys[keyID] = (publicKey, teamID)
+            providerKeyScopes[keyID] = scope
+        }
+    }
+
+    /// Where a scoped provider key may push (apns-spec §2, "Key scoping"): a key for the other
+    /// environment than the mock's answers 403 `BadEnvironmentKeyIdInToken`; a key pushing to a
+    /// topic outside its list answers 400 `TopicDisallowed` (Apple does not document the reason for
+    /// that case; this is the mock's choice, as the closest of APNs's reasons).
+    public struct ProviderKeyScope: Sendable, Hashable {
+        /// `true`: the sandbox only; `false`: production only; `nil`: both.
+        public var sandbox: Bool?
+        /// The bundle IDs it may push to (a push type's suffix included: `com.example.app.voip`
+        /// is `com.example.app`'s); `nil`: any.
+        public var topics: Set<String>?
+
+        public init(sandbox: Bool? = nil, topics: Set<String>? = nil) {
+            self.sandbox = sandbox
+            self.topics = topics
+        }
+
+        /// Why the key may not push `topic` to a mock of this environment, or `nil`.
+        func refusal(topic: String, sandbox mock: Bool) -> APNSReason? {
+            if let sandbox, sandbox != mock { return .badEnvironmentKeyIdInToken }
+            if let topics, !topics.contains(where: { topic == $0 || topic.hasPrefix($0 + ".") }) { return .topicDisallowed }
+            return nil
         }
     }
 
@@ -92,7 +126,8 @@ public final class MockAPNSServer: Sendable {
         let shared = MockConnectionHandler.Shared(
             state: state,
             channels: channels,
-            validator: MockRequestValidator(verifier: MockTokenVerifier(keys: configuration.providerKeys)),
+            validator: MockRequestValidator(
+                verifier: MockTokenVerifier(keys: configuration.providerKeys), scopes: configuration.providerKeyScopes, sandbox: configuration.sandbox),
             sandbox: configuration.sandbox,
             mutualTLS: configuration.clientCertificateAuthorities != nil,
             maximumConcurrentStreams: configuration.maximumConcurrentStreams,

@@ -109,6 +109,10 @@ struct MockAcceptance {
 /// (apns-spec §1.4-§1.8). Pure: no I/O, no clock of its own.
 struct MockRequestValidator: Sendable {
     var verifier: MockTokenVerifier
+    /// Scoped keys' environment and topics, by key ID.
+    var scopes: [String: MockAPNSServer.ProviderKeyScope] = [:]
+    /// The mock answers as the development environment.
+    var sandbox = false
     /// Whether provider tokens are checked against registered keys; with no keys registered any
     /// well-formed ES256 token is taken.
     var checksSignatures: Bool { !verifier.keys.isEmpty }
@@ -138,6 +142,10 @@ struct MockRequestValidator: Sendable {
             return .failure(.reason(.missingTopic))
         }
         let finalTopic = topic!
+        // A scoped key outside its environment or topics (apns-spec §2, "Key scoping").
+        if let keyID = auth.currentKeyID, let scope = scopes[keyID], let refusal = scope.refusal(topic: finalTopic, sandbox: sandbox) {
+            return .failure(.reason(refusal))
+        }
 
         let pushType: PushType
         if let text = head.pushType {

@@ -175,8 +175,9 @@ final class ClientGeneration: Sendable {
         if roles.contains(.api) {
             let workers = (platforms[.apns] as? APNSPlatform)?.clients ?? [:]
             for app in configuration.apps {
-                guard let credentials = app.credentials else { continue }
+                guard app.credentials != nil else { continue }
                 for tokenEnvironment in TokenEnvironment.allCases {
+                    guard let credentials = app.credentials(for: tokenEnvironment) else { continue }
                     let logger = APNSPlatform.logger(logger, app: app, environment: tokenEnvironment)
                     let key = AppEnvironment(app: app.id, environment: tokenEnvironment)
                     let shared = workers[key]

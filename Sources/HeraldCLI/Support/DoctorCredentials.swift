@@ -27,6 +27,21 @@ enum DoctorCredentials {
         for app in configuration.apps {
             if let credentials = app.credentials, let topic = app.topic {
                 rows.append(check(credentials, app: app, topic: topic, kinds: nil, now: now))
+                // Which credential serves each environment (credentialsByEnvironment), each
+                // environment's own checked too.
+                for environment in TokenEnvironment.allCases {
+                    let name = "app \(app.id): APNs \(environment.rawValue) devices"
+                    guard let serving = app.credentials(for: environment) else {
+                        rows.append(
+                            .warning(
+                                name,
+                                "no credential: they fail with APNsEnvironmentNotConfigured; add credentialsByEnvironment.\(environment.rawValue) if the app has any"
+                            ))
+                        continue
+                    }
+                    if !same(serving, credentials) { rows.append(check(serving, app: app, topic: topic, kinds: nil, now: now)) }
+                    rows.append(.ok(name, "sent with the \(GatewayConfiguration.App.describe(serving)) to \(app.host(for: environment))"))
+                }
             }
             // A kind's own credential (a VoIP certificate), each once with the kinds it serves.
             var byKind: [(credentials: APNSCredentials, kinds: [TokenKind])] = []

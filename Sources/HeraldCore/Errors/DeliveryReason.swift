@@ -65,6 +65,9 @@ public enum DeliveryReason: Sendable, Hashable, CustomStringConvertible, Lossles
         /// A device is an APNs token, but its app has no APNs credentials configured (any more):
         /// it reaches browsers only.
         case apnsNotConfigured = "APNsNotConfigured"
+        /// A device is an APNs token of an environment its app has no credential for: the app
+        /// names credentials per environment (`credentialsByEnvironment`) and not this one.
+        case apnsEnvironmentNotConfigured = "APNsEnvironmentNotConfigured"
     }
 
     /// Web Push's reasons (browsers; docs/webpush.md). Its answers that APNs gives too (429,

@@ -134,7 +134,34 @@ extension GatewayConfiguration.App {
 
     /// The fields of `apps[].apns`, which an app may also give at its top level (the form
     /// before 0.x's platforms were equal; still read).
-    static let apnsFields = ["topic", "environment", "environments", "authKey", "certificate", "credentialsByKind", "caFile", "connections"]
+    static let apnsFields = [
+        "topic", "environment", "environments", "authKey", "certificate", "credentialsByKind", "credentialsByEnvironment", "caFile", "connections",
+    ]
+
+    /// One entry of `credentialsByKind` or `credentialsByEnvironment`: `"authKey"` or
+    /// `"certificate"` (the app's own), or `{"authKey": {…}}` / `{"certificate": {…}}` of its own.
+    static func credentialEntry(
+        _ entries: JSONFields, _ name: String, authKey: APNSCredentials?, certificate: APNSCredentials?, directory: String, environment: [String: String]
+    ) throws(FieldError) -> APNSCredentials {
+        switch entries.members[name] {
+        case .string("authKey")?:
+            guard let authKey else { throw FieldError(entries.at(name), "names authKey, which this app does not have") }
+            return authKey
+        case .string("certificate")?:
+            guard let certificate else { throw FieldError(entries.at(name), "names certificate, which this app does not have") }
+            return certificate
+        case .object?:
+            let entry = try entries.object(name)!
+            try entry.only(["authKey", "certificate"])
+            switch (try entry.object("authKey"), try entry.object("certificate")) {
+            case (let key?, nil): return try Self.providerKey(key, directory: directory)
+            case (nil, let file?): return try Self.certificate(file, directory: directory, environment: environment)
+            default: throw FieldError(entry.path, "give one of authKey {file, keyID, teamID} or certificate {file, passwordEnv}")
+            }
+        default:
+            throw FieldError(entries.at(name), "must be \"authKey\", \"certificate\" (the app's own) or {\"certificate\": {…}} / {\"authKey\": {…}}")
+        }
+    }
 
     init(_ fields: JSONFields, directory: String, environment: [String: String]) throws(FieldError) {
         let platformKeys = GatewayPlatforms.all.compactMap { $0.configurationKey }
@@ -159,7 +186,7 @@ extension GatewayConfiguration.App {
         }
         // An app without APNs credentials (it reaches browsers and/or Android devices) needs no
         // topic or environment; one with APNs credentials needs both.
-        let hasCredentials = apns.map { $0.has("authKey") || $0.has("certificate") } ?? false
+        let hasCredentials = apns.map { $0.has("authKey") || $0.has("certificate") || $0.has("credentialsByEnvironment") } ?? false
         let browsersOnly = !hasCredentials && platformKeys.contains(where: fields.has)
         let settings: JSONFields
         if let apns {
@@ -198,7 +225,21 @@ extension GatewayConfiguration.App {
         let certificate = try settings.object("certificate").map { object throws(FieldError) in
             try Self.certificate(object, directory: directory, environment: environment)
         }
-        let credentials = authKey ?? certificate
+        // A credential per environment (keys scoped to one since February 2025), each entry as a
+        // kind's: the app's own by name, or a key or certificate of its own.
+        var byEnvironment: [TokenEnvironment: APNSCredentials] = [:]
+        if let environments = try settings.object("credentialsByEnvironment") {
+            try environments.only(TokenEnvironment.allCases.map(\.rawValue))
+            for tokenEnvironment in TokenEnvironment.allCases where environments.has(tokenEnvironment.rawValue) {
+                byEnvironment[tokenEnvironment] = try Self.credentialEntry(
+                    environments, tokenEnvironment.rawValue, authKey: authKey, certificate: certificate, directory: directory, environment: environment)
+            }
+            guard !byEnvironment.isEmpty else { throw FieldError(settings.at("credentialsByEnvironment"), "names no environment: give sandbox and/or production") }
+        }
+        let ownCredentials = authKey ?? certificate
+        // With credentials per environment only, the app's credential (what start-up checks,
+        // logs and counts) is its default environment's, else the other's.
+        let credentials = ownCredentials ?? byEnvironment[apnsEnvironment.kind == .sandbox ? .sandbox : .production] ?? byEnvironment.values.first
         if credentials == nil, !browsersOnly {
             throw FieldError(
                 settings.path,
@@ -211,26 +252,8 @@ extension GatewayConfiguration.App {
         var byKind: [TokenKind: APNSCredentials] = [:]
         if let kinds = try settings.object("credentialsByKind") {
             try kinds.only(TokenKind.allCases.map(\.rawValue))
-            for kind in TokenKind.allCases {
-                switch kinds.members[kind.rawValue] {
-                case nil: continue
-                case .string("authKey")?:
-                    guard let authKey else { throw FieldError(kinds.at(kind.rawValue), "names authKey, which this app does not have") }
-                    byKind[kind] = authKey
-                case .string("certificate")?:
-                    guard let certificate else { throw FieldError(kinds.at(kind.rawValue), "names certificate, which this app does not have") }
-                    byKind[kind] = certificate
-                case .object?:
-                    let entry = try kinds.object(kind.rawValue)!
-                    try entry.only(["authKey", "certificate"])
-                    switch (try entry.object("authKey"), try entry.object("certificate")) {
-                    case (let key?, nil): byKind[kind] = try Self.providerKey(key, directory: directory)
-                    case (nil, let file?): byKind[kind] = try Self.certificate(file, directory: directory, environment: environment)
-                    default: throw FieldError(entry.path, "give one of authKey {file, keyID, teamID} or certificate {file, passwordEnv}")
-                    }
-                default:
-                    throw FieldError(kinds.at(kind.rawValue), "must be \"authKey\", \"certificate\" (the app's own) or {\"certificate\": {…}} / {\"authKey\": {…}}")
-                }
+            for kind in TokenKind.allCases where kinds.has(kind.rawValue) {
+                byKind[kind] = try Self.credentialEntry(kinds, kind.rawValue, authKey: authKey, certificate: certificate, directory: directory, environment: environment)
             }
         }
         self.id = id
@@ -238,6 +261,8 @@ extension GatewayConfiguration.App {
         self.environment = apnsEnvironment
         self.credentials = credentials
         credentialsByKind = byKind
+        credentialsByEnvironment = byEnvironment
+        credentialsServeEveryEnvironment = ownCredentials != nil
         // Hosts per token environment (mocks and tests); caFile applies to each.
         if let hosts = try settings.object("environments") {
             try hosts.only(TokenEnvironment.allCases.map(\.rawValue))

@@ -33,6 +33,16 @@ public struct GatewayConfiguration: Sendable {
         public var credentials: APNSCredentials?
         /// Credentials for some token kinds (a VoIP certificate): `credentialsByKind` in the file.
         public var credentialsByKind: [TokenKind: APNSCredentials] = [:]
+        /// A credential per token environment, over ``credentials`` for that environment's devices:
+        /// `credentialsByEnvironment` in the file. Apple's keys may be scoped to the sandbox or to
+        /// production since February 2025 ("Token-based connection to APNs" in Apple's
+        /// documentation), and a connection keeps the scope of its first request: each client is
+        /// one environment's and one credential's.
+        public var credentialsByEnvironment: [TokenEnvironment: APNSCredentials] = [:]
+        /// Whether ``credentials`` serves the environments ``credentialsByEnvironment`` does not
+        /// name. False when the file gives credentials per environment only: a device of an
+        /// environment without one then fails with `APNsEnvironmentNotConfigured`.
+        public var credentialsServeEveryEnvironment = true
         /// The CAs trusted for APNs's certificate (a mock's CA with `caFile`).
         public var trustRoots: APNSClient.TrustRoots = .system
         /// HTTP/2 connections to APNs. Default 4.
@@ -100,6 +110,13 @@ public struct GatewayConfiguration: Sendable {
 
         /// The credential that serves `kind`, if the app has APNs.
         public func credentials(for kind: TokenKind) -> APNSCredentials? { credentialsByKind[kind] ?? credentials }
+
+        /// The credential that serves the app's devices of `environment` (each kind without one
+        /// of its own): its ``credentialsByEnvironment`` entry, else the app's ``credentials``
+        /// unless those serve named environments only.
+        public func credentials(for environment: TokenEnvironment) -> APNSCredentials? {
+            credentialsByEnvironment[environment] ?? (credentialsServeEveryEnvironment ? credentials : nil)
+        }
 
         /// Which credential the app sends with, as the start-up log names it: a provider key by
         /// its key and team IDs, a certificate by its subject and expiry. Never a secret.

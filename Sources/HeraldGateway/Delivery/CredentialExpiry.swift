@@ -12,7 +12,8 @@ import Foundation
 /// logged each day within ``warningWindow`` of it, so it is renewed before sends fail.
 struct CredentialExpiry: Sendable, Hashable {
     var app: String
-    /// Which credential: `certificate` (the app's), or `certificate:KIND` (a kind's own).
+    /// Which credential: `certificate` (the app's), `certificate:ENVIRONMENT` (an environment's own) or
+    /// `certificate:KIND` (a kind's own).
     var credential: String
     var expiry: Date
 
@@ -24,9 +25,12 @@ struct CredentialExpiry: Sendable, Hashable {
     /// The expiring credentials of `apps`.
     static func of(_ apps: [GatewayConfiguration.App]) -> [CredentialExpiry] {
         apps.flatMap { app -> [CredentialExpiry] in
-            let credentials: [(String, APNSCredentials)] = [app.credentials.map { ("certificate", $0) }].compactMap(\.self) + TokenKind.allCases.compactMap { kind in
-                app.credentialsByKind[kind].map { ("certificate:\(kind.rawValue)", $0) }
-            }
+            let credentials: [(String, APNSCredentials)] =
+                [app.credentialsServeEveryEnvironment ? app.credentials.map { ("certificate", $0) } : nil].compactMap(\.self)
+                + TokenEnvironment.allCases.compactMap { environment in
+                    app.credentialsByEnvironment[environment].map { ("certificate:\(environment.rawValue)", $0) }
+                }
+                + TokenKind.allCases.compactMap { kind in app.credentialsByKind[kind].map { ("certificate:\(kind.rawValue)", $0) } }
             return credentials.compactMap { label, credentials -> CredentialExpiry? in
                 guard case .certificate(let identity) = credentials else { return nil }
                 return CredentialExpiry(app: app.id, credential: label, expiry: identity.notValidAfter)

@@ -43,7 +43,11 @@ struct APNSDelivery: PlatformDelivery {
         await withTaskGroup(of: Void.self) { senders in
             // Each device goes to its own environment's client (most batches: all to one).
             for (environment, indices) in groups {
-                guard let client = clients[AppEnvironment(app: appID, environment: environment, kind: kind)] else { continue }
+                // No client: the app has no credential for this environment (credentialsByEnvironment).
+                guard let client = clients[AppEnvironment(app: appID, environment: environment, kind: kind)] else {
+                    for index in indices { part.record(.failed(reason: .gateway(.apnsEnvironmentNotConfigured)), at: positions?[index] ?? index) }
+                    continue
+                }
                 senders.addTask {
                     let notifications = messages.part(indices.count == messages.count ? nil : indices)
                     do {

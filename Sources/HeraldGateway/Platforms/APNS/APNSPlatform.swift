@@ -65,11 +65,17 @@ struct APNSPlatform: GatewayPlatform {
         var clients: [AppEnvironment: APNSClient] = [:]
         for app in configuration.apps {
             // An app that reaches browsers or Android devices only has no APNs client.
-            guard let appCredentials = app.credentials else { continue }
-            let credentials: [(kind: TokenKind?, credentials: APNSCredentials)] =
-                [(nil, appCredentials)] + TokenKind.allCases.compactMap { kind in app.credentialsByKind[kind].map { (kind, $0) } }
+            guard app.credentials != nil else { continue }
+            let byKind = TokenKind.allCases.compactMap { kind in app.credentialsByKind[kind].map { (kind: Optional(kind), credentials: $0) } }
             for tokenEnvironment in TokenEnvironment.allCases {
                 let logger = Self.logger(logger, app: app, environment: tokenEnvironment)
+                // The environment's own credential (a key scoped to it), else the app's; none:
+                // its devices fail with APNsEnvironmentNotConfigured, and no client is made.
+                guard let environmentCredentials = app.credentials(for: tokenEnvironment) else {
+                    logger.info("no APNs credential for this environment: its devices are not sent to", metadata: ["host": "\(app.host(for: tokenEnvironment))"])
+                    continue
+                }
+                let credentials = [(kind: TokenKind?.none, credentials: environmentCredentials)] + byKind
                 for (kind, credential) in credentials {
                     let kinds = kind.map { [$0] } ?? TokenKind.allCases.filter { app.credentialsByKind[$0] == nil }
                     // Decided once per configuration: which host and credential serve this
