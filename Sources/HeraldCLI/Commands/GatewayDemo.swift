@@ -1,4 +1,5 @@
 import ArgumentParser
+import AsyncHTTPClient
 import Foundation
 import HeraldAPNS
 import HeraldCore
@@ -6,11 +7,10 @@ import HeraldAPNSMock
 import HeraldGateway
 import HeraldStore
 import Logging
+import NIOCore
+import NIOHTTP1
 import ServiceLifecycle
 
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 
 /// `herald demo --gateway`: the whole gateway in this process, on a temporary SQLite database,
 /// sending to the bundled mock APNs, driven through its HTTP API as a backend would drive it.
@@ -225,18 +225,24 @@ private struct DemoAPI {
     let base: String
     let key: String
 
+    /// The most of an answer read: the demo's answers are a few KB.
+    static let maximumAnswer = 4 << 20
+
+    /// One call through AsyncHTTPClient (not URLSession: Foundation's networking would link
+    /// libcurl into `herald`, a library a server would need for the demo alone).
     func call(_ method: String, _ path: String, body: [UInt8]? = nil, contentType: String = "application/json") async throws -> JSONValue {
-        var request = URLRequest(url: URL(string: base + path)!)
-        request.httpMethod = method
-        request.setValue("Bearer \(key)", forHTTPHeaderField: "Authorization")
-        request.timeoutInterval = 600
+        var request = HTTPClientRequest(url: base + path)
+        request.method = HTTPMethod(rawValue: method)
+        request.headers.add(name: "Authorization", value: "Bearer \(key)")
         if let body {
-            request.setValue(contentType, forHTTPHeaderField: "Content-Type")
-            request.httpBody = Data(body)
+            request.headers.add(name: "Content-Type", value: contentType)
+            request.body = .bytes(ByteBuffer(bytes: body))
         }
-        let (data, response) = try await URLSession.shared.data(for: request)
-        let status = (response as? HTTPURLResponse)?.statusCode ?? 0
-        let value = (try? JSONValue(parsing: Array(data))) ?? .null
+        let response = try await HTTPClient.shared.execute(request, timeout: .seconds(600))
+        let status = Int(response.status.code)
+        var collected = try await response.body.collect(upTo: Self.maximumAnswer)
+        let data = collected.readBytes(length: collected.readableBytes) ?? []
+        let value = (try? JSONValue(parsing: data)) ?? .null
         guard (200..<300).contains(status) else {
             throw CommandFailure(status: 1, "\(method) \(path) answered \(status): \(value["error"]?["message"]?.stringValue ?? PeerText(String(decoding: data.prefix(200), as: UTF8.self), limit: 200).description)")
         }
