@@ -27,6 +27,10 @@ let package = Package(
         .library(name: "HeraldFCM", targets: ["HeraldFCM"]),
         // A mock FCM service with its OAuth token endpoint, to test against.
         .library(name: "HeraldFCMMock", targets: ["HeraldFCMMock"]),
+        // Huawei Push Kit: the Android API (v1, OAuth client credentials) and HarmonyOS NEXT's (v3, service-account JWT).
+        .library(name: "HeraldHMS", targets: ["HeraldHMS"]),
+        // A mock Huawei Push Kit with its OAuth token endpoint, to test against.
+        .library(name: "HeraldHMSMock", targets: ["HeraldHMSMock"]),
         // The device registry and durable delivery queue, on SQLite or PostgreSQL.
         .library(name: "HeraldStore", targets: ["HeraldStore"]),
         // The push gateway (`herald serve`): HTTP API, delivery workers and metrics over the store.
@@ -287,6 +291,36 @@ let package = Package(
             ]
         ),
         .target(
+            name: "HeraldHMS",
+            dependencies: [
+                "HeraldTransport",
+                "HeraldCore",
+                "HeraldFlow",
+                "HeraldIdentity",
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+            ]
+        ),
+        .target(
+            name: "HeraldHMSMock",
+            dependencies: [
+                "HeraldCore",
+                "HeraldFlow",
+                "HeraldHMS",
+                "HeraldMockCore",
+                "HeraldMockHTTP",
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .target(
             name: "HeraldStore",
             dependencies: [
                 "HeraldCore",
@@ -518,6 +552,19 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "MetricsTestKit", package: "swift-metrics"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            ]
+        ),
+        .testTarget(
+            name: "HeraldHMSTests",
+            dependencies: [
+                "HeraldTestSupport",
+                "HeraldCore",
+                "HeraldHMS",
+                "HeraldHMSMock",
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ]
