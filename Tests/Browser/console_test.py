@@ -490,6 +490,9 @@ class Run:
         expect(row).to_have_count(1)
         expect(row).to_have_attribute("data-outcome", "accepted")
         expect(row.locator(".badge")).to_have_text("accepted")
+        # The receipt (APNs's apns-id, a UUID); the mock answers as production: no unique ID.
+        expect(row.locator("[data-testid=delivery-receipt]")).to_have_text(re.compile(r"^[0-9a-f-]{36}$"))
+        expect(row.locator("[data-testid=delivery-unique-id]")).to_have_count(0)
         self.shot(page, "deliveries.png")
 
         self.step("send to user gone (Unregistered at the mock): a rejected device with its reason")

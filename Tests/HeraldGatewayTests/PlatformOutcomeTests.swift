@@ -106,7 +106,7 @@ struct PlatformOutcomeTests {
     @Test("accepted carries the push service's ID for the message as the receipt, bounded", arguments: platforms)
     func accepted(_ answers: Answers) {
         #expect(answers.accepted("id-1") == .accepted(receipt: "id-1"))
-        guard case .accepted(let receipt?) = answers.accepted(String(repeating: "x", count: 4096)) else {
+        guard case .accepted(let receipt?, _) = answers.accepted(String(repeating: "x", count: 4096)) else {
             Issue.record("an accepted answer with a long ID is still accepted")
             return
         }

@@ -51,8 +51,8 @@ struct DeliveryDecisionAgreementTests {
                         #expect(row.reason == decision.reason?.description, "\(context)")
                         let invalidation = invalidations[outcome.token]
                         switch decision {
-                        case .accept(let receipt):
-                            #expect(row.state == .accepted && row.receipt == receipt, "\(context)")
+                        case .accept(let receipt, let uniqueID):
+                            #expect(row.state == .accepted && row.receipt == receipt && row.uniqueID == uniqueID, "\(context)")
                         case .retry(let at, _):
                             #expect(row.state == .pending && row.nextAttemptAt == at.milliseconds, "\(context)")
                         case .retireDevice(let reason, let since):

@@ -121,6 +121,8 @@ struct NotificationRoutes {
                 writer.member("receipt", record.receipt)
                 // The receipt's name before Web Push and FCM: kept for existing callers.
                 writer.member("apnsID", record.receipt)
+                // APNs's apns-unique-id, where it gave one (its development environment).
+                if let uniqueID = record.uniqueID { writer.member("apnsUniqueID", uniqueID) }
                 writer.member("at", record.at)
                 writer.endObject()
             }

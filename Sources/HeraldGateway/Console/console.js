@@ -964,7 +964,19 @@
     }
   }
 
-  /// A table of deliveries (token, outcome, reason, APNs ID, time), with a "More" button
+  /// What the platform gave back for a delivery: its receipt (an apns-id, a Web Push Location, an
+  /// FCM message name) and, beside an APNs one, the apns-unique-id APNs's development environment
+  /// gives (the Push Notifications Console finds the delivery log by it).
+  function receiptCell(delivery) {
+    const receipt = delivery.receipt || delivery.apnsID;
+    if (!receipt) return el('span', { class: 'muted' }, '–');
+    const code = el('code', { class: 'small', 'data-testid': 'delivery-receipt' }, receipt);
+    if (!delivery.apnsUniqueID) return code;
+    return el('span', {}, code, el('br'), el('span', { class: 'muted small' }, 'unique ID '),
+      el('code', { class: 'small', 'data-testid': 'delivery-unique-id' }, delivery.apnsUniqueID));
+  }
+
+  /// A table of deliveries (token, outcome, reason, receipt, time), with a "More" button
   /// when `loadMore` is given and there is a next page.
   function renderDeliveries(container, answer, outcome, appendRows, loadMore) {
     const deliveries = Array.isArray(answer && answer.deliveries) ? answer.deliveries : [];
@@ -976,7 +988,7 @@
         return;
       }
       container.appendChild(table([
-        { title: 'Device token' }, { title: 'Outcome' }, { title: 'Reason' }, { title: 'APNs ID' }, { title: 'At' },
+        { title: 'Device token' }, { title: 'Outcome' }, { title: 'Reason' }, { title: 'Receipt' }, { title: 'At' },
       ], [], { 'data-testid': `deliveries-table-${outcome || 'all'}` }));
       body = container.querySelector('tbody');
     }
@@ -985,7 +997,7 @@
         cell(el('a', { href: href('apps', state.app, 'devices', delivery.token) }, tokenText(delivery.token))),
         cell(badge(delivery.outcome)),
         cell(delivery.reason ? el('span', { 'data-testid': 'delivery-reason' }, delivery.reason) : el('span', { class: 'muted' }, '–')),
-        cell(delivery.apnsID ? el('code', { class: 'small' }, delivery.apnsID) : el('span', { class: 'muted' }, '–')),
+        cell(receiptCell(delivery)),
         cell(time(delivery.at))));
     }
     const old = container.querySelector('.more');

@@ -46,17 +46,21 @@ extension DeliveryOutcome.Result {
     /// message's `Location`, FCM's message name) the store keeps: it is the peer's to make.
     static let maximumReceiptLength = 128
 
-    /// Accepted, with the push service's ID cut to ``maximumReceiptLength`` bytes' worth of
-    /// characters.
-    static func accepted(boundedReceipt receipt: String?) -> Self {
-        guard let receipt, receipt.utf8.count > maximumReceiptLength else { return .accepted(receipt: receipt) }
-        // Whole characters only: none is cut in two.
+    /// Accepted, with the push service's IDs (its receipt, and its unique ID where it gives one)
+    /// cut to ``maximumReceiptLength`` bytes' worth of characters.
+    static func accepted(boundedReceipt receipt: String?, uniqueID: String? = nil) -> Self {
+        .accepted(receipt: receipt.map(bounded), uniqueID: uniqueID.map(bounded))
+    }
+
+    /// Whole characters only: none is cut in two.
+    private static func bounded(_ text: String) -> String {
+        guard text.utf8.count > maximumReceiptLength else { return text }
         var cut = ""
-        for character in receipt {
+        for character in text {
             guard cut.utf8.count + character.utf8.count <= maximumReceiptLength else { break }
             cut.append(character)
         }
-        return .accepted(receipt: cut)
+        return cut
     }
 }
 

@@ -180,6 +180,10 @@ public struct DeliveryRecord: Sendable, Hashable {
     /// What the platform gave back for an accepted delivery: the apns-id, a Web Push message's
     /// `Location`, an FCM message name (stored bounded, in the `apns_id` column).
     public var receipt: String?
+    /// The push service's own ID for finding the delivery in its logs, where it gave one:
+    /// APNs's `apns-unique-id` (development environment only; Apple's Push Notifications Console
+    /// looks a delivery log up by it). Bounded as the receipt is.
+    public var uniqueID: String?
     public var at: Date
 
     /// The receipt's name from when every delivery was APNs's.

@@ -75,8 +75,10 @@ public struct QueuedNotification: Sendable, PlatformOptionsHolder {
 public struct DeliveryOutcome: Sendable, Hashable {
     public enum Result: Sendable, Hashable {
         /// The platform accepted it; `receipt` is what it gave back (an apns-id, a Web Push
-        /// `Location`, an FCM message name), if it is kept.
-        case accepted(receipt: String?)
+        /// `Location`, an FCM message name), if it is kept, and `uniqueID` the service's own ID
+        /// for finding it in its logs where it gives one (APNs's apns-unique-id, in the
+        /// development environment).
+        case accepted(receipt: String?, uniqueID: String? = nil)
         /// APNs refused it, for good. A 410 carries when APNs saw the token go.
         case rejected(reason: DeliveryReason, timestamp: Date?)
         /// It could not be delivered now (APNs unreachable, 5xx, 429): try again later, until

@@ -10,8 +10,8 @@ import Foundation
 /// from the outcome alone (like the client's retry decisions), so both backends carry out the
 /// same decision and it is tested without a database.
 public enum DeliveryDecision: Sendable, Hashable {
-    /// APNs accepted it.
-    case accept(receipt: String?)
+    /// The platform accepted it.
+    case accept(receipt: String?, uniqueID: String? = nil)
     /// Try again at `at` (`reason` is why this attempt did not deliver).
     case retry(at: Date, reason: DeliveryReason)
     /// APNs says the token is no longer valid (`Unregistered`, `ExpiredToken`): the device is
@@ -40,8 +40,8 @@ public enum DeliveryDecision: Sendable, Hashable {
         random: Double
     ) -> DeliveryDecision {
         switch outcome {
-        case .accepted(let receipt):
-            return .accept(receipt: receipt)
+        case .accepted(let receipt, let uniqueID):
+            return .accept(receipt: receipt, uniqueID: uniqueID)
         case .rejected(let reason, let timestamp):
             switch Invalidation.status(for: reason) {
             case .unregistered:

@@ -299,7 +299,8 @@ extension QueueEngine {
             var records = try await connection.query(sql.listDeliveries(outcome: outcome != nil), binds).compactMap { row -> DeliveryRecord? in
                 guard let outcome = DeliveryState(code: row.int(1))?.outcome else { return nil }
                 return DeliveryRecord(
-                    token: row.text(0) ?? "", outcome: outcome, reason: row.text(2), receipt: row.text(3), at: Date(milliseconds: row.int(4) ?? 0)
+                    token: row.text(0) ?? "", outcome: outcome, reason: row.text(2), receipt: row.text(3), uniqueID: row.text(5),
+                    at: Date(milliseconds: row.int(4) ?? 0)
                 )
             }
             let more = records.count > limit

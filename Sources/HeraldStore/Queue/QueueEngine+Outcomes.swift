@@ -44,7 +44,7 @@ extension QueueEngine {
                 // Only rows this worker still leases count: a lease taken over is counted by its new holder.
                 let idByToken = Dictionary(zip(batch.items.map(\.token), ids), uniquingKeysWith: { first, _ in first })
                 let rows: [[SQLValue]] = plan.rows.compactMap { row in
-                    idByToken[row.token].map { [.int($0), .code(row.state), .text(row.reason), .text(row.receipt), .int(row.nextAttemptAt)] }
+                    idByToken[row.token].map { [.int($0), .code(row.state), .text(row.reason), .text(row.receipt), .int(row.nextAttemptAt), .text(row.uniqueID)] }
                 }
                 for part in Self.chunks(rows) {
                     for finished in try await connection.query(sql.finishDeliveries, [.text(batch.owner), .int(time), .rows(Array(part))]) {

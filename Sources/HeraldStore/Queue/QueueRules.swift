@@ -79,6 +79,7 @@ struct OutcomePlan {
         var state: DeliveryState
         var reason: String?
         var receipt: String?
+        var uniqueID: String?
         /// For retries: when to try again.
         var nextAttemptAt: Int64?
     }
@@ -120,9 +121,9 @@ struct OutcomePlan {
                 settings: settings, random: jitter
             )
             switch decision {
-            case .accept(let receipt):
+            case .accept(let receipt, let uniqueID):
                 accepted += 1
-                if keepsAccepted { rows.append(Row(token: outcomes[index].token, state: .accepted, receipt: receipt)) }
+                if keepsAccepted { rows.append(Row(token: outcomes[index].token, state: .accepted, receipt: receipt, uniqueID: uniqueID)) }
             case .retry(let at, let reason):
                 rows.append(Row(token: outcomes[index].token, state: .pending, reason: reason.description, nextAttemptAt: at.milliseconds))
             case .retireDevice(let reason, let since):

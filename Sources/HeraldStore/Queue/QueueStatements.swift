@@ -249,7 +249,7 @@ struct QueueStatements: Sendable {
     }
 
     func listDeliveries(outcome: Bool) -> String {
-        "SELECT token, state, reason, apns_id, finished_at FROM deliveries WHERE notification_id = $1 AND token > $2"
+        "SELECT token, state, reason, apns_id, finished_at, unique_id FROM deliveries WHERE notification_id = $1 AND token > $2"
             + (outcome ? " AND state = $4" : " AND state >= \(DeliveryState.finished)") + " ORDER BY token LIMIT $3"
     }
 
@@ -495,15 +495,15 @@ struct QueueStatements: Sendable {
         """
     }
 
-    /// A batch's outcomes (rows `[id, state, reason, receipt, nextAttemptAt]`, $3) at $2, each
-    /// only while $1 still leases the row.
+    /// A batch's outcomes (rows `[id, state, reason, receipt, nextAttemptAt, uniqueID]`, $3) at
+    /// $2, each only while $1 still leases the row.
     var finishDeliveries: String {
         """
-        UPDATE deliveries SET state = o.o_state, reason = o.o_reason, apns_id = o.o_apns,
+        UPDATE deliveries SET state = o.o_state, reason = o.o_reason, apns_id = o.o_apns, unique_id = o.o_unique,
             finished_at = CASE WHEN o.o_state = \(DeliveryState.pending) THEN NULL ELSE $2 END,
             next_attempt_at = COALESCE(o.o_next, deliveries.next_attempt_at), lease_owner = NULL, lease_expires_at = NULL
         FROM (SELECT \(e(0, .bigint)) AS o_id, \(e(1, .smallint)) AS o_state, \(e(2, .text)) AS o_reason, \(e(3, .text)) AS o_apns,
-            \(e(4, .bigint)) AS o_next FROM \(d.rows(3)) AS j) AS o
+            \(e(4, .bigint)) AS o_next, \(e(5, .text)) AS o_unique FROM \(d.rows(3)) AS j) AS o
         WHERE deliveries.id = o.o_id AND deliveries.lease_owner = $1 AND deliveries.state = \(DeliveryState.claimed)
         RETURNING state, reason, token, platform
         """

@@ -129,7 +129,7 @@ enum BatchMessages {
     static func outcome(_ result: APNSOutcome.Result, keepingID: Bool = true) -> DeliveryOutcome.Result {
         switch result {
         case .accepted(let response):
-            return .accepted(boundedReceipt: keepingID ? response.apnsID : nil)
+            return .accepted(boundedReceipt: keepingID ? response.apnsID : nil, uniqueID: keepingID ? response.apnsUniqueID : nil)
         case .rejected(let error):
             if error.origin == .local {
                 return .failed(reason: .apns(error.reason))

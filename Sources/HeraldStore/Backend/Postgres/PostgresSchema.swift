@@ -300,6 +300,12 @@ enum PostgresSchema {
             WHERE web_push IS NOT NULL OR fcm IS NOT NULL
             """,
         ],
+        [
+            // The push service's own ID for finding a delivery in its logs, where it gives one beside
+            // the receipt: APNs's apns-unique-id (development environment only), which Apple's
+            // Push Notifications Console looks a delivery log up by.
+            "ALTER TABLE deliveries ADD COLUMN unique_id TEXT",
+        ],
     ]
 
     static let createVersions = "CREATE TABLE IF NOT EXISTS herald_schema (version INTEGER PRIMARY KEY, applied_at BIGINT NOT NULL)"

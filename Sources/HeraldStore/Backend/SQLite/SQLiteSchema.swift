@@ -322,6 +322,12 @@ enum SQLiteSchema {
             WHERE web_push IS NOT NULL OR fcm IS NOT NULL
             """,
         ],
+        [
+            // The push service's own ID for finding a delivery in its logs, where it gives one beside
+            // the receipt: APNs's apns-unique-id (development environment only), which Apple's
+            // Push Notifications Console looks a delivery log up by.
+            "ALTER TABLE deliveries ADD COLUMN unique_id TEXT",
+        ],
     ]
 
     /// Before migration 6: gives every device without a hash (stored before migration 4, and
