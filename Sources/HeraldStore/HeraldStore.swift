@@ -431,6 +431,13 @@ public final class HeraldStore: Service, Sendable {
 
     /// Deletes at most `limit` devices retired (unregistered or invalid) before `cutoff`, with
     /// their tags, in one short transaction; returns how many went.
+    /// Retires up to `limit` of `app`'s active devices of `platform` not registered again since
+    /// `cutoff` (a stale FCM token stops working after 270 days), as `Stale`, each with a
+    /// `device.retired` event; returns how many. A device that registers again is active again.
+    public func retireStaleDevices(app: String, platform: DevicePlatform, notUpdatedSince cutoff: Date, limit: Int = 1000, now: Date = Date()) async throws -> Int {
+        try await backend.retireStale(app: app, platform: platform, notUpdatedSince: cutoff, limit: limit, now: now)
+    }
+
     package func purgeRetiredDevices(before cutoff: Date, limit: Int = 1000) async throws -> Int {
         try await backend.purgeRetiredDevices(before: cutoff, limit: max(1, limit))
     }

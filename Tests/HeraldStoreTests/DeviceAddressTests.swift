@@ -34,6 +34,34 @@ struct DeviceAddressTests {
         #expect(throws: StoreError.self) { try DeviceRegistration(token: address.id) }
     }
 
+    @Test("devices silent since a cutoff are retired as Stale: their platform's only, a batch at a time; one registered again is active again", arguments: Backend.allCases)
+    func staleDevices(backend: Backend) async throws {
+        try await withStore(backend) { store in
+            var android: [String] = []
+            for number in 0..<3 {
+                let address = try FCMAddress(registrationToken: "stale-\(number):APA91b" + String(repeating: "s", count: 40))
+                android.append(try await store.register(try DeviceRegistration(fcm: address), app: app).device.token)
+            }
+            _ = try await store.register(try registration(1), app: app)
+            // Everything registered before the cutoff (an hour from now) is silent since it.
+            let cutoff = Date().addingTimeInterval(3600)
+            let now = cutoff.addingTimeInterval(1)
+            let first = try await store.retireStaleDevices(app: app, platform: .fcm, notUpdatedSince: cutoff, limit: 2, now: now)
+            let second = try await store.retireStaleDevices(app: app, platform: .fcm, notUpdatedSince: cutoff, limit: 2, now: now)
+            let third = try await store.retireStaleDevices(app: app, platform: .fcm, notUpdatedSince: cutoff, limit: 2, now: now)
+            #expect(first == 2 && second == 1 && third == 0, "a batch at a time, each device once")
+            for token in android {
+                let device = try #require(try await store.device(app: app, token: token))
+                #expect(device.status == .unregistered && device.reason == "Stale", "\(device)")
+            }
+            #expect(try await store.device(app: app, token: token(1))?.status == .active, "an APNs device is not FCM's to retire")
+            // Registered again: active again, and not stale before the next cutoff.
+            _ = try await store.register(try DeviceRegistration(fcm: try FCMAddress(registrationToken: "stale-0:APA91b" + String(repeating: "s", count: 40))), app: app)
+            #expect(try await store.device(app: app, token: android[0])?.status == .active)
+            #expect(try await store.retireStaleDevices(app: app, platform: .fcm, notUpdatedSince: Date().addingTimeInterval(-60), now: now) == 0)
+        }
+    }
+
     @Test("Android devices in the registry: registered again is the same device, read with their token, counted and listed by platform", arguments: Backend.allCases)
     func androidDevices(backend: Backend) async throws {
         try await withStore(backend) { store in

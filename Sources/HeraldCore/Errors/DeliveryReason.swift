@@ -68,6 +68,10 @@ public enum DeliveryReason: Sendable, Hashable, CustomStringConvertible, Lossles
         /// A device is an APNs token of an environment its app has no credential for: the app
         /// names credentials per environment (`credentialsByEnvironment`) and not this one.
         case apnsEnvironmentNotConfigured = "APNsEnvironmentNotConfigured"
+        /// The device was not registered again for longer than its app keeps a silent device of
+        /// its platform (`staleDeviceDays`; 270 days for FCM, whose tokens stop working after
+        /// 270 days inactive): retired by the gateway's housekeeping, not by a push service.
+        case stale = "Stale"
     }
 
     /// Web Push's reasons (browsers; docs/webpush.md). Its answers that APNs gives too (429,
@@ -161,7 +165,8 @@ public enum DeliveryReason: Sendable, Hashable, CustomStringConvertible, Lossles
         case .apns(let reason): reason.deviceFate
         case .webPush(let reason): reason.deviceFate
         case .fcm(let reason): reason.deviceFate
-        case .gateway, .expiredRetrying, .quarantined, .other: nil
+        case .gateway(let reason): reason == .stale ? .unregistered : nil
+        case .expiredRetrying, .quarantined, .other: nil
         }
     }
 

@@ -165,7 +165,7 @@ extension GatewayConfiguration.App {
 
     init(_ fields: JSONFields, directory: String, environment: [String: String]) throws(FieldError) {
         let platformKeys = GatewayPlatforms.all.compactMap { $0.configurationKey }
-        try fields.only(["id", "apns", "defaultTimeZone", "quietHours", "maximumRatePerSecond", "webhooks"] + platformKeys + Self.apnsFields)
+        try fields.only(["id", "apns", "defaultTimeZone", "quietHours", "maximumRatePerSecond", "webhooks", "staleDeviceDays"] + platformKeys + Self.apnsFields)
         let id = try fields.requiredString("id")
         guard Self.isValidID(id) else { throw FieldError(fields.at("id"), "must be 1 to 64 of a-z 0-9 . _ - (it is part of the API's paths)") }
         // How the app reaches APNs: `apns`, beside `webPush` and `fcm`; or, as before, the same
@@ -297,6 +297,14 @@ extension GatewayConfiguration.App {
             maximumRatePerSecond = rate
         }
         webhooks = try Self.webhooks(fields, environment: environment)
+        if let stale = try fields.object("staleDeviceDays") {
+            try stale.only(DevicePlatform.allCases.map(\.rawValue))
+            for platform in DevicePlatform.allCases {
+                guard let days = try stale.int(platform.rawValue) else { continue }
+                guard (0...36500).contains(days) else { throw FieldError(stale.at(platform.rawValue), "must be 0 (never) to 36500 days") }
+                staleDeviceDays[platform] = days
+            }
+        }
     }
 
     /// `fcm`: `{"serviceAccountFile", "endpoint"?, "caFile"?, "connections"?}`.

@@ -72,6 +72,12 @@ public struct GatewayConfiguration: Sendable {
         public var maximumRatePerSecond: Double?
         /// Where the app's events are POSTed (`webhooks` in the file); none by default.
         public var webhooks: [Webhook] = []
+        /// How many days each platform's devices may go without registering again before the
+        /// gateway retires them as `Stale` (`staleDeviceDays` in the file; 0: never). By default
+        /// 270 for FCM, whose registration tokens stop working after 270 days inactive
+        /// (https://firebase.google.com/docs/cloud-messaging/manage-tokens), and never for the
+        /// others.
+        public var staleDeviceDays: [DevicePlatform: Int] = [.fcm: 270]
         /// The file gave the app's APNs settings at its top level, not in `apns`.
         var givesAPNSAtTopLevel = false
 

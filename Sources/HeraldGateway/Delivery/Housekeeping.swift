@@ -18,6 +18,9 @@ import Foundation
 ///   ``HousekeepingSettings/purgeBatchSize`` rows, with a pause between them, so no long
 ///   transaction or lock stalls sending. Rows purged are counted in `herald_purged_rows_total`.
 /// - Each day, a certificate within 30 days of its expiry is warned of (``CredentialExpiry``).
+/// - Every ``HousekeepingSettings/staleInterval``, each app's devices not registered again for
+///   longer than it keeps a silent device of their platform (`staleDeviceDays`: FCM's 270 days
+///   by default) are retired as `Stale` (``retireStale(now:)``).
 ///
 /// Every process runs it; on PostgreSQL two processes purging at once only share the rows.
 struct Housekeeping: Service {
@@ -35,6 +38,7 @@ struct Housekeeping: Service {
         var nextStatistics = clock.now
         var nextPurge = clock.now + settings.purgeInterval
         var nextCredentialCheck = clock.now
+        var nextStale = clock.now + settings.purgeInterval
         while !Task.isShuttingDownGracefully, !Task.isCancelled {
             let now = clock.now
             if now >= nextCredentialCheck {
@@ -49,7 +53,11 @@ struct Housekeeping: Service {
                 await purge()
                 nextPurge = clock.now + settings.purgeInterval
             }
-            let wake = min(nextStatistics, nextPurge, nextCredentialCheck)
+            if now >= nextStale {
+                await retireStale()
+                nextStale = clock.now + settings.staleInterval
+            }
+            let wake = min(nextStatistics, nextPurge, nextCredentialCheck, nextStale)
             _ = try? await cancelWhenGracefulShutdown { try await Task.sleep(until: wake, clock: clock) }
         }
     }
@@ -61,6 +69,36 @@ struct Housekeeping: Service {
                 logger.warning("\(warning)", metadata: ["app": "\(credential.app)", "expiry": "\(credential.expiry)"])
             }
         }
+    }
+
+    /// Retires each app's devices silent past its `staleDeviceDays` for their platform, batch by
+    /// batch (bounded per run like the purge); returns how many.
+    @discardableResult
+    func retireStale(now: Date = Date()) async -> Int {
+        guard let apps = live?.configuration.apps else { return 0 }
+        var total = 0
+        for app in apps {
+            for (platform, days) in app.staleDeviceDays.sorted(by: { $0.key.code < $1.key.code }) where days > 0 {
+                let cutoff = now.addingTimeInterval(-Double(days) * 86400)
+                for _ in 0..<settings.maximumBatchesPerRun {
+                    if Task.isShuttingDownGracefully || Task.isCancelled { return total }
+                    let retired: Int
+                    do {
+                        retired = try await store.retireStaleDevices(app: app.id, platform: platform, notUpdatedSince: cutoff, limit: settings.purgeBatchSize, now: now)
+                    } catch {
+                        logger.warning("cannot retire stale devices; retrying at the next interval", metadata: ["error": "\(error)"])
+                        return total
+                    }
+                    total += retired
+                    if retired > 0 {
+                        logger.info("retired stale devices", metadata: ["app": "\(app.id)", "platform": "\(platform)", "devices": "\(retired)", "days": "\(days)"])
+                    }
+                    if retired < settings.purgeBatchSize { break }
+                    try? await Task.sleep(for: settings.purgePause)
+                }
+            }
+        }
+        return total
     }
 
     /// Reads the queue's depth once; a database that does not answer leaves the last values.
@@ -121,6 +159,9 @@ struct Housekeeping: Service {
 public struct HousekeepingSettings: Sendable, Hashable {
     /// How often the queue's gauges are read from the database. Default 10 s.
     public var statisticsInterval: Duration = .seconds(10)
+    /// How often devices silent past their app's `staleDeviceDays` are retired. Default an hour:
+    /// each pass reads every device of the platforms it covers.
+    public var staleInterval: Duration = .seconds(3600)
     /// How often retention runs. Default 60 s, so a row is purged at most a minute after it falls due.
     public var purgeInterval: Duration = .seconds(60)
     /// Rows deleted per transaction. Default 1,000.

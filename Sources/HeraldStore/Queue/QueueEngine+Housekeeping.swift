@@ -1,3 +1,5 @@
+import HeraldCore
+
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
@@ -31,6 +33,22 @@ extension QueueEngine {
                 }
             }
             return purged
+        }
+    }
+
+    /// Retires up to `limit` of `app`'s active devices of `platform` not registered again since
+    /// `cutoff`, as `Stale` at `now`, with a `device.retired` event each; returns how many.
+    func retireStale(app: String, platform: DevicePlatform, notUpdatedSince cutoff: Date, limit: Int, now: Date) async throws -> Int {
+        try await database.write(.durable) { [self] connection in
+            let retired = try await connection.query(
+                sql.retireStaleDevices, [.text(app), .code(PlatformCode(platform)), .int(cutoff.milliseconds), .int(now.milliseconds), .int(limit)])
+            if !retired.isEmpty, !webhookInterest.hooks(app: app, event: .deviceRetired).isEmpty {
+                let reason = DeliveryReason.gateway(.stale).description
+                let reports = Dictionary(
+                    retired.compactMap { $0.text(0) }.map { ($0, Invalidation(token: $0, reason: reason, timestamp: now)) }, uniquingKeysWith: { first, _ in first })
+                try await recordRetired(app: app, retired, reports: reports, now: now, on: connection)
+            }
+            return retired.count
         }
     }
 

@@ -1,3 +1,4 @@
+import HeraldCore
 /// Every statement of the queue engine, written once: parameters are `$1`, `$2`…, codes come
 /// from ``StoredCode`` types, and what the two databases spell differently comes from the
 /// dialect. Lists and rows travel as one JSON array parameter each.
@@ -676,6 +677,17 @@ struct QueueStatements: Sendable {
     }
     /// Devices retired (unregistered or invalid) before $1; locked, skipping those another
     /// process is purging.
+    /// App $1's active devices of platform $2 not registered again since $3, at most $5 of them,
+    /// retired as `Stale` at $4.
+    var retireStaleDevices: String {
+        """
+        UPDATE devices SET status = \(DeviceCode.unregistered), reason = '\(DeliveryReason.gateway(.stale))', invalidated_at = $4
+        WHERE app = $1 AND token IN (
+            SELECT token FROM devices WHERE app = $1 AND platform = $2 AND status = \(DeviceCode.active) AND updated_at < $3 LIMIT $5)
+            AND platform = $2 AND status = \(DeviceCode.active) AND updated_at < $3
+        RETURNING token, kind, platform
+        """
+    }
     var retiredDevices: String {
         "SELECT app, token, hash FROM devices WHERE status <> \(DeviceCode.active) AND invalidated_at < $1 LIMIT $2\(d.skipLocked(of: nil))"
     }
