@@ -42,6 +42,8 @@ public struct GatewayAPI: Sendable {
             ActivityRoutes(api: self).add(to: v1)
             ChannelRoutes(api: self).add(to: v1)
             WebPushRoutes(api: self).add(to: v1)
+            // The Matrix Push Gateway API: no key (homeservers send none), its own error shape.
+            MatrixRoutes(api: self).add(to: router)
         }
         return router
     }

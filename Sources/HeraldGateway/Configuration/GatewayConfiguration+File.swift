@@ -77,6 +77,7 @@ extension GatewayConfiguration {
             apps.append(app)
         }
         guard !apps.isEmpty else { throw FieldError("apps", "at least one app is needed") }
+        try Self.readMatrix(into: &apps, from: try root.objects("apps"))
         var keys: [APIKey] = []
         for fields in try root.objects("apiKeys") {
             let key = try APIKey(fields, apps: Set(apps.map(\.id)))
@@ -165,7 +166,7 @@ extension GatewayConfiguration.App {
 
     init(_ fields: JSONFields, directory: String, environment: [String: String]) throws(FieldError) {
         let platformKeys = GatewayPlatforms.all.compactMap { $0.configurationKey }
-        try fields.only(["id", "apns", "defaultTimeZone", "quietHours", "maximumRatePerSecond", "webhooks", "staleDeviceDays"] + platformKeys + Self.apnsFields)
+        try fields.only(["id", "apns", "defaultTimeZone", "quietHours", "maximumRatePerSecond", "webhooks", "matrix", "staleDeviceDays"] + platformKeys + Self.apnsFields)
         let id = try fields.requiredString("id")
         guard Self.isValidID(id) else { throw FieldError(fields.at("id"), "must be 1 to 64 of a-z 0-9 . _ - (it is part of the API's paths)") }
         // How the app reaches APNs: `apns`, beside `webPush` and `fcm`; or, as before, the same

@@ -72,6 +72,8 @@ public struct GatewayConfiguration: Sendable {
         public var maximumRatePerSecond: Double?
         /// Where the app's events are POSTed (`webhooks` in the file); none by default.
         public var webhooks: [Webhook] = []
+        /// Which Matrix pushers are the app's devices (`matrix` in the file, docs/matrix.md); `nil`: none.
+        public var matrix: MatrixSettings?
         /// How many days each platform's devices may go without registering again before the
         /// gateway retires them as `Stale` (`staleDeviceDays` in the file; 0: never). By default
         /// 270 for FCM, whose registration tokens stop working after 270 days inactive
