@@ -68,6 +68,21 @@ extension FCMMessage {
                 .invalidMessage, "the message's notification and data are \(count) bytes; FCM takes at most \(maximumPayloadCount)", field: "message.data")
         }
         if let android = message["android"] { try validateAndroid(android) }
+        if let label = message["fcm_options"]?["analytics_label"] {
+            guard let text = label.stringValue, isAnalyticsLabel(text) else {
+                throw FCMError(
+                    .invalidMessage, "message.fcm_options.analytics_label must be 1 to 50 of A-Z a-z 0-9 - _ . ~ %", field: "message.fcm_options.analytics_label")
+            }
+        }
+    }
+
+    /// Whether `text` is a label FCM takes for its delivery analytics: `^[a-zA-Z0-9-_.~%]{1,50}$`
+    /// (FcmOptions, https://firebase.google.com/docs/reference/fcm/rest/v1/projects.messages#fcmoptions).
+    public static func isAnalyticsLabel(_ text: String) -> Bool {
+        (1...50).contains(text.utf8.count)
+            && text.utf8.allSatisfy { byte in
+                (0x30...0x39).contains(byte) || (0x41...0x5A).contains(byte) || (0x61...0x7A).contains(byte) || [0x2D, 0x5F, 0x2E, 0x7E, 0x25].contains(byte)
+            }
     }
 
     /// Whether FCM reserves `key` in `data`.

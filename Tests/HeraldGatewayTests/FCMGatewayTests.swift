@@ -77,7 +77,7 @@ struct FCMGatewayTests {
             let apnsOnly = try await harness.call(.get, "/v1/apps/\(appID)/devices?platform=apns").json?["devices"]?.arrayItems ?? []
             #expect(apnsOnly.compactMap { $0["token"]?.stringValue } == [token(1)])
             let summary = try await harness.call(.get, "/v1/apps/\(appID)/summary").json?["devices"]
-            #expect(summary?["byPlatform"] == ["apns": 1, "webpush": 1, "fcm": 1], "\(summary?.jsonString ?? "")")
+            #expect(summary?["byPlatform"] == ["apns": 1, "webpush": 1, "fcm": 1, "hms": 0], "\(summary?.jsonString ?? "")")
 
             let sent = try await harness.send(["users": ["ann"]], extra: [
                 "payload": ["aps": ["alert": ["title": "Shipped", "body": "Arrives Tuesday"]], "order": 42, "note": "fragile"],
@@ -180,6 +180,9 @@ struct FCMGatewayTests {
                 (["fcm": ["message": "text"]], "fcm.message"),
                 (["fcm": ["color": 1]], "fcm.color"),
                 (["fcm": ["message": ["android": ["ttl": "forever"]]]], "ttl"),
+                (["analyticsLabel": "spring sale!"], "analyticsLabel"),
+                (["analyticsLabel": .string(String(repeating: "l", count: 51))], "analyticsLabel"),
+                (["fcm": ["message": ["fcm_options": ["analytics_label": "has space"]]]], "analytics_label"),
             ]
             for (extra, words) in notifications {
                 var body: [String: JSONValue] = ["to": ["all": true], "payload": ["aps": ["alert": "x"]]]
@@ -196,6 +199,12 @@ struct FCMGatewayTests {
             #expect(imported.json?["upserted"]?.intValue == 2 && imported.json?["errors"]?.arrayItems.first?["line"]?.intValue == 3, "\(imported.json?.jsonString ?? "")")
             let done = try await harness.waitUntilDone(try await harness.send(["users": ["di"]]))
             #expect(done.count("accepted") == 1 && android.received.contains { $0.token == phone })
+            // The analytics label reaches FCM as fcm_options.analytics_label.
+            let labelled = try await harness.call(
+                .post, "/v1/apps/\(appID)/notifications", ["to": ["users": ["di"]], "payload": ["aps": ["alert": "sale"]], "analyticsLabel": "spring_sale-2027"])
+            _ = try await harness.waitUntilDone(try #require(labelled.json?["id"]?.stringValue))
+            let message = android.received.last { $0.token == phone }?.message
+            #expect(message?["fcm_options"]?["analytics_label"] == "spring_sale-2027", "\(message?.jsonString ?? "none")")
         }
         try await Self.run(.sqlite, fcm: false) { harness, _, _ in
             let answer = try await harness.call(.put, "/v1/apps/\(appID)/devices/\(Self.registrationToken(8))", ["platform": "fcm"])

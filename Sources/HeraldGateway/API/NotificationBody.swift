@@ -25,7 +25,7 @@ struct NotificationBody {
         do {
             try fields.only([
                 "to", "payload", "pushType", "priority", "expiration", "collapseID", "badge", "idempotencyKey", "sendAt", "sendAtLocalTime",
-                "respectQuietHours", "ratePerSecond",
+                "respectQuietHours", "ratePerSecond", "analyticsLabel",
             ] + GatewayPlatforms.all.compactMap { $0.optionsKey })
             guard let to = try fields.object("to") else { throw FieldError("to", "is required: {\"tokens\": […]}, {\"users\": […]}, {\"tags\": […]} or {\"all\": true}") }
             let audience = try audience(to, limits: limits)
@@ -92,7 +92,13 @@ struct NotificationBody {
             }
             // Each platform's options, and what its devices would receive, refused now (too large,
             // or what the platform would refuse) rather than at each device later.
-            let draft = NotificationDraft(payload: payload, pushType: pushType, priority: priority, expiration: expiration, collapseID: collapseID, badge: badge)
+            let analyticsLabel = try fields.string("analyticsLabel")
+            if let analyticsLabel, !FCMMessage.isAnalyticsLabel(analyticsLabel) {
+                throw FieldError("analyticsLabel", "must be 1 to 50 of A-Z a-z 0-9 - _ . ~ % (Firebase's analytics label)")
+            }
+            let draft = NotificationDraft(
+                payload: payload, pushType: pushType, priority: priority, expiration: expiration, collapseID: collapseID, badge: badge,
+                analyticsLabel: analyticsLabel)
             let platformOptions = try GatewayPlatforms.options(of: draft, in: fields, app: app)
             var request = NotificationRequest(
                 app: app.id, audience: audience, payload: payload, pushType: pushType, priority: priority, expiration: expiration,
@@ -221,4 +227,7 @@ struct NotificationDraft {
     var expiration: PushExpiration?
     var collapseID: String?
     var badge: BadgeMode
+    /// A label the platforms' own delivery analytics group messages by (FCM's
+    /// `fcm_options.analytics_label`); `nil`: none.
+    var analyticsLabel: String? = nil
 }

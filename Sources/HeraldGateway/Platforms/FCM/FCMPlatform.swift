@@ -48,7 +48,13 @@ struct FCMPlatform: GatewayPlatform {
     /// What Android devices would receive, refused now (reserved data keys, FCM's 4,096 bytes, a
     /// refinement FCM would refuse) rather than at each device later.
     static func check(_ notification: NotificationDraft, options fields: JSONFields?, app: GatewayConfiguration.App) throws -> [UInt8]? {
-        let refinement = try fields.map { object throws(FieldError) in try AndroidMessages.refinement(object) }
+        var refinement = try fields.map { object throws(FieldError) in try AndroidMessages.refinement(object) }
+        // The notification's analytics label, under what its own fcm patch says (which may name another).
+        if let label = notification.analyticsLabel {
+            let labelled = JSONValue.object(["fcm_options": .object(["analytics_label": .string(label)])])
+            let given = refinement.flatMap { try? JSONValue(parsing: $0) }
+            refinement = Array(AndroidMessages.mergePatch(labelled, given ?? .object([:])).jsonString.utf8)
+        }
         if notification.pushType == .alert || notification.pushType == .background {
             var derived = AndroidMessages.derived(
                 payload: notification.payload, pushType: notification.pushType, priority: notification.priority, expiration: notification.expiration,
