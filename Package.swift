@@ -343,6 +343,7 @@ let package = Package(
                 "HeraldStore",
                 "HeraldWebPush",
                 "HeraldFCM",
+                "HeraldHMS",
                 // The webhook sender's HTTP/1.1 client (as Web Push's).
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Hummingbird", package: "hummingbird"),
@@ -506,6 +507,8 @@ let package = Package(
                 "HeraldWebPushMock",
                 "HeraldFCM",
                 "HeraldFCMMock",
+                "HeraldHMS",
+                "HeraldHMSMock",
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),

@@ -53,11 +53,11 @@ struct DeliveryReasonTests {
         // Web Push's and FCM's 429, 500, 503 and 413 keep APNs's strings (what the store has
         // always held for them): listed once.
         let shared: Set<String> = ["TooManyRequests", "InternalServerError", "ServiceUnavailable", "PayloadTooLarge"]
-        let platforms = DeliveryReason.WebPush.allCases.map(\.rawValue) + DeliveryReason.FCM.allCases.map(\.rawValue)
-        #expect(platforms.filter(shared.contains).count == 7)
+        let platforms = DeliveryReason.WebPush.allCases.map(\.rawValue) + DeliveryReason.FCM.allCases.map(\.rawValue) + DeliveryReason.HMS.allCases.map(\.rawValue)
+        #expect(platforms.filter(shared.contains).count == 10)
         #expect(
             DeliveryReason.allKnown.count
-                == APNSReason.allKnown.count + DeliveryReason.Gateway.allCases.count + platforms.count - 7)
+                == APNSReason.allKnown.count + DeliveryReason.Gateway.allCases.count + platforms.count - 10)
         #expect(Set(DeliveryReason.allKnown.map(\.description)).count == DeliveryReason.allKnown.count)
         for reason in DeliveryReason.allKnown {
             #expect(DeliveryReason(reason.description) == reason)
@@ -78,7 +78,7 @@ struct DeliveryReasonTests {
 
     @Test("each platform's reasons say what a rejection does to the device, also when made from their string")
     func deviceFates() {
-        let retiring: [DeliveryReason] = [.apns(.unregistered), .apns(.expiredToken), .webPush(.subscriptionGone), .fcm(.unregistered)]
+        let retiring: [DeliveryReason] = [.apns(.unregistered), .apns(.expiredToken), .webPush(.subscriptionGone), .fcm(.unregistered), .hms(.invalidToken), .gateway(.stale)]
         let invalidating: [DeliveryReason] = [.apns(.badDeviceToken), .apns(.deviceTokenNotForTopic), .fcm(.invalidToken), .fcm(.senderIdMismatch)]
         for reason in retiring {
             #expect(reason.deviceFate == .unregistered, "\(reason)")

@@ -49,7 +49,7 @@ struct ConsoleRoutesTests {
             #expect(counts["byKind"] == ["alert": 5, "voip": 1], "kinds with devices only")
             // The app's environment is sandbox: devices registered without one count there.
             #expect(counts["byEnvironment"] == ["production": 1, "sandbox": 5])
-            #expect(counts["byPlatform"] == ["apns": 6, "webpush": 0, "fcm": 0])
+            #expect(counts["byPlatform"] == ["apns": 6, "webpush": 0, "fcm": 0, "hms": 0])
             #expect(summary.json?["queue"] == ["pendingDeliveries": 2, "activeNotifications": 1])
 
             #expect(try await api.call(.get, "/v1/apps/\(appID)/summary", key: api.otherKey).status == 403)

@@ -2,6 +2,7 @@ import Foundation
 import HeraldAPNS
 import HeraldCore
 import HeraldFCM
+import HeraldHMS
 import HeraldWebPush
 import Logging
 import Synchronization
@@ -88,7 +89,28 @@ struct PlatformOutcomeTests {
             connectionFailed: fcm(.connectionFailed, nil, nil),
             shutdown: fcm(.shutdown, nil, nil)
         ),
+        Answers(
+            platform: .hms,
+            accepted: { hms(.success(HMSReceipt(requestID: $0, attempts: 1))) },
+            // Push Kit names the tokens that failed; it does not tell an uninstalled app's from a malformed one.
+            gone: hms(.success(HMSReceipt(requestID: "r", attempts: 1, failedTokens: [HMSFailedToken(token: "t", isTokenInvalid: true)]))),
+            invalid: nil,
+            messageRefused: hms(.failure(HMSSendError(.invalidMessage, status: 400, resultCode: "80100003", reason: "said so"))),
+            payloadTooLarge: hms(.failure(HMSSendError(.messageTooBig, status: 400, resultCode: "80300008", reason: "said so"))),
+            credentialsRefused: hms(.failure(HMSSendError(.unauthenticated, status: 401, resultCode: "80200003", reason: "said so"))),
+            // Push Kit's traffic control is 503; another 5xx is its unavailability.
+            tooManyRequests: hms(.failure(HMSSendError(.rateLimited, status: 503, reason: "said so"))),
+            serverError: hms(.failure(HMSSendError(.internal, status: 500, resultCode: "81000001", reason: "said so"))),
+            unavailable: hms(.failure(HMSSendError(.unavailable, status: 502, reason: "said so"))),
+            timedOut: hms(.failure(HMSSendError(.timedOut, reason: "no answer"))),
+            connectionFailed: hms(.failure(HMSSendError(.connectionFailed, reason: "refused"))),
+            shutdown: hms(.failure(HMSSendError(.shutdown, reason: "stopping")))
+        ),
     ]
+
+    static func hms(_ result: Result<HMSReceipt, HMSSendError>) -> DeliveryOutcome.Result {
+        HuaweiMessages.outcomes(result, tokens: ["t"], now: now)[0]
+    }
 
     static func webPush(_ code: WebPushSendError.Code, _ status: Int?, _ reason: String = "") -> DeliveryOutcome.Result {
         BrowserMessages.outcome(.failure(WebPushSendError(code, status: status, reason: reason)), now: now)
@@ -311,6 +333,7 @@ struct DeliverySeamTests {
                 case .apns: [Self.apnsToken, String(repeating: "cd", count: 32)]
                 case .webpush: [Self.browser, WebPushAddress.id(forEndpoint: "https://fcm.googleapis.com/fcm/send/x")]
                 case .fcm: [Self.android, FCMAddress.id(forToken: "other-token")]
+                case .hms: [HMSAddress.id(forToken: "hms-token"), HMSAddress.id(forToken: "other-token")]
                 }
             let outcomes = await Self.outcomes(Self.batch(tokens), store: store) { _ in Partial() }
             #expect(outcomes.map(\.result) == [.accepted(receipt: "first"), .retry(reason: .gateway(.shutdown))])

@@ -64,13 +64,13 @@ struct WebPushGatewayTests {
             #expect(apns.compactMap { $0["token"]?.stringValue } == [token(1)])
             // Browsers are counted by platform; kinds and environments are APNs devices'.
             let summary = try await harness.call(.get, "/v1/apps/\(appID)/summary").json?["devices"]
-            #expect(summary?["byPlatform"] == ["apns": 1, "webpush": 2, "fcm": 0] && summary?["total"]?.intValue == 3, "\(summary?.jsonString ?? "")")
+            #expect(summary?["byPlatform"] == ["apns": 1, "webpush": 2, "fcm": 0, "hms": 0] && summary?["total"]?.intValue == 3, "\(summary?.jsonString ?? "")")
             #expect(summary?["byKind"] == ["alert": 1] && summary?["byEnvironment"]?["production"]?.intValue == 1, "\(summary?.jsonString ?? "")")
 
             let id = try await harness.send(["users": ["ann"]], alert: "Your order shipped", extra: ["payload": ["aps": ["alert": ["title": "Shipped", "body": "Arrives Tuesday"], "badge": 2], "order": 42]])
             let done = try await harness.waitUntilDone(id)
             #expect(done.count("accepted") == 3, "\(done.jsonString)")
-            #expect(done["platforms"] == ["apns": ["accepted": 1, "rejected": 0, "failed": 0], "webpush": ["accepted": 2, "rejected": 0, "failed": 0], "fcm": ["accepted": 0, "rejected": 0, "failed": 0]], "\(done.jsonString)")
+            #expect(done["platforms"] == ["apns": ["accepted": 1, "rejected": 0, "failed": 0], "webpush": ["accepted": 2, "rejected": 0, "failed": 0], "fcm": ["accepted": 0, "rejected": 0, "failed": 0], "hms": ["accepted": 0, "rejected": 0, "failed": 0]], "\(done.jsonString)")
             #expect(harness.received() == [token(1): 1])
             #expect(browsers.received(for: safari).count == 1 && browsers.received(for: firefox).count == 1)
             let shown = try #require(browsers.received(for: safari).first?.plaintext.flatMap { try? JSONValue(parsing: $0) })

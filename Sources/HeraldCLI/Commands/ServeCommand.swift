@@ -143,8 +143,11 @@ struct ServeCommand: AsyncParsableCommand {
     /// The start-up line's account of what this process serves: its apps by platform and its roles.
     static func summary(_ configuration: GatewayConfiguration, roles: HeraldGateway.Roles) -> String {
         let apps = configuration.apps
-        let platforms = [("APNs", apps.filter { $0.credentials != nil }.count), ("Web Push", apps.filter { $0.webPush != nil }.count), ("FCM", apps.filter { $0.fcm != nil }.count)]
-        let reached = platforms.filter { $0.1 > 0 }.map { "\($0.1) \($0.0)" }.joined(separator: ", ")
+        let names: [DevicePlatform: String] = [.apns: "APNs", .webpush: "Web Push", .fcm: "FCM"]
+        let reached = DevicePlatform.allCases.compactMap { platform -> String? in
+            let count = apps.filter { $0.platforms.contains(platform) }.count
+            return count > 0 ? "\(count) \(names[platform] ?? platform.rawValue)" : nil
+        }.joined(separator: ", ")
         let role = roles == .all ? "API and workers" : roles == .api ? "API only" : "workers only"
         return "\(apps.count) app\(apps.count == 1 ? "" : "s")\(reached.isEmpty ? "" : " (\(reached))"); \(role)"
     }

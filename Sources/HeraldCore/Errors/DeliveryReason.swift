@@ -14,6 +14,8 @@ public enum DeliveryReason: Sendable, Hashable, CustomStringConvertible, Lossles
     case webPush(WebPush)
     /// FCM's answer (its `ErrorCode`), or the gateway's reason about an Android device.
     case fcm(FCM)
+    /// Huawei Push Kit's answer (its result codes), or the gateway's reason about a Huawei device.
+    case hms(HMS)
     /// The notification's deadline came while a device was still being retried: `Expired (last: …)`,
     /// with the reason of its last retry.
     indirect case expiredRetrying(last: DeliveryReason)
@@ -150,6 +152,41 @@ public enum DeliveryReason: Sendable, Hashable, CustomStringConvertible, Lossles
         }
     }
 
+    /// Huawei Push Kit's reasons (Huawei devices, Android and HarmonyOS NEXT; docs/hms.md), after
+    /// Push Kit's result codes. Those APNs gives too (traffic control, internal, unavailable) keep
+    /// the strings the store has always kept: APNs's.
+    public enum HMS: String, Sendable, Hashable, CaseIterable {
+        /// Push Kit named the token as failed and bad in itself (80100000 or 80300007: the Android
+        /// API's `illegal_tokens`, HarmonyOS's `tokenFormatError` or `noRight`): the device is
+        /// retired unless it registered again since the answer. Push Kit does not tell an
+        /// uninstalled app's token from a malformed one.
+        case invalidToken = "HMSInvalidToken"
+        /// Push Kit named the token as failed for a reason about the sender or the message, not
+        /// the token (HarmonyOS's `noPushTypeRight`, `countryNotSupport`, …): final, the device kept.
+        case notSent = "HMSNotSent"
+        /// Push Kit refused the message itself (80100001, 80100003, 80100013, 80100016, 80300008,
+        /// …): final, the device kept.
+        case invalidMessage = "HMSInvalidMessage"
+        /// Push Kit or its OAuth endpoint refused the gateway's credentials or app (80200001,
+        /// 80200003, 80300002, 80600003, a 1101 from the token endpoint, 404): the gateway's
+        /// configuration, so retried until the notification expires.
+        case senderRefused = "HMSSenderRefused"
+        /// Push Kit's traffic control (503, or 429): retried.
+        case rateLimited = "TooManyRequests"
+        /// Push Kit failed (500, 81000001): retried.
+        case internalError = "InternalServerError"
+        /// Push Kit is unavailable (another 5xx): retried.
+        case unavailable = "ServiceUnavailable"
+        /// An answer Push Kit does not document: final, the device kept.
+        case rejected = "HMSRejected"
+        /// A device is a Huawei device, but its app has no `hms` configured (any more), or none
+        /// for its API (app credentials for Android, a service account for HarmonyOS NEXT).
+        case notConfigured = "HMSNotConfigured"
+
+        /// An invalid token retires the device as of the answer.
+        public var deviceFate: DeviceFate? { self == .invalidToken ? .unregistered : nil }
+    }
+
     /// What a rejection does to its device, each platform's reasons saying which of theirs do.
     public enum DeviceFate: Sendable, Hashable {
         /// Retired as of the push service's answer, unless it registered again since.
@@ -165,16 +202,17 @@ public enum DeliveryReason: Sendable, Hashable, CustomStringConvertible, Lossles
         case .apns(let reason): reason.deviceFate
         case .webPush(let reason): reason.deviceFate
         case .fcm(let reason): reason.deviceFate
+        case .hms(let reason): reason.deviceFate
         case .gateway(let reason): reason == .stale ? .unregistered : nil
         case .expiredRetrying, .quarantined, .other: nil
         }
     }
 
     /// Every reason with a fixed string, each string once: APNs's known reasons, the gateway's,
-    /// then Web Push's and FCM's that are not one of those. Each is its own ``code``.
+    /// then Web Push's, FCM's and Push Kit's that are not one of those. Each is its own ``code``.
     public static let allKnown: [DeliveryReason] = {
         var seen = Set<String>()
-        let all = APNSReason.allKnown.map(apns) + Gateway.allCases.map(gateway) + WebPush.allCases.map(webPush) + FCM.allCases.map(fcm)
+        let all = APNSReason.allKnown.map(apns) + Gateway.allCases.map(gateway) + WebPush.allCases.map(webPush) + FCM.allCases.map(fcm) + HMS.allCases.map(hms)
         return all.filter { seen.insert($0.description).inserted }
     }()
 
@@ -211,6 +249,7 @@ public enum DeliveryReason: Sendable, Hashable, CustomStringConvertible, Lossles
         case .gateway(let reason): reason.rawValue
         case .webPush(let reason): reason.rawValue
         case .fcm(let reason): reason.rawValue
+        case .hms(let reason): reason.rawValue
         case .expiredRetrying(let last): Self.expiredPrefix + last.description + ")"
         case .quarantined(let what): Self.quarantinedPrefix + what
         case .other(let text): text
@@ -227,6 +266,7 @@ public enum DeliveryReason: Sendable, Hashable, CustomStringConvertible, Lossles
         case .gateway(let reason): reason.rawValue
         case .webPush(let reason): reason.rawValue
         case .fcm(let reason): reason.rawValue
+        case .hms(let reason): reason.rawValue
         case .expiredRetrying: Gateway.expired.rawValue
         case .quarantined: "Quarantined"
         }

@@ -164,6 +164,9 @@ struct DeviceRoutes {
         var platform: DevicePlatform?
         /// An IANA time zone name (checked when parsed).
         var timeZone: String?
+        /// The device object as given, for the fields only its platform has
+        /// (``GatewayPlatform/registrationFields``).
+        var given: JSONFields?
 
         /// The registration its platform (APNs when none is given) makes of `token` and these fields.
         func registration(token: String) throws(StoreError) -> DeviceRegistration {
@@ -181,7 +184,7 @@ struct DeviceRoutes {
     /// `user`, `tags`, `badge`, `kind`, `activityType`, `environment`, `platform` and `timeZone` of a device object.
     static func deviceFields(_ fields: JSONFields, allowsToken: Bool) throws(APIError) -> DeviceFields {
         do throws(FieldError) {
-            try fields.only(allowsToken ? importFieldNames : deviceFieldNames)
+            try fields.only((allowsToken ? importFieldNames : deviceFieldNames) + GatewayPlatforms.registrationFields)
             var device = DeviceFields()
             device.user = fields.has("user") ? .some(try fields.string("user")) : nil
             device.tags = try fields.strings("tags").map(Set.init)
@@ -202,6 +205,8 @@ struct DeviceRoutes {
                 }
                 device.platform = platform
             }
+            try GatewayPlatforms.checkRegistrationFields(fields, platform: device.platform ?? .apns)
+            device.given = fields
             return device
         } catch {
             throw error.apiError

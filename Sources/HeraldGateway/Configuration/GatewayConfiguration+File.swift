@@ -283,7 +283,7 @@ extension GatewayConfiguration.App {
         }
         for platform in GatewayPlatforms.all {
             guard let key = platform.configurationKey, let object = try fields.object(key) else { continue }
-            platformSettings[platform.platform] = try platform.settings(object, directory: directory)
+            platformSettings[platform.platform] = try platform.settings(object, directory: directory, environment: environment)
         }
         if let zone = try fields.timeZone("defaultTimeZone") { defaultTimeZone = zone }
         if let quiet = try fields.object("quietHours") {

@@ -29,6 +29,10 @@ protocol GatewayPlatform: Sendable {
     /// (``GatewayConfiguration/App/platformSettings``); files are relative to `directory`.
     static func settings(_ fields: JSONFields, directory: String) throws(FieldError) -> any Sendable
 
+    /// The same, with the environment the configuration is read with, for settings that name a
+    /// secret by its environment variable (`clientSecretEnv`). By default, ``settings(_:directory:)``.
+    static func settings(_ fields: JSONFields, directory: String, environment: [String: String]) throws(FieldError) -> any Sendable
+
     /// The 409 for a device of this platform registered with an app that does not reach it.
     static func notConfigured(_ app: String) -> APIError
 
@@ -42,6 +46,10 @@ protocol GatewayPlatform: Sendable {
     /// The registration of a device that registers with `token` and `fields` (a device route's
     /// body, an import's line). Called only when ``registrationRoute`` is `nil`.
     static func registration(token: String, fields: DeviceRoutes.DeviceFields) throws(StoreError) -> DeviceRegistration
+
+    /// The fields of a device's registration only this platform's devices have (`hmsAPI`), read
+    /// by ``registration(token:fields:)`` from ``DeviceRoutes/DeviceFields/given``. By default none.
+    static var registrationFields: [String] { get }
 
     /// The key of a notification's options for this platform in the API (`webPush`, `fcm`);
     /// `nil` when it has none.
@@ -79,10 +87,34 @@ protocol GatewayPlatform: Sendable {
     func shutdown() async
 }
 
+/// What a platform that needs none of these has: its settings read without the environment, no
+/// registration fields of its own.
+extension GatewayPlatform {
+    static func settings(_ fields: JSONFields, directory: String, environment: [String: String]) throws(FieldError) -> any Sendable {
+        try settings(fields, directory: directory)
+    }
+
+    static var registrationFields: [String] { [] }
+}
+
 /// The platforms the gateway sends to: a new platform is a line here, besides its folder, its
 /// ``DevicePlatform`` case, its reasons and the API document (docs/gateway.md, "Adding a platform").
 enum GatewayPlatforms {
-    static let all: [any GatewayPlatform.Type] = [APNSPlatform.self, WebPushPlatform.self, FCMPlatform.self]
+    static let all: [any GatewayPlatform.Type] = [APNSPlatform.self, WebPushPlatform.self, FCMPlatform.self, HMSPlatform.self]
+
+    /// Every platform's own registration fields (``GatewayPlatform/registrationFields``).
+    static var registrationFields: [String] {
+        all.flatMap { $0.registrationFields }
+    }
+
+    /// Refuses a registration field of another platform than `platform`'s.
+    static func checkRegistrationFields(_ fields: JSONFields, platform: DevicePlatform) throws(FieldError) {
+        for other in all where other.platform != platform {
+            for name in other.registrationFields where fields.has(name) {
+                throw FieldError(fields.at(name), "is for devices of platform \(other.platform.rawValue); this one is \(platform.rawValue)")
+            }
+        }
+    }
 
     /// Whether `text` is a device ID of a platform whose addresses are not their IDs.
     static func isDeviceID(_ text: String) -> Bool {

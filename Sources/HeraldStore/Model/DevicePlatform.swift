@@ -7,9 +7,11 @@ public enum DevicePlatform: String, Sendable, Hashable, CaseIterable, CustomStri
     case webpush
     /// An Android device's FCM registration token.
     case fcm
+    /// A Huawei device's Push Kit token (HMS Core on Android, or HarmonyOS NEXT).
+    case hms
 
-    /// The platform a device ID's form says: `wp_…` a browser, `fcm_…` an Android device,
-    /// anything else an APNs token. For tools and callers that hold only an ID: the gateway reads
+    /// The platform a device ID's form says: `wp_…` a browser, `fcm_…` an Android device, `hms_…`
+    /// a Huawei device, anything else an APNs token. For tools and callers that hold only an ID: the gateway reads
     /// each device's platform from the store, not from its ID.
     public init(deviceID token: some StringProtocol) {
         self = Self.platform(of: token)
@@ -26,11 +28,14 @@ public enum DevicePlatform: String, Sendable, Hashable, CaseIterable, CustomStri
         // device a gateway sends to is.
         switch token.utf8.count {
         case Base32.deviceIDLength(prefix: WebPushAddress.idPrefix), Base32.deviceIDLength(prefix: FCMAddress.idPrefix):
-            WebPushAddress.isID(token) ? .webpush : FCMAddress.isID(token) ? .fcm : .apns
+            WebPushAddress.isID(token) ? .webpush : FCMAddress.isID(token) ? .fcm : Base32.isDeviceID(token, prefix: Self.hmsIDPrefix) ? .hms : .apns
         default:
             .apns
         }
     }
+
+    /// A Huawei device's ID prefix (the gateway's `HMSAddress`, whose IDs are FCM's length).
+    private static let hmsIDPrefix = "hms_"
 
     public var description: String { rawValue }
 
@@ -41,6 +46,7 @@ public enum DevicePlatform: String, Sendable, Hashable, CaseIterable, CustomStri
         case .apns: 0
         case .webpush: 1
         case .fcm: 2
+        case .hms: 3
         }
     }
 }
