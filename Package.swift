@@ -382,6 +382,8 @@ let package = Package(
                 "HeraldWebPushMock",
                 "HeraldFCM",
                 "HeraldFCMMock",
+                "HeraldHMS",
+                "HeraldHMSMock",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Prometheus", package: "swift-prometheus"),

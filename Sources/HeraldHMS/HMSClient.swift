@@ -68,6 +68,8 @@ public final class HMSClient: Sendable {
     private let harmonyPath: String?
     private let logger: Logger
     private let isShutDown = Atomic<Bool>(false)
+    /// The v1 request head for the current access token, shared by every request made with it.
+    private let currentHead = Mutex<(token: String, head: SharedRequestHead)?>(nil)
 
     /// A client. Throws when it has no credentials, or the endpoint or a token URI is not `https:`.
     public init(
@@ -161,6 +163,85 @@ public final class HMSClient: Sendable {
         return try await send(body: body, path: harmonyPath, pushType: message.pushType.rawValue, tokens: message.tokens, bearer: bearer).get()
     }
 
+    /// Sends Android (v1) message `message` to each of `tokens` alone, one request a token (its
+    /// own `tokens` are ignored), and returns each result in order. The first attempts go to the
+    /// pool together, as many at once as its in-flight bound lets (one wake of its connections per
+    /// group, not one per message); what needs a retry is then retried as ``send(_:)-(HMSAndroidMessage)``
+    /// retries. For per-device sends (the gateway's) and the benchmark; a message to many devices
+    /// at once is cheaper as one request naming up to 1,000 tokens.
+    public func send(_ message: HMSAndroidMessage, toEach tokens: [String]) async -> [Result<HMSReceipt, HMSSendError>] {
+        guard !isShutDown.load(ordering: .relaxed) else {
+            return tokens.map { _ in .failure(HMSSendError(.shutdown, reason: "the client was shut down", attempts: 0)) }
+        }
+        guard let androidPath, let accessTokens = self.tokens else {
+            return tokens.map { _ in
+                .failure(HMSSendError(.notConfigured, reason: "the Android API (v1) needs app credentials (client ID and secret)", attempts: 0))
+            }
+        }
+        var results = [Result<HMSReceipt, HMSSendError>?](repeating: nil, count: tokens.count)
+        var bodies: [(index: Int, body: [UInt8])] = []
+        bodies.reserveCapacity(tokens.count)
+        // The message is the same for every token: checked and written once, each body that one
+        // with the token put in.
+        let template = HMSBodyTemplate(message)
+        var each = message
+        for (index, token) in tokens.enumerated() {
+            if let template, HMSPushToken.isValid(token) {
+                bodies.append((index, template.body(for: token)))
+                continue
+            }
+            each.tokens = [token]
+            do throws(HMSError) {
+                bodies.append((index, try each.requestBody()))
+            } catch {
+                results[index] = .failure(HMSSendError(.invalidRequest, reason: error.message, attempts: 0))
+            }
+        }
+        var later: [(index: Int, delay: Duration, attempts: Int, refreshed: Bool)] = []
+        do throws(HMSSendError) {
+            let bearer = try await accessTokens.accessToken()
+            let head = head(for: bearer)
+            let answers = await pool.exchange(bodies.map { HTTP2Request(head, body: $0.body) }, logger: logger)
+            var refused = false
+            for ((index, _), answer) in zip(bodies, answers) {
+                let outcome = attempt(from: answer)
+                switch HMSDecision.decide(outcome, tokens: [tokens[index]], attempts: 1, refreshed: false, policy: configuration.retry, random: outcome.jitter) {
+                case .accepted(let requestID, let failed, let count):
+                    results[index] = .success(HMSReceipt(requestID: requestID, attempts: 1, failedTokens: failed, failureCount: count))
+                case .fail(let error): results[index] = .failure(error)
+                case .retry(let delay): later.append((index, delay, 1, false))
+                case .refreshTokenAndRetry:
+                    refused = true
+                    later.append((index, .zero, 1, true))
+                }
+            }
+            if refused { accessTokens.invalidate(bearer) }
+        } catch where error.code == .tokenRefused || error.code == .untrusted {
+            for (index, _) in bodies { results[index] = .failure(HMSSendError(error.code, status: error.status, reason: error.reason, attempts: 1)) }
+        } catch {
+            // No access token yet: each message goes through the retry discipline on its own.
+            later = bodies.map { ($0.index, .zero, 0, false) }
+        }
+        if !later.isEmpty {
+            let bodyOf = Dictionary(uniqueKeysWithValues: bodies.map { ($0.index, $0.body) })
+            let bearer = Bearer(
+                get: { () async throws(HMSSendError) -> String in try await accessTokens.accessToken() }, invalidate: { accessTokens.invalidate($0) })
+            await withTaskGroup(of: (index: Int, result: Result<HMSReceipt, HMSSendError>).self) { group in
+                for (index, delay, attempts, refreshed) in later {
+                    let token = tokens[index]
+                    group.addTask {
+                        let result = await self.send(
+                            body: bodyOf[index] ?? [], path: androidPath, pushType: nil, tokens: [token], bearer: bearer, after: attempts, refreshed: refreshed,
+                            delay: delay)
+                        return (index, result)
+                    }
+                }
+                for await outcome in group where results.indices.contains(outcome.index) { results[outcome.index] = outcome.result }
+            }
+        }
+        return results.map { $0 ?? .failure(HMSSendError(.shutdown, reason: "not sent", attempts: 0)) }
+    }
+
     /// Where an attempt gets its bearer, and how a refused one is dropped.
     private struct Bearer: Sendable {
         var get: @Sendable () async throws(HMSSendError) -> String
@@ -169,11 +250,14 @@ public final class HMSClient: Sendable {
 
     /// Attempts, each decided by ``HMSDecision``; the outcome as a value (it may run in a task
     /// group's child task, as the FCM client's does).
-    private func send(body: [UInt8], path: String, pushType: Int?, tokens: [String], bearer: Bearer) async -> Result<HMSReceipt, HMSSendError> {
-        guard !isShutDown.load(ordering: .relaxed) else { return .failure(HMSSendError(.shutdown, reason: "the client was shut down", attempts: 0)) }
-        var refreshed = false
+    private func send(
+        body: [UInt8], path: String, pushType: Int?, tokens: [String], bearer: Bearer, after previous: Int = 0, refreshed alreadyRefreshed: Bool = false,
+        delay: Duration = .zero
+    ) async -> Result<HMSReceipt, HMSSendError> {
+        guard !isShutDown.load(ordering: .relaxed) else { return .failure(HMSSendError(.shutdown, reason: "the client was shut down", attempts: previous)) }
+        var refreshed = alreadyRefreshed
         return await HeraldTransport.retrying(
-            after: 0, cancelled: { HMSSendError(.shutdown, reason: "cancelled while waiting to retry", attempts: $0) }
+            after: previous, delay: delay, cancelled: { HMSSendError(.shutdown, reason: "cancelled while waiting to retry", attempts: $0) }
         ) { attempts -> RetryStep<HMSReceipt, HMSSendError> in
             let outcome: HMSDecision.Attempt
             var used: String?
@@ -209,9 +293,17 @@ public final class HMSClient: Sendable {
 
     /// One request and its answer. The bearer is a credential: never logged.
     private func attempt(body: [UInt8], path: String, pushType: Int?, bearer: String) async -> HMSDecision.Attempt {
-        var headers: [(name: String, value: String)] = [("content-type", "application/json;charset=UTF-8"), ("authorization", "Bearer " + bearer)]
-        if let pushType { headers.append(("push-type", String(pushType))) }
-        let answer = await pool.exchange(HTTP2Request(method: "POST", path: path, headers: headers, body: body), logger: logger)
+        var headers: [(name: String, value: String)] {
+            var headers: [(name: String, value: String)] = [(Self.contentType.name, Self.contentType.value), ("authorization", "Bearer " + bearer)]
+            if let pushType { headers.append(("push-type", String(pushType))) }
+            return headers
+        }
+        let request = pushType == nil && path == androidPath ? HTTP2Request(head(for: bearer), body: body) : HTTP2Request(method: "POST", path: path, headers: headers, body: body)
+        return attempt(from: await pool.exchange(request, logger: logger))
+    }
+
+    /// The decision's view of one answer.
+    private func attempt(from answer: Result<HTTPAnswer, TransportError>) -> HMSDecision.Attempt {
         switch answer {
         case .success(let answered):
             let body = answered.body.count <= HMSDecision.maximumBodyCount ? answered.body : Array(answered.body.prefix(HMSDecision.maximumBodyCount))
@@ -223,6 +315,18 @@ public final class HMSClient: Sendable {
         case .failure(let error):
             return .unreachable("Push Kit: \(error.message)")
         }
+    }
+
+    /// Every request's `content-type`.
+    private static let contentType = (name: "content-type", value: "application/json;charset=UTF-8")
+
+    /// The v1 head carrying access token `token`: the one made for it, or a new one when the
+    /// token changed (the `authorization` field is encoded once per token, not per request).
+    private func head(for token: String) -> SharedRequestHead {
+        if let current = currentHead.withLock({ $0 }), current.token == token { return current.head }
+        let made = SharedRequestHead(method: "POST", path: androidPath ?? "", contentType: Self.contentType.value, authorization: "Bearer " + token)
+        currentHead.withLock { $0 = (token, made) }
+        return made
     }
 
     /// Stops: later sends fail with ``HMSSendError/Code/shutdown``, connections close.

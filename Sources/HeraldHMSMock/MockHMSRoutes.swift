@@ -19,6 +19,7 @@ final class MockHMSRoutes: MockHTTPHandler {
     private let clientID: String
     private let account: HMSServiceAccount
     private let clientSecret: String
+    private let validatesMessages: Bool
     private let logger: Logger
 
     init(configuration: MockHMSServer.Configuration, clientID: String, clientSecret: String, account: HMSServiceAccount, logger: Logger) {
@@ -26,6 +27,7 @@ final class MockHMSRoutes: MockHTTPHandler {
         accessTokenLifetime = max(.seconds(1), configuration.accessTokenLifetime)
         self.clientID = clientID
         self.clientSecret = clientSecret
+        validatesMessages = configuration.validatesMessages
         self.account = account
         self.logger = logger
     }
@@ -161,6 +163,18 @@ final class MockHMSRoutes: MockHTTPHandler {
             guard target == account.projectID else { return reply(404, "80100001", "Unknown project") }
         }
         guard case .bytes(let buffer) = request.body else { return reply(400, "80300008", "The message body size exceeds the default value") }
+        guard validatesMessages else {
+            var pushType: Int?
+            if version == 3 {
+                guard let header = request.header("push-type"), let type = Int(header), HMSHarmonyMessage.PushType(rawValue: type) != nil else {
+                    return reply(400, "80100001", "Illegal push-type")
+                }
+                pushType = type
+            }
+            if let fault = state.takeFault() { return answer(fault, requestID: requestID) }
+            state.record { _ in MockHMSMessage(apiVersion: version, tokens: [], pushType: pushType, body: [], requestID: requestID) }
+            return reply(200, "80000000", "Success")
+        }
         let body = Array(buffer.readableBytesView)
         guard let json = try? JSONValue(parsing: body) else { return reply(400, "80100003", "Illegal message body: not JSON") }
         let tokens: [String]

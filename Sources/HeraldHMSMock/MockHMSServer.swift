@@ -39,6 +39,13 @@ public final class MockHMSServer: Sendable {
         public var privateKey: _RSA.Signing.PrivateKey?
         /// Accepted messages kept for ``MockHMSServer/received``.
         public var maximumRecords = 100_000
+        /// Whether `messages:send` parses and validates each body (with HeraldHMS's own
+        /// validation) and looks at its tokens. Default `true`. `false` is for benchmarks
+        /// (`herald bench hms`), as the mock FCM's: the bearer, the client or project, v3's
+        /// `push-type` and the body's size are still checked and scripted faults still apply,
+        /// but no message is refused for its content, invalidated tokens do not apply, and a
+        /// record's `tokens` are empty.
+        public var validatesMessages = true
         /// Connections served at once.
         public var maximumConnections = 1024
         /// The CA that issues the server's certificate; `nil` makes a fresh one.

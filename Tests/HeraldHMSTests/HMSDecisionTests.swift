@@ -141,4 +141,25 @@ struct HMSDecisionTests {
         }
         #expect(!raw.reason.contains("\u{1B}") && !raw.reason.contains("\u{07}") && raw.reason.count <= 300)
     }
+
+    @Test("Push Kit's usual success is read without a parse, exactly as the parse reads it; any other form of it is parsed")
+    func plainSuccess() {
+        let usual = Array(#"{"code":"80000000","msg":"Success","requestId":"157440955549500001002006"}"#.utf8)
+        #expect(HMSAnswer.plainSuccess(usual) == "157440955549500001002006")
+        #expect(HMSAnswer(usual) == HMSAnswer(Array(#"{"msg":"Success","requestId":"157440955549500001002006","code":"80000000"}"#.utf8)), "the same fields, whichever way read")
+        let spaced = Array("{ \"code\" : \"80000000\",\n \"msg\": \"Success\", \"requestId\": \"r-1.a:b_c\" }\n".utf8)
+        #expect(HMSAnswer.plainSuccess(spaced) == "r-1.a:b_c")
+        for other in [
+            #"{"msg":"Success","code":"80000000","requestId":"r1"}"#,  // another order: parsed
+            #"{"code":"80000000","msg":"Success","requestId":"\#(String(repeating: "x", count: 65))"}"#,  // a request ID past 64
+            #"{"code":"80000000","msg":"Success","requestId":"a\u001bb"}"#,  // an escape
+            #"{"code":"80000000","msg":"Success","requestId":"r1"}x"#,  // trailing bytes
+            #"{"code":"80100000","msg":"Success","requestId":"r1"}"#,  // another code
+        ] {
+            #expect(HMSAnswer.plainSuccess(Array(other.utf8)) == nil, "\(other)")
+        }
+        // A long request ID parsed is kept bounded, as before.
+        let long = HMSAnswer(Array(#"{"code":"80000000","msg":"Success","requestId":"\#(String(repeating: "x", count: 200))"}"#.utf8))
+        #expect(long.code == "80000000" && (long.requestID?.count ?? 0) <= 70)
+    }
 }
