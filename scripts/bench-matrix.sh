@@ -6,6 +6,7 @@
 # own, so none is suppressed as a duplicate. Two cases, side by side in one run:
 #   - api-only: `herald serve --api-only`, so the rate is the intake alone;
 #   - full: the same with its workers sending every notification to `herald mock` meanwhile.
+# PERF=PREFIX: a profile of herald serve in each case, PREFIX-CASE.data (`perf report -i …`).
 # Usage: scripts/bench-matrix.sh [SECONDS] [CONNECTIONS] [POOL]. Needs wrk (Debian: wrk), openssl.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -61,10 +62,13 @@ JSON
     wait_for_port "$API_PORT" 300
     local before
     before=$(awk '{print $14 + $15}' /proc/$serve/stat)
+    local perf_pid=""
+    if [ -n "${PERF:-}" ]; then perf record -F 499 -g -p "$serve" -o "$PERF-$name.data" >/dev/null 2>&1 & perf_pid=$!; fi
     local result
     result=$(wrk -t2 -c"$CONNECTIONS" -d"${SECONDS_RUN}s" --latency -s "$WORK/notify.lua" "http://127.0.0.1:$API_PORT/_matrix/push/v1/notify" | grep '^RESULT')
     local after
     after=$(awk '{print $14 + $15}' /proc/$serve/stat)
+    if [ -n "$perf_pid" ]; then kill -INT "$perf_pid"; wait "$perf_pid" 2>/dev/null || true; fi
     kill "$serve"; wait "$serve" 2>/dev/null || true
     local requests seconds
     requests=$(sed -E 's/.*requests=([0-9]+).*/\1/' <<<"$result")

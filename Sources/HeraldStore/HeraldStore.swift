@@ -236,17 +236,40 @@ public final class HeraldStore: Service, Sendable {
     /// Stores a notification for sending and returns it once it is durable. The same idempotency
     /// key (per app) returns the notification stored the first time (`created` false).
     public func enqueue(_ request: NotificationRequest, now: Date = Date()) async throws -> (notification: StoredNotification, created: Bool) {
-        let deadline = request.expiration?.deadline ?? now.addingTimeInterval(configuration.maximumAge.seconds)
-        // Times are stored as milliseconds in a 64-bit column: a deadline past year 9999 (or a
-        // `Date` made by hand) would overflow on the way in, so it is refused here, whatever the caller.
-        guard deadline.timeIntervalSince1970.isFinite, deadline.timeIntervalSince1970 <= Double(PushExpiration.maximumUnixSeconds) else {
-            throw StoreError(.invalidInput, "expiration must be at most \(PushExpiration.maximumUnixSeconds) UNIX seconds (9999-12-31)")
-        }
+        let deadline = try self.deadline(of: request, now: now)
         var (notification, created) = try await backend.enqueue(
             request, id: NotificationID.make(now: now), deadline: deadline, maximumAge: configuration.maximumAge.seconds, now: now
         )
         notification.status = Self.status(of: notification, now: now)
         return (notification, created)
+    }
+
+    /// A pusher's device and its notification, in one transaction (the Matrix Push Gateway API,
+    /// a device at a time): a device retired and not set again since (`setAt`, after its
+    /// retirement) is ``PusherOutcome/rejected`` and nothing is queued; a new or changed one is
+    /// registered; then `request`, if any, is queued as ``enqueue(_:now:)`` queues it.
+    public func enqueue(
+        _ request: NotificationRequest?, forPusher registration: DeviceRegistration, app: String, setAt: Date?, now: Date = Date()
+    ) async throws -> PusherOutcome {
+        try registration.checkBadge()
+        let deadline = try request.map { try self.deadline(of: $0, now: now) } ?? now
+        let outcome = try await backend.enqueue(
+            request, forPusher: registration, app: app, setAt: setAt, id: NotificationID.make(now: now), deadline: deadline,
+            maximumAge: configuration.maximumAge.seconds, now: now)
+        guard case .queued(var notification, let created) = outcome else { return outcome }
+        notification.status = Self.status(of: notification, now: now)
+        return .queued(notification: notification, created: created)
+    }
+
+    /// A request's deadline: its APNs expiration's, or `now` plus the maximum age. Times are
+    /// stored as milliseconds in a 64-bit column: a deadline past year 9999 (or a `Date` made by
+    /// hand) would overflow on the way in, so it is refused here, whatever the caller.
+    private func deadline(of request: NotificationRequest, now: Date) throws -> Date {
+        let deadline = request.expiration?.deadline ?? now.addingTimeInterval(configuration.maximumAge.seconds)
+        guard deadline.timeIntervalSince1970.isFinite, deadline.timeIntervalSince1970 <= Double(PushExpiration.maximumUnixSeconds) else {
+            throw StoreError(.invalidInput, "expiration must be at most \(PushExpiration.maximumUnixSeconds) UNIX seconds (9999-12-31)")
+        }
+        return deadline
     }
 
     public func notification(id: String) async throws -> StoredNotification? {

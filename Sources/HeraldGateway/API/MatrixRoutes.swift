@@ -98,30 +98,30 @@ struct MatrixRoutes {
         let now = Date()
         for plan in plans {
             let app = plan.target.app
-            let existing = try await api.store.device(app: app, token: plan.registration.token)
-            if let existing, existing.status != .active {
-                // A retired device stays retired unless its pusher was set again after it was
-                // retired (Apple's rule for a token registered again, by the pushkey's time).
-                let retiredAt = existing.invalidatedAt ?? existing.updatedAt
-                guard let seconds = plan.pushkeyTimestamp, Double(seconds) > retiredAt.timeIntervalSince1970 else {
-                    rejected.append(plan.pushkey)
-                    continue
-                }
-                try await api.store.register(plan.registration, app: app, now: now)
-            } else if existing == nil || existing?.address != plan.registration.address {
-                try await api.store.register(plan.registration, app: app, now: now)
+            var queued: NotificationRequest?
+            if case .send(let push) = plan.decision {
+                var request = NotificationRequest(
+                    app: app, audience: .tokens([plan.registration.token]), payload: push.payload, pushType: push.pushType, priority: push.priority,
+                    idempotencyKey: notification.eventID.map { Self.idempotencyKey(event: $0, device: plan.registration.token) }
+                )
+                if let options = push.options { request.platformOptions[plan.target.platform] = options }
+                queued = request
             }
-            guard case .send(let push) = plan.decision else { continue }
-            var queued = NotificationRequest(
-                app: app, audience: .tokens([plan.registration.token]), payload: push.payload, pushType: push.pushType, priority: push.priority,
-                idempotencyKey: notification.eventID.map { Self.idempotencyKey(event: $0, device: plan.registration.token) }
-            )
-            if let options = push.options { queued.platformOptions[plan.target.platform] = options }
-            // Stored before the answer: from here it is delivered at least once.
-            let (stored, created) = try await api.store.enqueue(queued, now: now)
-            if created {
-                api.metrics.recordEnqueued()
-                api.backlog.add(stored.counts.pending, app: app)
+            // The device as stored, its registration and its notification in one transaction:
+            // stored before the answer, so from here it is delivered at least once. A retired
+            // device stays retired unless its pusher was set again after it was retired (Apple's
+            // rule for a token registered again, by the pushkey's time).
+            let setAt = plan.pushkeyTimestamp.map { Date(timeIntervalSince1970: Double($0)) }
+            switch try await api.store.enqueue(queued, forPusher: plan.registration, app: app, setAt: setAt, now: now) {
+            case .rejected:
+                rejected.append(plan.pushkey)
+            case .registered:
+                break
+            case .queued(let stored, let created):
+                if created {
+                    api.metrics.recordEnqueued()
+                    api.backlog.add(stored.counts.pending, app: app)
+                }
             }
         }
         let answer = rejected

@@ -213,3 +213,14 @@ extension PlatformOptionsHolder {
         set { platformOptions[.fcm] = newValue }
     }
 }
+
+/// What ``HeraldStore/enqueue(_:forPusher:app:setAt:now:)`` did with a pusher's device.
+public enum PusherOutcome: Sendable {
+    /// The device is retired and its pusher was not set again since: nothing was queued.
+    case rejected
+    /// The device is registered (or was already); there was nothing to queue.
+    case registered
+    /// The device is registered and its notification queued (`created` false: the same
+    /// idempotency key had queued it before).
+    case queued(notification: StoredNotification, created: Bool)
+}

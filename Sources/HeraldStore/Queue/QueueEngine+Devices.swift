@@ -37,7 +37,7 @@ extension QueueEngine {
         DeviceRows(registrations, devicesInKeyOrder: database.dialect.devicesInKeyOrder)
     }
 
-    private func upsert(_ registrations: [DeviceRegistration], app: String, now: Date, on connection: any SQLConnection) async throws {
+    func upsert(_ registrations: [DeviceRegistration], app: String, now: Date, on connection: any SQLConnection) async throws {
         try await upsert(rows(registrations), app: app, now: now, on: connection)
     }
 

@@ -15,11 +15,49 @@ extension QueueEngine {
     func enqueue(
         _ request: NotificationRequest, id: String, deadline: Date, maximumAge: TimeInterval, now: Date
     ) async throws -> (notification: StoredNotification, created: Bool) {
+        let result = try await database.write(.durable) { [self] connection in
+            try await enqueue(request, id: id, deadline: deadline, maximumAge: maximumAge, now: now, on: connection)
+        }
+        if result.1 { database.work.signal() }
+        return result
+    }
+
+    /// A pusher's device and its notification in one transaction, as the Matrix Push Gateway API
+    /// takes them (one hop to the database a device, not three): the device as stored decides
+    /// first. Retired and not set again since (`setAt`, the pusher's time, after its retirement):
+    /// ``PusherOutcome/rejected``. New or changed: registered. Then `request`, if any, queued.
+    func enqueue(
+        _ request: NotificationRequest?, forPusher registration: DeviceRegistration, app: String, setAt: Date?, id: String, deadline: Date,
+        maximumAge: TimeInterval, now: Date
+    ) async throws -> PusherOutcome {
+        let outcome = try await database.write(.durable) { [self] connection -> PusherOutcome in
+            let existing = try await connection.query(sql.selectDevice, Self.device(registration.token, of: app)).first.map(Self.device)
+            if let existing, existing.status != .active {
+                // A retired device stays retired unless its pusher was set again after it was
+                // retired (Apple's rule for a token registered again, by the pusher's time).
+                let retiredAt = existing.invalidatedAt ?? existing.updatedAt
+                guard let setAt, setAt > retiredAt else { return .rejected }
+                try await upsert([registration], app: app, now: now, on: connection)
+            } else if existing == nil || existing?.address != registration.address {
+                try await upsert([registration], app: app, now: now, on: connection)
+            }
+            guard let request else { return .registered }
+            let (notification, created) = try await enqueue(request, id: id, deadline: deadline, maximumAge: maximumAge, now: now, on: connection)
+            return .queued(notification: notification, created: created)
+        }
+        if case .queued(_, true) = outcome { database.work.signal() }
+        return outcome
+    }
+
+    /// ``enqueue(_:id:deadline:maximumAge:now:)``'s transaction, on `connection`.
+    func enqueue(
+        _ request: NotificationRequest, id: String, deadline: Date, maximumAge: TimeInterval, now: Date, on connection: any SQLConnection
+    ) async throws -> (StoredNotification, Bool) {
         let kind = try Self.kind(of: request)
         // A Live Activity start's activity type, the last parameter where there is one.
         let activityType: [SQLValue] = request.activityType.map { [.text($0)] } ?? []
         let typed = request.activityType != nil
-        let result = try await database.write(.durable) { [self] connection -> (StoredNotification, Bool) in
+        do {
             if let existing = try await existing(request, on: connection) { return (existing, false) }
             let time = now.milliseconds
             var targeted = 0
@@ -106,8 +144,6 @@ extension QueueEngine {
             let stored = try await connection.query(sql.selectNotification, [.text(id)])
             return (try await notification(stored[0], on: connection), true)
         }
-        if result.1 { database.work.signal() }
-        return result
     }
 
     /// When each of `tokens` may be sent (milliseconds; none for those due now), no later than
