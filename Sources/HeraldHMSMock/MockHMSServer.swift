@@ -61,6 +61,9 @@ public final class MockHMSServer: Sendable {
     public let origin: String
     /// The app credentials the mock accepts, their token URI the mock's.
     public let appCredentials: HMSAppCredentials
+    /// The client secret the mock's token endpoint takes (made up for each mock): what an app's
+    /// `clientSecretEnv` names, for `herald mock --hms-port` to hand to a gateway.
+    public let clientSecret: String
     /// The service account whose JWTs the mock accepts.
     public let serviceAccount: HMSServiceAccount
     /// The CA certificate a client must trust, as PEM.
@@ -72,10 +75,11 @@ public final class MockHMSServer: Sendable {
     private let host: MockHTTPSHost
 
     private init(
-        configuration: Configuration, origin: String, appCredentials: HMSAppCredentials, serviceAccount: HMSServiceAccount, routes: MockHMSRoutes,
-        host: MockHTTPSHost
+        configuration: Configuration, origin: String, appCredentials: HMSAppCredentials, clientSecret: String, serviceAccount: HMSServiceAccount,
+        routes: MockHMSRoutes, host: MockHTTPSHost
     ) {
         self.configuration = configuration
+        self.clientSecret = clientSecret
         self.port = host.port
         self.origin = origin
         self.appCredentials = appCredentials
@@ -119,7 +123,8 @@ public final class MockHMSServer: Sendable {
             throw MockHMSServerError(description: "the mock Push Kit's app credentials: \(error.message)")
         }
         logger.info("mock Push Kit listening", metadata: ["origin": "\(origin)", "client": "\(configuration.clientID)"])
-        return MockHMSServer(configuration: configuration, origin: origin, appCredentials: credentials, serviceAccount: account, routes: routes, host: host)
+        return MockHMSServer(
+            configuration: configuration, origin: origin, appCredentials: credentials, clientSecret: secret, serviceAccount: account, routes: routes, host: host)
     }
 
     /// Stops listening and closes every connection.

@@ -219,6 +219,39 @@ struct SendingCommandsTests {
         #expect(await mock.stop() == 0, "\(mock.text)")
     }
 
+    @Test("herald mock --hms-port: a Push Kit mock alone, its client secret (0600) and service account written for a gateway's hms entry")
+    func mockPushKit() async throws {
+        let secret = files.path + "/hms-secret"
+        let account = files.path + "/hms-account.json"
+        let mock = try BackgroundHerald(["mock", "--hms-port", "0", "--hms-write-secret", secret, "--hms-write-service-account", account])
+        defer { mock.terminate() }
+        _ = try await mock.wait(for: "mock Push Kit listening on https://127.0.0.1:")
+        #expect(!mock.text.contains("mock APNs"), "\(mock.text)")
+        let written = try String(contentsOfFile: secret, encoding: .utf8)
+        #expect(written.count >= 32 && !mock.text.contains(written), "the secret is in its file, not in the output")
+        let attributes = try FileManager.default.attributesOfItem(atPath: secret)
+        #expect((attributes[.posixPermissions] as? NSNumber)?.intValue == 0o600)
+        let json = try JSONValue(parsing: Array(try Data(contentsOf: URL(fileURLWithPath: account))))
+        #expect(json["project_id"]?.stringValue != nil && json["private_key"]?.stringValue?.contains("PRIVATE KEY") == true)
+        #expect(await mock.stop() == 0)
+        let alone = try await HeraldProcess.run(["mock", "--hms-write-secret", secret])
+        #expect(alone.status == 2 && alone.stderr.contains("add --hms-port"), "\(alone.stderr)")
+    }
+
+    @Test("herald mock --auth-key-scope: a key scoped to the sandbox is refused by a production mock with BadEnvironmentKeyIdInToken; to a topic, elsewhere with TopicDisallowed")
+    func mockKeyScopes() async throws {
+        for (scope, reason) in [("sandbox", "BadEnvironmentKeyIdInToken"), ("com.example.other", "TopicDisallowed")] {
+            let (mock, url, ca) = try await startMock(extra: ["--auth-key-scope", "\(key.keyID)=\(scope)"])
+            defer { mock.terminate() }
+            let result = try await HeraldProcess.run(
+                ["push", Self.good, "--host", url, "--ca-file", ca, "--topic", "com.example.app", "--alert", "Hi"] + (try tokenAuth))
+            #expect(result.status == 1 && result.stdout.contains(reason), "\(scope): \(result.stdout)\(result.stderr)")
+            #expect(await mock.stop() == 0)
+        }
+        let unknown = try await HeraldProcess.run(["mock", "--auth-key-scope", "NOSUCHKEY1=sandbox"])
+        #expect(unknown.status == 2 && unknown.stderr.contains("no --auth-key-public NOSUCHKEY1"), "\(unknown.stderr)")
+    }
+
     @Test("herald mock opens only the services whose ports are given: two Web Push and FCM mocks run side by side; a port in use is one line")
     func mockServices() async throws {
         let first = try BackgroundHerald(["mock", "--webpush-port", "0", "--fcm-port", "0"])

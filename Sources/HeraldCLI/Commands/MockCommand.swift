@@ -18,8 +18,8 @@ struct MockCommand: AsyncParsableCommand {
         abstract: "Run mock push services (APNs, Web Push, FCM, APNs's legacy gateway) for testing.",
         discussion: """
             It opens the services whose ports are given, each on its own flag: --port (APNs over \
-            HTTP/2), --webpush-port, --fcm-port, --legacy-port and --feedback-port; with none of \
-            them, APNs on port 2197. With no certificate it makes a CA and a certificate for 127.0.0.1, ::1 and localhost, \
+            HTTP/2), --webpush-port, --fcm-port, --hms-port (Huawei Push Kit), --legacy-port and \
+            --feedback-port; with none of them, APNs on port 2197. With no certificate it makes a CA and a certificate for 127.0.0.1, ::1 and localhost, \
             and writes the CA to --write-ca for clients to trust. Without --auth-key-public any \
             well-formed ES256 provider token is accepted. --legacy-port and --feedback-port also \
             serve the legacy binary gateway and feedback service, with the same certificate; \
@@ -47,6 +47,13 @@ struct MockCommand: AsyncParsableCommand {
 
     @Option(name: .customLong("auth-key-public"), help: ArgumentHelp("A provider-token public key to verify with (repeatable).", valueName: "KID=FILE.pem"))
     var authKeys: [String] = []
+
+    @Option(
+        name: .customLong("auth-key-scope"),
+        help: ArgumentHelp(
+            "Scope a --auth-key-public key as Apple may since 2025: to one environment and/or some topics; refused elsewhere as APNs refuses (repeatable).",
+            valueName: "KID=sandbox|production|TOPIC[,…]"))
+    var authKeyScopes: [String] = []
 
     @Option(name: .customLong("team-id"), help: "The team the provider-token keys belong to.")
     var teamID: String?
@@ -108,13 +115,26 @@ struct MockCommand: AsyncParsableCommand {
         help: ArgumentHelp("Write the FCM mock's service-account key file here (its token_uri points at the mock; default: a temporary file).", valueName: "FILE"))
     var fcmWriteServiceAccount: String?
 
+    @Option(name: .customLong("hms-port"), help: "Also serve a mock Huawei Push Kit (its two send APIs and its OAuth token endpoint) on this port (0 picks a free one).")
+    var hmsPort: Int?
+
+    @Option(
+        name: .customLong("hms-write-secret"),
+        help: ArgumentHelp("Write the Push Kit mock's client secret here, for an app's clientSecretEnv (default: a temporary file).", valueName: "FILE"))
+    var hmsWriteSecret: String?
+
+    @Option(
+        name: .customLong("hms-write-service-account"),
+        help: ArgumentHelp("Write the Push Kit mock's service-account key file here, for HarmonyOS NEXT (default: a temporary file).", valueName: "FILE"))
+    var hmsWriteServiceAccount: String?
+
     func run() async throws {
         if webPushPort == nil, webPushWriteCA != nil {
             throw CommandFailure.usage("--webpush-write-ca writes the Web Push mock's CA; add --webpush-port")
         }
         // Only the services asked for: a Web Push or FCM mock beside an APNs mock already running
         // must not collide with it on 2197.
-        let apnsPort = port ?? (legacyPort == nil && feedbackPort == nil && webPushPort == nil && fcmPort == nil ? 2197 : nil)
+        let apnsPort = port ?? (legacyPort == nil && feedbackPort == nil && webPushPort == nil && fcmPort == nil && hmsPort == nil ? 2197 : nil)
         if apnsPort == nil {
             let apnsOnly = [("--fail", !fail.isEmpty), ("--auth-key-public", !authKeys.isEmpty), ("--sandbox", sandbox), ("--client-ca", clientCA != nil)]
             if let (option, _) = apnsOnly.first(where: \.1) {
@@ -157,6 +177,24 @@ struct MockCommand: AsyncParsableCommand {
             } catch {
                 throw CommandFailure.usage("--auth-key-public \(keyID): '\(path)' is not a P-256 public key (PEM)")
             }
+        }
+        for entry in authKeyScopes {
+            guard let equals = entry.firstIndex(of: "="), equals != entry.startIndex else {
+                throw CommandFailure.usage("--auth-key-scope takes KID=sandbox, KID=production or KID=TOPIC,…, got '\(entry)'")
+            }
+            let keyID = String(entry[..<equals])
+            guard configuration.providerKeys[keyID] != nil else {
+                throw CommandFailure.usage("--auth-key-scope \(keyID): no --auth-key-public \(keyID)=FILE.pem to scope")
+            }
+            var scope = configuration.providerKeyScopes[keyID] ?? MockAPNSServer.ProviderKeyScope()
+            for item in entry[entry.index(after: equals)...].split(separator: ",").map(String.init) {
+                switch item {
+                case "sandbox": scope.sandbox = true
+                case "production": scope.sandbox = false
+                default: scope.topics = (scope.topics ?? []).union([item])
+                }
+            }
+            configuration.providerKeyScopes[keyID] = scope
         }
         if let clientCA {
             do {
@@ -278,6 +316,7 @@ struct MockCommand: AsyncParsableCommand {
             if webPushWriteCA == nil, path != writeCA { webPushCAFile = path }
         }
         let fcm = try await startFCM(authority: authority)
+        let hms = try await startHMS(authority: authority)
         Terminal.flush()
         await waitForInterrupt()
         try await server?.shutdown()
@@ -286,6 +325,7 @@ struct MockCommand: AsyncParsableCommand {
         try await webPush?.shutdown()
         if let webPushCAFile { try? FileManager.default.removeItem(atPath: webPushCAFile) }
         try await stopFCM(fcm)
+        try await stopHMS(hms)
         if let server { Terminal.line("mock APNs stopped: \(server.acceptedCount) accepted, \(server.rejectionsByReason.values.reduce(0, +)) rejected") }
         if let legacyGateway {
             let rejected = legacyGateway.rejectionsByStatus.values.reduce(0, +)
