@@ -303,6 +303,25 @@ struct DoctorCommandTests {
         #expect(!result.stdout.contains("doctor-secret-pw") && !result.stderr.contains("doctor-secret-pw"))
     }
 
+    @Test("a Huawei app: its client named and its secret never shown; the API it has no credential for is a warning")
+    func huawei() async throws {
+        let setup = try Setup()
+        try setup.makeDataDirectory()
+        let config = try setup.scratch.write(
+            "huawei.json",
+            """
+            { "listen": "127.0.0.1:0", "database": "sqlite:\(setup.scratch.file("data/herald.db"))",
+              "apps": [ { "id": "hua", "hms": { "clientID": "104567891", "clientSecretEnv": "HERALD_TEST_HMS_SECRET" } } ],
+              "apiKeys": [] }
+            """)
+        let secret = "hms-secret-\(UUID().uuidString)"
+        let result = try await HeraldProcess.run(["doctor", "--config", config], environment: ["HERALD_TEST_HMS_SECRET": secret])
+        #expect(result.status == 0, "\(result.stdout)\(result.stderr)")
+        #expect(Self.rows(result, "app hua: Huawei Push Kit client 104567891").first?.hasPrefix("ok") == true, "\(result.stdout)")
+        #expect(Self.rows(result, "app hua: Huawei Push Kit (HarmonyOS NEXT)").first?.hasPrefix("warning") == true, "\(result.stdout)")
+        #expect(!result.stdout.contains(secret) && !result.stderr.contains(secret))
+    }
+
     @Test("a usage error exits 2")
     func usage() async throws {
         let setup = try Setup()

@@ -59,6 +59,20 @@ enum DoctorCredentials {
             if let webPush = app.webPush {
                 rows.append(.ok("app \(app.id): Web Push VAPID key", "P-256 key parses; public key \(webPush.key.publicKeyBase64URL.prefix(16))…, subject \(webPush.subject)"))
             }
+            if let hms = app.hms {
+                // The loader has parsed the key and read the secret from its variable: say which
+                // of Push Kit's APIs the app can reach, so a device of the other is not a surprise.
+                if let credentials = hms.app {
+                    rows.append(.ok("app \(app.id): Huawei Push Kit client \(credentials.clientID)", "its secret is set; Huawei phones (Android API) reachable"))
+                } else {
+                    rows.append(.warning("app \(app.id): Huawei Push Kit (Android API)", "no clientID: devices registered with hmsAPI android fail with HMSNotConfigured"))
+                }
+                if let account = hms.serviceAccount {
+                    rows.append(.ok("app \(app.id): Huawei service account", "\(account.subAccount) of project \(account.projectID): its RSA private key parses; HarmonyOS NEXT reachable"))
+                } else {
+                    rows.append(.warning("app \(app.id): Huawei Push Kit (HarmonyOS NEXT)", "no serviceAccountFile: devices registered with hmsAPI harmony fail with HMSNotConfigured"))
+                }
+            }
             if let fcm = app.fcm {
                 let account = fcm.serviceAccount
                 rows.append(
