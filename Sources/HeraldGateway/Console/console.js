@@ -21,7 +21,7 @@
   const PAGE_SIZE = 20;
   const STATUSES = ['active', 'unregistered', 'invalid'];
   const ENVIRONMENTS = ['production', 'sandbox'];
-  const PLATFORMS = ['apns', 'webpush', 'fcm'];
+  const PLATFORMS = ['apns', 'webpush', 'fcm', 'hms'];
 
   const state = {
     apps: [],
@@ -596,7 +596,8 @@
     setText($('app-name'), id);
     // An app that reaches browsers only has no topic: it says so instead.
     const platforms = app && Array.isArray(app.platforms) ? app.platforms.map(String) : [];
-    const others = [platforms.includes('webpush') ? 'browsers' : null, platforms.includes('fcm') ? 'Android' : null].filter(Boolean).join(' and ');
+    const others = [platforms.includes('webpush') ? 'browsers' : null, platforms.includes('fcm') ? 'Android' : null, platforms.includes('hms') ? 'Huawei' : null]
+      .filter(Boolean).join(' and ');
     const reach = others ? (platforms.includes('apns') ? ` · and ${others}` : `${others} only`) : '';
     setText($('app-info'), app && app.topic ? `${app.topic} · ${app.environment || ''}${reach}` : reach);
     $('nav-overview').setAttribute('href', href('apps', id));
@@ -1156,8 +1157,9 @@
         cell(el('span', { 'data-testid': 'device-platform' }, device.platform || 'apns')),
         cell(device.user === null || device.user === undefined ? el('span', { class: 'muted' }, '–') : el('span', { class: 'user', 'data-testid': 'device-user' }, device.user)),
         cell(tagList(device.tags)),
-        cell(device.platform === 'webpush' || device.platform === 'fcm' ? el('span', { class: 'muted' }, '–') : device.kind),
-        cell(device.platform === 'webpush' || device.platform === 'fcm' ? el('span', { class: 'muted' }, '–') : device.environment),
+        // Kinds and environments are APNs's: another platform's device has neither.
+        cell((device.platform || 'apns') !== 'apns' ? el('span', { class: 'muted' }, '–') : device.kind),
+        cell((device.platform || 'apns') !== 'apns' ? el('span', { class: 'muted' }, '–') : device.environment),
         cell(badge(device.status)),
         cell(time(device.updatedAt))));
     }
@@ -1209,12 +1211,14 @@
     const fields = $('device-fields');
     clear(fields);
     const missing = () => el('span', { class: 'muted' }, '–');
-    const notAPNs = device.platform === 'webpush' || device.platform === 'fcm';
+    const notAPNs = (device.platform || 'apns') !== 'apns';
     const rows = [
       ['token', notAPNs ? 'ID' : 'Token', el('code', { class: 'token-full' }, device.token)],
       ['platform', 'Platform', device.platform || 'apns'],
       ['pushService', 'Push service', device.platform === 'webpush' ? (device.pushService ? el('code', {}, device.pushService) : missing()) : null],
       ['registrationToken', 'FCM token', device.platform === 'fcm' ? el('code', { class: 'token-full' }, device.registrationToken || '') : null],
+      ['pushToken', 'Push Kit token', device.platform === 'hms' ? el('code', { class: 'token-full' }, device.pushToken || '') : null],
+      ['hmsAPI', 'Push Kit API', device.platform === 'hms' ? (device.hmsAPI === 'harmony' ? 'HarmonyOS NEXT (v3)' : 'Android (v1)') : null],
       ['user', 'User', device.user === null || device.user === undefined ? missing() : el('span', { class: 'user' }, device.user)],
       ['tags', 'Tags', tagList(device.tags)],
       ['badge', 'Badge', device.badge === null || device.badge === undefined ? missing() : count(device.badge)],
