@@ -68,6 +68,13 @@ struct HMSGatewayTests {
                 let read = try await harness.call(.get, "/v1/apps/\(appID)/devices/\(path)")
                 #expect(read.status == 200 && read.json?["token"]?.stringValue == phoneID && read.json?["environment"] == nil, "\(read.json?.jsonString ?? "")")
             }
+            // A push token FCM's form claims too (letters and digits only): the one registered is found.
+            let lookalike = "IQAAAACy0kFAAABfRnVxM2ZDcGh2Qk5tZ0xPVFhZR1JsTzBKc3dhSnpzWkl"
+            let lookalikeID = try await Self.register(lookalike, api: "android", user: nil, harness: harness)
+            let byToken = try await harness.call(.get, "/v1/apps/\(appID)/devices/\(lookalike)")
+            #expect(byToken.status == 200 && byToken.json?["token"]?.stringValue == lookalikeID, "\(byToken.json?.jsonString ?? "")")
+            #expect(try await harness.call(.delete, "/v1/apps/\(appID)/devices/\(lookalike)").status == 204)
+            #expect(try await harness.call(.get, "/v1/apps/\(appID)/devices/\(lookalikeID)").status == 404)
             let listed = try await harness.call(.get, "/v1/apps/\(appID)/devices?platform=hms").json?["devices"]?.arrayItems ?? []
             #expect(Set(listed.compactMap { $0["token"]?.stringValue }) == [phoneID, tabletID])
             let summary = try await harness.call(.get, "/v1/apps/\(appID)/summary").json?["devices"]

@@ -38,9 +38,11 @@ struct DeviceRoutes {
 
     @Sendable func read(request: Request, context: GatewayContext) async throws -> Response {
         let app = try api.authorizedApp(context)
-        let token = try Self.token(context)
-        guard let device = try await api.store.device(app: app, token: token) else {
-            throw APIError.notFound("no device \(token) is registered with \(app)")
+        let candidates = try Self.tokens(context)
+        var found: Device?
+        for token in candidates where found == nil { found = try await api.store.device(app: app, token: token) }
+        guard let device = found else {
+            throw APIError.notFound("no device \(candidates[0]) is registered with \(app)")
         }
         let defaultEnvironment = api.defaultEnvironment(of: app)
         return JSONBody.object { Self.write(device, defaultEnvironment: defaultEnvironment, to: &$0) }
@@ -48,9 +50,11 @@ struct DeviceRoutes {
 
     @Sendable func delete(request: Request, context: GatewayContext) async throws -> Response {
         let app = try api.authorizedApp(context)
-        let token = try Self.token(context)
-        guard try await api.store.deleteDevice(app: app, token: token) else {
-            throw APIError.notFound("no device \(token) is registered with \(app)")
+        let candidates = try Self.tokens(context)
+        var deleted = false
+        for token in candidates where !deleted { deleted = try await api.store.deleteDevice(app: app, token: token) }
+        guard deleted else {
+            throw APIError.notFound("no device \(candidates[0]) is registered with \(app)")
         }
         return Response(status: .noContent)
     }
@@ -214,15 +218,23 @@ struct DeviceRoutes {
     }
 
     static func token(_ context: GatewayContext) throws -> String {
+        try tokens(context)[0]
+    }
+
+    /// The device IDs the path's token may stand for, most likely first: an ID as it is, an APNs
+    /// token, else each platform whose token it could be (an FCM registration token and a Huawei
+    /// push token can look alike: the caller tries each, and the one registered is the device).
+    static func tokens(_ context: GatewayContext) throws -> [String] {
         let text = try context.parameters.require("token")
         // A device whose address is not its ID (a browser's subscription, an Android device), by its ID.
-        if GatewayPlatforms.isDeviceID(text) { return text }
+        if GatewayPlatforms.isDeviceID(text) { return [text] }
         do {
-            return try DeviceToken(text).hex
+            return [try DeviceToken(text).hex]
         } catch {
             // A device by its platform's token (an Android device by its registration token).
-            for platform in GatewayPlatforms.all { if let id = platform.deviceID(forToken: text) { return id } }
-            throw APIError.invalid("device token: \(error.detail ?? error.reason.rawValue)")
+            let ids = GatewayPlatforms.all.compactMap { $0.deviceID(forToken: text) }
+            guard !ids.isEmpty else { throw APIError.invalid("device token: \(error.detail ?? error.reason.rawValue)") }
+            return ids
         }
     }
 
