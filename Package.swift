@@ -548,6 +548,7 @@ let package = Package(
                 "HeraldTestSupport",
                 "HeraldHostilePeers",
                 "HeraldCore",
+                "HeraldTransport",
                 "HeraldFCM",
                 "HeraldFCMMock",
                 "herald",
@@ -566,6 +567,7 @@ let package = Package(
             dependencies: [
                 "HeraldTestSupport",
                 "HeraldCore",
+                "HeraldTransport",
                 "HeraldHMS",
                 "HeraldHMSMock",
                 .product(name: "_CryptoExtras", package: "swift-crypto"),

@@ -13,7 +13,7 @@ import Foundation
 
 /// The service account's OAuth 2.0 access token, shared by every send: fetched from the
 /// account's `token_uri` with a signed assertion (the JWT-bearer grant, RFC 7523), reused until a
-/// margin before its `expires_in` (``FCMTokenCache``), and fetched by one request however many
+/// margin before its `expires_in` (``BearerTokenCache``), and fetched by one request however many
 /// sends need it at once. A token FCM refuses with 401 is dropped with ``invalidate(_:)``.
 public final class FCMAccessTokenProvider: Sendable {
     /// The account whose token it is.
@@ -31,21 +31,21 @@ public final class FCMAccessTokenProvider: Sendable {
     static let grantType = "urn:ietf:params:oauth:grant-type:jwt-bearer"
 
     private let http: HTTPClient
-    private let endpoint: FCMEndpoint
+    private let endpoint: ServiceEndpoint
     private let logger: Logger
     private let clock = ContinuousClock()
     private let state = Mutex(State())
     private let requests = Atomic<Int>(0)
 
     private struct State: Sendable {
-        var cache = FCMTokenCache()
+        var cache = BearerTokenCache()
         /// The fetch under way, that every send needing a token waits for.
         var fetch: Task<Result<String, FCMSendError>, Never>?
     }
 
     /// A provider fetching with `http` (HTTP/1.1 is enough; its TLS settings apply).
     public init(serviceAccount: FCMServiceAccount, http: HTTPClient, requestTimeout: Duration = .seconds(30), logger: Logger) throws(FCMError) {
-        guard let endpoint = FCMEndpoint(serviceAccount.tokenURI) else {
+        guard let endpoint = ServiceEndpoint(serviceAccount.tokenURI) else {
             throw FCMError(.invalidServiceAccount, "the service account's token_uri must be an https URL (http only to a loopback address)")
         }
         self.serviceAccount = serviceAccount
@@ -65,7 +65,7 @@ public final class FCMAccessTokenProvider: Sendable {
     /// ``FCMSendError/Code/timedOut`` when it could not answer (worth retrying).
     public func accessToken() async throws(FCMSendError) -> String {
         let now = clock.now
-        let (action, fetch) = state.withLock { state -> (FCMTokenCache.Action, Task<Result<String, FCMSendError>, Never>?) in
+        let (action, fetch) = state.withLock { state -> (BearerTokenCache.Action, Task<Result<String, FCMSendError>, Never>?) in
             let action = state.cache.next(now: now)
             if case .use = action { return (action, nil) }
             if state.fetch == nil { state.fetch = startFetch() }

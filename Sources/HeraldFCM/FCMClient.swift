@@ -81,7 +81,7 @@ public final class FCMClient: Sendable {
         configuration: Configuration, eventLoopGroup: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton,
         logger: Logger = Logger(label: "herald.fcm", factory: { _ in SwiftLogNoOpLogHandler() })
     ) throws(FCMError) {
-        guard let endpoint = FCMEndpoint(configuration.endpoint), endpoint.isHTTPS else {
+        guard let endpoint = ServiceEndpoint(configuration.endpoint), endpoint.isHTTPS else {
             throw FCMError(.invalidConfiguration, "the FCM endpoint must be an https URL; got \(PeerText(configuration.endpoint, limit: 100))", field: "endpoint")
         }
         guard !configuration.projectID.isEmpty, configuration.projectID.utf8.count <= 256,

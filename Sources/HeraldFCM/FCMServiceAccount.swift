@@ -1,4 +1,5 @@
 import HeraldCore
+import HeraldTransport
 import _CryptoExtras
 
 /// A Google service account, as the JSON key file the Firebase console ("Project settings →
@@ -31,7 +32,7 @@ public struct FCMServiceAccount: Sendable {
         try Self.check("private_key_id", privateKeyID, allowed: { $0 > 0x20 && $0 < 0x7F })
         try Self.check("client_email", clientEmail, allowed: { $0 > 0x20 && $0 < 0x7F })
         guard clientEmail.contains("@") else { throw FCMError(.invalidServiceAccount, "the service account's client_email is not an email address") }
-        guard FCMEndpoint(tokenURI) != nil else {
+        guard ServiceEndpoint(tokenURI) != nil else {
             throw FCMError(
                 .invalidServiceAccount, "the service account's token_uri must be an https URL (http only to a loopback address); got \(PeerText(tokenURI, limit: 100))")
         }

@@ -8,7 +8,7 @@ import Synchronization
 /// The app's OAuth 2.0 access token for the Android API (v1), shared by every send: fetched from
 /// Huawei's token endpoint with the client-credentials grant (`grant_type=client_credentials`,
 /// `client_id`, `client_secret`, form-encoded; answer `access_token`, `expires_in`), reused until a
-/// margin before its expiry (``HMSTokenCache``), and fetched by one request however many sends
+/// margin before its expiry (``BearerTokenCache``), and fetched by one request however many sends
 /// need it at once: Huawei throttles apps asking for more than 1,000 tokens in 5 minutes
 /// (https://developer.huawei.com/consumer/cn/doc/HMSCore-Guides/oauth2-0000001212610981).
 /// A token Push Kit refuses is dropped with ``invalidate(_:)``.
@@ -26,20 +26,20 @@ public final class HMSAccessTokenProvider: Sendable {
     public static let maximumLifetime: Duration = .seconds(86400)
 
     private let http: HTTPClient
-    private let endpoint: HMSEndpoint
+    private let endpoint: ServiceEndpoint
     private let logger: Logger
     private let clock = ContinuousClock()
     private let state = Mutex(State())
     private let requests = Atomic<Int>(0)
 
     private struct State: Sendable {
-        var cache = HMSTokenCache()
+        var cache = BearerTokenCache()
         var fetch: Task<Result<String, HMSSendError>, Never>?
     }
 
     /// A provider fetching with `http` (HTTP/1.1 is enough; its TLS settings apply).
     public init(credentials: HMSAppCredentials, http: HTTPClient, requestTimeout: Duration = .seconds(30), logger: Logger) throws(HMSError) {
-        guard let endpoint = HMSEndpoint(credentials.tokenURI) else {
+        guard let endpoint = ServiceEndpoint(credentials.tokenURI) else {
             throw HMSError(.invalidCredentials, "the token URI must be an https URL (http only to a loopback address)", field: "tokenURI")
         }
         self.credentials = credentials
@@ -55,7 +55,7 @@ public final class HMSAccessTokenProvider: Sendable {
     /// A usable access token: the held one, or a fresh one (waiting for the one fetch under way).
     public func accessToken() async throws(HMSSendError) -> String {
         let now = clock.now
-        let (action, fetch) = state.withLock { state -> (HMSTokenCache.Action, Task<Result<String, HMSSendError>, Never>?) in
+        let (action, fetch) = state.withLock { state -> (BearerTokenCache.Action, Task<Result<String, HMSSendError>, Never>?) in
             let action = state.cache.next(now: now)
             if case .use = action { return (action, nil) }
             if state.fetch == nil { state.fetch = startFetch() }
@@ -166,7 +166,7 @@ public final class HMSAccessTokenProvider: Sendable {
 final class HMSJWTSource: Sendable {
     let account: HMSServiceAccount
     private let clock = ContinuousClock()
-    private let cache = Mutex(HMSTokenCache())
+    private let cache = Mutex(BearerTokenCache())
     private let signed = Atomic<Int>(0)
 
     init(account: HMSServiceAccount) {

@@ -1,4 +1,5 @@
 import HeraldCore
+import HeraldTransport
 
 /// An app's OAuth 2.0 client credentials (AppGallery Connect → Project settings → the app's
 /// OAuth 2.0 client ID): exchanged at Huawei's token endpoint for the access tokens the Android
@@ -29,7 +30,7 @@ public struct HMSAppCredentials: Sendable {
         guard !clientSecret.isEmpty, clientSecret.utf8.count <= Self.maximumSecretCount, clientSecret.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else {
             throw HMSError(.invalidCredentials, "the client secret must be 1 to \(Self.maximumSecretCount) visible ASCII characters", field: "clientSecret")
         }
-        guard HMSEndpoint(tokenURI) != nil else {
+        guard ServiceEndpoint(tokenURI) != nil else {
             throw HMSError(
                 .invalidCredentials, "the token URI must be an https URL (http only to a loopback address); got \(PeerText(tokenURI, limit: 100))",
                 field: "tokenURI")

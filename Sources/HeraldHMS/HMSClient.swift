@@ -79,7 +79,7 @@ public final class HMSClient: Sendable {
         guard configuration.app != nil || configuration.serviceAccount != nil else {
             throw HMSError(.invalidConfiguration, "a Push Kit client needs app credentials (v1), a service account (v3), or both", field: "app")
         }
-        guard let endpoint = HMSEndpoint(configuration.endpoint), endpoint.isHTTPS else {
+        guard let endpoint = ServiceEndpoint(configuration.endpoint), endpoint.isHTTPS else {
             throw HMSError(.invalidConfiguration, "the Push Kit endpoint must be an https URL; got \(PeerText(configuration.endpoint, limit: 100))", field: "endpoint")
         }
         self.configuration = configuration

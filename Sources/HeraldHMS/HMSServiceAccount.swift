@@ -1,4 +1,5 @@
 import HeraldCore
+import HeraldTransport
 import _CryptoExtras
 
 /// A Huawei service account, as the JSON key file the API Console ("Credentials → Service account
@@ -28,7 +29,7 @@ public struct HMSServiceAccount: Sendable {
         try Self.check("project_id", projectID, allowed: { $0 > 0x20 && $0 < 0x7F && $0 != UInt8(ascii: "/") && $0 != UInt8(ascii: "?") && $0 != UInt8(ascii: "#") })
         try Self.check("key_id", keyID, allowed: { $0 > 0x20 && $0 < 0x7F })
         try Self.check("sub_account", subAccount, allowed: { $0 > 0x20 && $0 < 0x7F })
-        guard HMSEndpoint(tokenURI) != nil else {
+        guard ServiceEndpoint(tokenURI) != nil else {
             throw HMSError(.invalidServiceAccount, "the service account's token_uri must be an https URL; got \(PeerText(tokenURI, limit: 100))")
         }
         guard privateKey.keySizeInBits >= 2048 else { throw HMSError(.invalidServiceAccount, "the service account's private_key is under 2048 bits") }

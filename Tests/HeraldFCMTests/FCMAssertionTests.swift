@@ -1,5 +1,6 @@
 import Foundation
 import HeraldCore
+import HeraldTransport
 @testable import HeraldFCM
 import HeraldTestSupport
 import Testing
@@ -139,15 +140,15 @@ struct FCMAssertionTests {
 struct FCMTokenCacheTests {
     @Test("the margin scales with the lifetime: a tenth, at most five minutes")
     func margins() {
-        #expect(FCMTokenCache.refreshMargin(lifetime: .seconds(3600)) == .seconds(300))
-        #expect(FCMTokenCache.refreshMargin(lifetime: .seconds(60)) == .seconds(6))
-        #expect(FCMTokenCache.refreshMargin(lifetime: .seconds(1)) == .milliseconds(100))
+        #expect(BearerTokenCache.refreshMargin(lifetime: .seconds(3600)) == .seconds(300))
+        #expect(BearerTokenCache.refreshMargin(lifetime: .seconds(60)) == .seconds(6))
+        #expect(BearerTokenCache.refreshMargin(lifetime: .seconds(1)) == .milliseconds(100))
     }
 
     @Test("use until the margin, use and refresh within it, wait once expired or invalidated; a newer token survives an old 401")
     func cache() {
         let start = ContinuousClock().now
-        var cache = FCMTokenCache()
+        var cache = BearerTokenCache()
         #expect(cache.next(now: start) == .wait)
         cache.store("t1", lifetime: .seconds(60), requested: start)
         #expect(cache.next(now: start + .seconds(53)) == .use("t1"))

@@ -1,4 +1,5 @@
 import HeraldCore
+import HeraldTransport
 @testable import HeraldHMS
 import Testing
 import _CryptoExtras
@@ -110,7 +111,7 @@ struct HMSMessageTests {
 
     @Test("the token cache renews a tenth of the lifetime early and drops only the refused token")
     func cache() {
-        var cache = HMSTokenCache()
+        var cache = BearerTokenCache()
         let start = ContinuousClock.now
         #expect(cache.next(now: start) == .wait)
         cache.store("a", lifetime: .seconds(100), requested: start)

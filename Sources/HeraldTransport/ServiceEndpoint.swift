@@ -4,18 +4,19 @@ import FoundationEssentials
 import Foundation
 #endif
 
-/// An `https:` URL the client talks to (Push Kit's origin, the OAuth token URI), or `http:` to a
-/// loopback address only (a mock on this machine): nothing is sent in clear over a network.
-struct HMSEndpoint: Sendable, Hashable {
-    var isHTTPS: Bool
-    var host: String
-    var port: Int
+/// An `https:` URL a platform's client talks to (FCM's or Push Kit's origin, an OAuth token URI),
+/// or `http:` to a loopback address only (a mock on this machine): nothing is sent in clear over a
+/// network.
+package struct ServiceEndpoint: Sendable, Hashable {
+    package var isHTTPS: Bool
+    package var host: String
+    package var port: Int
     /// The path, `/` when the URL has none.
-    var path: String
+    package var path: String
     /// The URL as given.
-    var url: String
+    package var url: String
 
-    init?(_ text: String) {
+    package init?(_ text: String) {
         guard text.utf8.count <= 2048, let url = URL(string: text), let scheme = url.scheme?.lowercased(), let host = url.host, !host.isEmpty,
             url.user == nil, url.password == nil, url.query == nil, url.fragment == nil
         else { return nil }
@@ -33,7 +34,7 @@ struct HMSEndpoint: Sendable, Hashable {
     }
 
     /// The path without a trailing `/` (empty for the root), to put an API's path after.
-    var base: String {
+    package var base: String {
         path == "/" ? "" : String(path.reversed().drop(while: { $0 == "/" }).reversed())
     }
 
