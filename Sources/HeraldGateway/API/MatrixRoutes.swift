@@ -82,7 +82,7 @@ struct MatrixRoutes {
             case .notAllowed:
                 continue
             case .unusable(let why):
-                context.logger.debug("matrix: pushkey rejected", metadata: ["appID": "\(device.appID)", "why": "\(PeerText(why, limit: 200))"])
+                context.logger.debug("matrix: pushkey rejected", metadata: ["appID": "\(PeerText(device.appID, limit: 64))", "why": "\(PeerText(why, limit: 200))"])
                 rejected.append(device.pushkey)
             case .device(let registration):
                 let decision = MatrixMessages.decision(for: notification, device: device, platform: target.platform)
