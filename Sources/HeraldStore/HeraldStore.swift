@@ -119,9 +119,17 @@ public final class HeraldStore: Service, Sendable {
     ///
     /// Large transactions are what make this fast: tokens are random, so each new row lands on
     /// another page, and a page changed many times in one transaction is written once.
+    ///
+    /// When a batch cannot be written (the disk full: ``StoreError/Code/storageFull``), the
+    /// batches before it stay registered and the error is thrown; `progress` has then been told
+    /// how many devices they hold.
+    ///
+    /// - Parameter progress: Called with how many devices are registered so far, each time a
+    ///   batch is written.
     @discardableResult
     public func register<Registrations: AsyncSequence>(
-        contentsOf registrations: Registrations, app: String, batchSize: Int = 50_000, now: @Sendable () -> Date = { Date() }
+        contentsOf registrations: Registrations, app: String, batchSize: Int = 50_000, now: @Sendable () -> Date = { Date() },
+        progress: (Int) -> Void = { _ in }
     ) async throws -> Int where Registrations.Element == DeviceRegistration {
         var batch: [DeviceRegistration] = []
         batch.reserveCapacity(min(batchSize, 50_000))
@@ -132,7 +140,10 @@ public final class HeraldStore: Service, Sendable {
         // in order, one at a time; a failed write stops the import with its error.
         var writing: Task<Int, any Error>?
         func finish() async throws {
-            if let previous = writing { total += try await previous.value }
+            if let previous = writing {
+                total += try await previous.value
+                progress(total)
+            }
             writing = nil
         }
         func flush() async throws {
@@ -164,7 +175,10 @@ public final class HeraldStore: Service, Sendable {
             if !batch.isEmpty { try await flush() }
         } catch {
             // What was read before the error is written, as when batches were written in turn.
-            _ = try? await writing?.value
+            if let written = try? await writing?.value {
+                total += written
+                progress(total)
+            }
             throw error
         }
         try await finish()

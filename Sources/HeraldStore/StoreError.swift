@@ -18,6 +18,10 @@ public struct StoreError: Error, Sendable, Hashable, CustomStringConvertible {
         public static let newerSchema = Code(name: "newerSchema")
         /// A value given to the store is out of range or malformed.
         public static let invalidInput = Code(name: "invalidInput")
+        /// The database's disk is full: the write was not stored (what was stored before stays).
+        /// Waiting will not mend it; freeing space on the database's disk will. SQLite's
+        /// `SQLITE_FULL`, PostgreSQL's SQLSTATE 53100 (`disk_full`).
+        public static let storageFull = Code(name: "storageFull")
         /// The database answered with an error.
         public static let databaseError = Code(name: "databaseError")
         /// The lease on a batch was lost (it ran out and another worker took it).

@@ -6,7 +6,7 @@ import NIOCore
 /// An API error answer: `{"error": {"code": "…", "message": "…"}}` with its HTTP status.
 ///
 /// Codes are stable (`unauthorized`, `forbidden`, `notFound`, `invalidRequest`, `tooLarge`,
-/// `tooManyRequests`, `unavailable`, `internal`, and APNs reasons such as `PayloadTooLarge` for payloads APNs would
+/// `tooManyRequests`, `unavailable`, `storageFull`, `internal`, and APNs reasons such as `PayloadTooLarge` for payloads APNs would
 /// refuse); messages say what was wrong and what to do.
 public struct APIError: Error, Sendable, HTTPResponseError, CustomStringConvertible {
     public var status: HTTPResponse.Status
@@ -35,6 +35,21 @@ public struct APIError: Error, Sendable, HTTPResponseError, CustomStringConverti
         var error = APIError(.tooManyRequests, "tooManyRequests", message)
         error.retryAfter = seconds
         return error
+    }
+
+    /// A 507: the database's disk is full, so nothing of the request was stored (what was
+    /// accepted before is kept). `stored` says what of it was, when some was (an import's first
+    /// batches). Retrying will not help until space is freed on the database's disk.
+    static func storageFull(stored: String = "nothing of this request was stored") -> APIError {
+        APIError(
+            HTTPResponse.Status(code: 507, reasonPhrase: "Insufficient Storage"), "storageFull",
+            "the database's disk is full: \(stored), and everything accepted before is kept; free space on the database's disk, then send it again"
+        )
+    }
+
+    /// A 503: the database cannot be reached (down, restarting, unreachable); `stored` as for ``storageFull(stored:)``.
+    static func unavailable(stored: String? = nil) -> APIError {
+        APIError(.serviceUnavailable, "unavailable", "the database cannot be reached\(stored.map { ": \($0)" } ?? ""); try again shortly")
     }
 
     public var description: String { "\(status.code) \(code): \(message)" }
@@ -73,7 +88,10 @@ public struct APIError: Error, Sendable, HTTPResponseError, CustomStringConverti
         case let error as StoreError:
             switch error.code {
             case .unavailable:
-                return (APIError(.serviceUnavailable, "unavailable", "the database cannot be reached; try again shortly"), false)
+                return (APIError.unavailable(), false)
+            case .storageFull:
+                // Logged: the operator must free space, and the log names the database and its error.
+                return (APIError.storageFull(), true)
             case .invalidInput:
                 return (APIError.invalid(error.message), false)
             case .notFound:

@@ -129,7 +129,18 @@ struct DeviceRoutes {
         // 12,500 a transaction, one batch read (and its rows made) while the one before is
         // written: the size that kept an import's peak memory lowest for its speed
         // (docs/performance.md, "Measurements behind the code").
-        let upserted = try await api.store.register(contentsOf: devices, app: app, batchSize: 12_500)
+        var registered = 0
+        let upserted: Int
+        do {
+            upserted = try await api.store.register(contentsOf: devices, app: app, batchSize: 12_500, progress: { registered = $0 })
+        } catch let error as StoreError where error.code == .storageFull {
+            // The batches written before stay registered: say how far the import got.
+            context.logger.error("an import stopped: the database's disk is full", metadata: ["registered": "\(registered)", "error": "\(error)"])
+            throw APIError.storageFull(stored: "the first \(registered) devices of this import were registered, the rest were not")
+        } catch let error as StoreError where error.code == .unavailable {
+            // The batch being written when the database went away may or may not have been committed.
+            throw APIError.unavailable(stored: "at least the first \(registered) devices of this import were registered, perhaps not the rest")
+        }
         if report.stoppedAtLimit {
             throw APIError(
                 .contentTooLarge, "tooLarge",

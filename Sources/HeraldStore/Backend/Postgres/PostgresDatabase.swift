@@ -17,7 +17,10 @@ import Foundation
 final class PostgresDatabase: SQLDatabase {
     let dialect: any SQLDialect = PostgresDialect()
     let work = WorkSignal()
-    private let client: PostgresClient
+    /// The pool, made anew after a long outage (``PostgresPools``).
+    private let pools: PostgresPools
+    /// Whether the database answers: operations are refused at once while it does not.
+    private let monitor: PostgresMonitor
     /// The pool's settings for one connection of its own, made before the pool's first (``probe()``).
     private let single: Result<PostgresConnection.Configuration, any Error>
     private let description: String
@@ -44,8 +47,8 @@ final class PostgresDatabase: SQLDatabase {
         )
         client.options.maximumConnections = max(2, maximumConnections)
         client.options.connectTimeout = .seconds(5)
-        self.client = PostgresClient(configuration: client, backgroundLogger: logger)
-        self.single = Result {
+        self.pools = PostgresPools { [client] in PostgresClient(configuration: client, backgroundLogger: logger) }
+        let single = Result {
             let context: (TLSConfiguration) throws -> NIOSSLContext = { try NIOSSLContext(configuration: $0) }
             let singleTLS: PostgresConnection.Configuration.TLS =
                 switch configuration.tls {
@@ -61,13 +64,16 @@ final class PostgresDatabase: SQLDatabase {
             single.options.connectTimeout = .seconds(5)
             return single
         }
+        self.single = single
         self.description = StoreURL.postgres(configuration).description
+        self.monitor = PostgresMonitor(configuration: single, database: description, logger: logger)
         self.logger = logger
     }
 
     func run() async {
         await withDiscardingTaskGroup { group in
-            group.addTask { await self.client.run() }
+            group.addTask { await self.pools.run() }
+            group.addTask { await self.monitor.run(replacePool: { self.pools.replace() }) }
             group.addTask { await self.listenForWork() }
         }
     }
@@ -79,7 +85,7 @@ final class PostgresDatabase: SQLDatabase {
     private func listenForWork() async {
         while !Task.isCancelled {
             do {
-                try await client.withConnection { connection in
+                try await pools.current.withConnection { connection in
                     try await connection.listen(on: PostgresSchema.workChannel) { notifications in
                         // Listening from here: work queued before (at start, or while the
                         // connection was down) announced itself to no one, so look once now
@@ -109,14 +115,14 @@ final class PostgresDatabase: SQLDatabase {
     func write<Result: Sendable>(_ kind: WriteKind, _ body: @escaping @Sendable (any SQLConnection) async throws -> Result) async throws -> Result {
         do {
             return try await withDeadlines { leased in
-                try await self.client.withTransaction(logger: self.logger) { connection in
+                try await self.pools.current.withTransaction(logger: self.logger) { connection in
                     leased.set()
                     if kind == .bookkeeping { try await self.run("SET LOCAL synchronous_commit = off", on: connection) }
                     return try await body(PostgresSQLConnection(connection: connection, logger: self.logger))
                 }
             }
         } catch {
-            throw Self.storeError(error, database: description)
+            throw failure(error)
         }
     }
 
@@ -161,18 +167,25 @@ final class PostgresDatabase: SQLDatabase {
     private func withConnection<Result: Sendable>(_ body: @escaping @Sendable (PostgresConnection) async throws -> Result) async throws -> Result {
         do {
             return try await withDeadlines { leased in
-                try await self.client.withConnection { connection in
+                try await self.pools.current.withConnection { connection in
                     leased.set()
                     return try await body(connection)
                 }
             }
         } catch {
-            throw Self.storeError(error, database: description)
+            throw failure(error)
         }
     }
 
-    /// How long an operation waits for a connection. The pool waits for ever while the database
-    /// is down (it keeps reconnecting); an API caller must hear "unavailable" in seconds instead.
+    /// `error` as a ``StoreError``; one that says the database is gone makes the monitor ask it.
+    private func failure(_ error: any Error) -> StoreError {
+        let failure = Self.storeError(error, database: description)
+        if failure.code == .unavailable { monitor.suspect() }
+        return failure
+    }
+
+    /// How long an operation waits for a connection from a pool that is busy while the database
+    /// answers. While it does not, operations are refused at once (``PostgresMonitor``).
     static let connectionDeadline: Duration = .seconds(5)
 
     /// How long an operation may take once it holds a connection. A query sent on a connection
@@ -183,20 +196,28 @@ final class PostgresDatabase: SQLDatabase {
     static let operationDeadline: Duration = .seconds(20)
 
     /// Runs `operation`, which calls `leased.set()` once it holds a connection, and fails with
-    /// `unavailable` when it has no connection within ``connectionDeadline`` or no result within
-    /// ``operationDeadline``. The operation is then cancelled and left behind, not awaited: a
-    /// query that will never be answered must not hold its caller (a worker, an API request).
+    /// `unavailable` at once while the database does not answer (``PostgresMonitor``), as soon
+    /// as it stops answering, when it has no connection within ``connectionDeadline``, or no
+    /// result within ``operationDeadline``. The operation is then cancelled and left behind, not
+    /// awaited: a query that will never be answered must not hold its caller (a worker, an API
+    /// request). One not done within ``PostgresReachability/suspectAfter`` has the monitor ask
+    /// the database whether it still answers.
     private func withDeadlines<Result: Sendable>(
         _ operation: @escaping @Sendable (LeaseFlag) async throws -> Result
     ) async throws -> Result {
+        try monitor.admit()
         let leased = LeaseFlag()
         let race = DeadlineRace<Result>()
         let description = self.description
+        let monitor = self.monitor
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
                 race.start(continuation)
+                let watched = monitor.started { error in race.finish(.failure(error)) }
                 let timer = Task {
-                    try await Task.sleep(for: Self.connectionDeadline)
+                    try await Task.sleep(for: PostgresReachability.suspectAfter)
+                    monitor.suspect()
+                    try await Task.sleep(for: Self.connectionDeadline - PostgresReachability.suspectAfter)
                     if !leased.isSet {
                         race.finish(.failure(StoreError(.unavailable, "PostgreSQL \(description) gave no connection within \(Self.connectionDeadline): it is down or overloaded")))
                         return
@@ -212,7 +233,11 @@ final class PostgresDatabase: SQLDatabase {
                     }
                     timer.cancel()
                 }
-                race.onFinish { work.cancel(); timer.cancel() }
+                race.onFinish {
+                    work.cancel()
+                    timer.cancel()
+                    monitor.finished(watched)
+                }
             }
         } onCancel: {
             race.finish(.failure(CancellationError()))
@@ -225,14 +250,38 @@ final class PostgresDatabase: SQLDatabase {
             return storeError(transaction.closureError ?? transaction.beginError ?? transaction.commitError ?? error, database: database)
         }
         if let psql = error as? PSQLError, let message = psql.serverInfo?[.message] {
-            return StoreError(.databaseError, "PostgreSQL \(database): \(message)")
+            switch code(ofSQLState: psql.serverInfo?[.sqlState] ?? "") {
+            case .storageFull:
+                return StoreError(.storageFull, "PostgreSQL \(database): the disk is full (\(message)); nothing of this write was stored: free space on the database server's disk")
+            case .unavailable:
+                return StoreError(.unavailable, "PostgreSQL \(database) cannot serve now: \(message)")
+            case let code:
+                return StoreError(code, "PostgreSQL \(database): \(message)")
+            }
         }
         // No answer from the server: it is down, restarting, or unreachable.
         return StoreError(.unavailable, "PostgreSQL \(database) cannot be reached: \(describe(error))")
     }
 
+    /// What an error the server answered with means for the caller, by its SQLSTATE
+    /// (https://www.postgresql.org/docs/current/errcodes-appendix.html):
+    /// - 53100 `disk_full`: ``StoreError/Code/storageFull``; waiting will not free the disk.
+    /// - 53000 `insufficient_resources`, 53200 `out_of_memory`, 53300 `too_many_connections`,
+    ///   class 08 (connection exceptions) and 57P01-57P03 (the server shutting down, crashed,
+    ///   starting): ``StoreError/Code/unavailable``; the server recovers from these by itself.
+    /// - Anything else (53400 `configuration_limit_exceeded` among them, which a setting mends):
+    ///   ``StoreError/Code/databaseError``.
+    static func code(ofSQLState state: String) -> StoreError.Code {
+        switch state {
+        case "53100": .storageFull
+        case "53000", "53200", "53300", "57P01", "57P02", "57P03": .unavailable
+        case let state where state.hasPrefix("08"): .unavailable
+        default: .databaseError
+        }
+    }
+
     static func describe(_ error: any Error) -> String {
-        if let psql = error as? PSQLError { return psql.serverInfo?[.message] ?? "\(psql.code)" }
+        if let psql = error as? PSQLError { return psql.serverInfo?[.message] ?? "\(psql.code)\(psql.underlying.map { ": \($0)" } ?? "")" }
         return "\(error)"
     }
 
@@ -324,12 +373,13 @@ final class PostgresDatabase: SQLDatabase {
         }
     }
 
+    /// Asked on the monitor's own connection, not the pool's, within a second: a readiness
+    /// probe hears 503 in time while the database does not answer, and a busy pool does not make
+    /// the process look unready.
     func checkReady() async throws {
-        try await read { [self] connection in
-            let version = try await connection.query(PostgresSchema.currentVersion).first?.int(0) ?? 0
-            guard version == PostgresSchema.migrations.count else {
-                throw StoreError(.unavailable, "the database \(description) is at schema \(version), not \(PostgresSchema.migrations.count): migrate it")
-            }
+        let version = try await monitor.check() ?? 0
+        guard version == PostgresSchema.migrations.count else {
+            throw StoreError(.unavailable, "the database \(description) is at schema \(version), not \(PostgresSchema.migrations.count): migrate it")
         }
     }
 }

@@ -126,10 +126,20 @@ final class SQLiteDatabase: SQLDatabase {
                 } catch let error as StoreError {
                     throw error
                 } catch {
-                    throw StoreError(.databaseError, "SQLite \(path): \(error)")
+                    throw Self.storeError(error, path: path)
                 }
             }
         }
+    }
+
+    /// What SQLite's error means for the caller: a full disk is ``StoreError/Code/storageFull``
+    /// (the statement and its transaction were rolled back; what was committed before stays),
+    /// anything else a database error.
+    static func storeError(_ error: any Error, path: String) -> StoreError {
+        if let failure = error as? SQLiteFailure, failure.isDiskFull {
+            return StoreError(.storageFull, "SQLite \(path): the disk is full (\(failure)); nothing of this write was stored: free space on its disk")
+        }
+        return StoreError(.databaseError, "SQLite \(path): \(error)")
     }
 
     func read<Result: Sendable>(_ body: @escaping @Sendable (any SQLConnection) async throws -> Result) async throws -> Result {
@@ -177,6 +187,8 @@ final class SQLiteDatabase: SQLDatabase {
     /// connection (which rolls back what is open), and the next use opens it again. Whatever
     /// happened, no transaction is left open for the next caller.
     private func end(_ connection: SQLiteSQLConnection, _ statement: String) async {
+        // SQLite may have rolled the transaction back itself (a full disk does): nothing to end.
+        if statement == "ROLLBACK", !connection.link.isInTransaction { return }
         do {
             try await Self.unstoppable(statement, on: connection)
         } catch {

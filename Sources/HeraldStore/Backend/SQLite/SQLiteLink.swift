@@ -4,12 +4,29 @@ import VaporCSQLite
 import Dispatch
 #endif
 
-/// What SQLite said went wrong: its (extended) result code and its message.
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// What SQLite said went wrong: its (extended) result code and its message, and the operating
+/// system's error number behind an I/O error (`sqlite3_system_errno`; 0 when there was none).
 struct SQLiteFailure: Error, CustomStringConvertible {
     let code: Int32
     let message: String
+    var systemError: Int32 = 0
 
     var description: String { "\(message) (SQLite result code \(code))" }
+
+    /// Whether the disk is full: `SQLITE_FULL`, or an I/O error on `ENOSPC` (SQLite says
+    /// `SQLITE_FULL` for a write that ran out of space, and an I/O error for some of the files
+    /// beside the database: https://www.sqlite.org/rescode.html#full).
+    var isDiskFull: Bool {
+        code & 0xFF == SQLITE_FULL || (code & 0xFF == SQLITE_IOERR && systemError == ENOSPC)
+    }
 }
 
 /// One SQLite connection, driven through SQLite's C API (the copy sqlite-nio builds), each
@@ -171,7 +188,16 @@ final class SQLiteLink: @unchecked Sendable {
     }
 
     private func failure(_ code: Int32) -> SQLiteFailure {
-        SQLiteFailure(code: code, message: handle.map { String(cString: sqlite_nio_sqlite3_errmsg($0)) } ?? "the connection is closed")
+        guard let handle else { return SQLiteFailure(code: code, message: "the connection is closed") }
+        return SQLiteFailure(code: code, message: String(cString: sqlite_nio_sqlite3_errmsg(handle)), systemError: sqlite_nio_sqlite3_system_errno(handle))
+    }
+
+    /// Whether a transaction is open (SQLite ends one by itself after some errors, a full disk
+    /// among them: https://www.sqlite.org/lang_transaction.html, "Response To Errors Within A
+    /// Transaction").
+    var isInTransaction: Bool {
+        guard let handle else { return false }
+        return sqlite_nio_sqlite3_get_autocommit(handle) == 0
     }
 }
 
