@@ -6,7 +6,8 @@ import Prometheus
 
 /// The gateway's metrics, recorded through swift-metrics into one Prometheus registry that
 /// `GET /metrics` writes out. Every label set is bounded: routes are the API's route templates,
-/// apps come from the configuration, outcomes are four, and reasons are ``DeliveryReason/code``s:
+/// apps are the first ``MetricsSettings/maximumAppLabels`` to send (``AppLabels``), outcomes
+/// are four, and reasons are ``DeliveryReason/code``s:
 /// the known reasons' strings, `Quarantined`, and `other` for any reason Herald does not know.
 final class GatewayMetrics: Sendable {
     let registry: PrometheusCollectorRegistry
@@ -36,8 +37,12 @@ final class GatewayMetrics: Sendable {
         var reason: String
     }
 
-    init(registry: PrometheusCollectorRegistry) {
+    /// The `app` label of each app's series (``AppLabels``), here and in the clients' metrics.
+    let appLabels: AppLabels
+
+    init(registry: PrometheusCollectorRegistry, maximumAppLabels: Int = MetricsSettings().maximumAppLabels) {
         self.registry = registry
+        appLabels = AppLabels(limit: maximumAppLabels)
         var factory = PrometheusMetricsFactory(registry: registry)
         let latency: [Duration] = [.milliseconds(1), .milliseconds(2), .milliseconds(5), .milliseconds(10), .milliseconds(20), .milliseconds(50), .milliseconds(100), .milliseconds(250), .milliseconds(500), .seconds(1), .seconds(5)]
         factory.defaultDurationHistogramBuckets = latency
@@ -78,6 +83,7 @@ final class GatewayMetrics: Sendable {
     /// How the devices of one sent batch ended; `platforms`: each device's platform by its
     /// token, when some are not APNs devices (empty: all are).
     func recordOutcomes(app: String, _ outcomes: [DeliveryOutcome], platforms: [String: DevicePlatform] = [:], duration: Duration) {
+        let app = appLabels.label(app)
         var counts: [DeliveryKey: Int] = [:]
         // Acceptances, nearly every outcome, are counted without a key per device: APNs's, most
         // of them, in a plain count.

@@ -72,37 +72,42 @@ public final class HeraldGateway: Service, Sendable {
         self.logger = logger
         self.onListening = onListening
         self.stopGrace = stopGrace
-        metrics = GatewayMetrics(registry: registry)
+        metrics = GatewayMetrics(registry: registry, maximumAppLabels: configuration.metrics.maximumAppLabels)
         store = HeraldStore(configuration: configuration.storeConfiguration, logger: logger)
         for expiry in CredentialExpiry.of(configuration.apps) { metrics.recordCredentialExpiry(expiry) }
-        live = LiveConfiguration(configuration: configuration, clients: try ClientGeneration.make(configuration, roles: roles, logger: logger))
+        live = LiveConfiguration(configuration: configuration, clients: try GatewayClients.make(configuration, roles: roles, labels: metrics.appLabels, logger: logger))
         store.setWebhookInterest(configuration.webhookInterest)
         api = GatewayAPI(live: live, store: store, metrics: metrics)
     }
 
     /// Puts the apps and API keys of `new` in force (`herald serve` does on SIGHUP): new and
-    /// changed apps, credentials and keys apply to every batch and request from now on. Batches
-    /// and requests under way finish with the clients they started with, which then close.
-    /// Nothing queued is lost or sent twice: the queue is in the store.
+    /// changed apps, credentials and keys apply to every batch and request from now on. The
+    /// clients of apps `new` changes or removes close once the batches and requests using them
+    /// are done; every other app keeps its clients and connections. Nothing queued is lost or
+    /// sent twice: the queue is in the store.
     ///
     /// - Returns: the settings `new` changes that only a restart applies (they keep their
     ///   running values).
-    /// - Throws: ``APNSClientError`` when an app's TLS configuration cannot be built; the running
-    ///   configuration stays.
     @discardableResult
     public func reload(_ new: GatewayConfiguration) async throws -> [String] {
-        let clients = try ClientGeneration.make(new, roles: roles, logger: logger)
-        let needsRestart = await live.replace(with: new, clients: clients)
+        let start = ContinuousClock.now
+        let changes = live.replace(with: new)
         store.setWebhookInterest(live.configuration.webhookInterest)
         for expiry in CredentialExpiry.of(new.apps) { metrics.recordCredentialExpiry(expiry) }
+        let elapsed = ContinuousClock.now - start
+        /// Up to 10 IDs of a list, and how many more: a gateway may serve thousands of apps.
+        func few(_ ids: [String]) -> String {
+            ids.count <= 10 ? ids.joined(separator: ",") : ids.prefix(10).joined(separator: ",") + " and \(ids.count - 10) more"
+        }
         logger.info(
             "configuration reloaded",
             metadata: [
-                "apps": "\(new.apps.map(\.id).joined(separator: ","))", "apiKeys": "\(new.apiKeys.count)",
-                "needsRestart": "\(needsRestart.joined(separator: ","))",
+                "apps": "\(new.apps.count)", "added": "\(few(changes.added))", "changed": "\(few(changes.changed))",
+                "removed": "\(few(changes.removed))", "apiKeys": "\(new.apiKeys.count)", "needsRestart": "\(changes.needsRestart.joined(separator: ","))",
+                "ms": "\(elapsed.components.seconds * 1000 + elapsed.components.attoseconds / 1_000_000_000_000_000)",
             ]
         )
-        return needsRestart
+        return changes.needsRestart
     }
 
     /// Reads the API's TLS certificate and key again (`herald serve` does on SIGHUP); handshakes
@@ -161,7 +166,17 @@ public final class HeraldGateway: Service, Sendable {
         let live: LiveConfiguration
 
         func run() async throws {
+            // Closes the clients idle too long, until the process stops.
+            let idle = live.configuration.workers.idleClientTimeout
+            let sweep = Task { [live] in
+                let interval = max(.milliseconds(250), min(idle / 4, .seconds(15)))
+                while !Task.isCancelled {
+                    try? await Task.sleep(for: interval)
+                    live.snapshot.clients.closeIdle()
+                }
+            }
             try? await gracefulShutdown()
+            sweep.cancel()
             // A service group stops its services one at a time, in reverse order: this one is
             // told to stop once the workers (listed after it) have, within their grace period.
             // What was unanswered then is recorded as retried, so a push service or APNs that

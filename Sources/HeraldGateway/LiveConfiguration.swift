@@ -5,196 +5,174 @@ import Logging
 import Synchronization
 
 /// What `SIGHUP` may change while the gateway runs: the apps (topics, hosts, credentials, and so
-/// their APNs clients) and the API keys. Everything else (listen, database, TLS files, workers,
+/// their clients) and the API keys. Everything else (listen, database, TLS files, workers,
 /// queue, limits) is read once at start; a reload that changes it says so and keeps the running
 /// value.
 ///
-/// Each reload makes a new ``ClientGeneration``; the one it replaces keeps serving the batches
-/// and requests that took it, and is shut down (draining what is in flight) once the last of
-/// them is done. Nothing queued is lost (it is in the store) and nothing sent is sent again.
+/// The clients (``GatewayClients``) live as long as the process: a reload closes only the
+/// clients of the apps it changes or removes (once the batches using them are done), and every
+/// other app keeps its connections. Nothing queued is lost (it is in the store) and nothing sent
+/// is sent again.
 final class LiveConfiguration: Sendable {
     struct Snapshot: Sendable {
         let configuration: GatewayConfiguration
         let keyring: APIKeyring
-        let clients: ClientGeneration
+        let clients: GatewayClients
+        /// The configurations put in force before this one: 0 at start, one more for each reload.
+        let generation: Int
+    }
+
+    /// What a reload changed: the apps it added, changed (their entry or a file they name) and
+    /// removed, and the settings only a restart applies.
+    struct Changes: Sendable {
+        var added: [String] = []
+        var changed: [String] = []
+        var removed: [String] = []
+        var needsRestart: [String] = []
     }
 
     private let current: Mutex<Snapshot>
-    private let retired = Mutex<[ClientGeneration]>([])
 
-    init(configuration: GatewayConfiguration, clients: ClientGeneration) {
-        current = Mutex(Snapshot(configuration: configuration, keyring: APIKeyring(configuration.apiKeys), clients: clients))
+    init(configuration: GatewayConfiguration, clients: GatewayClients) {
+        current = Mutex(Snapshot(configuration: configuration, keyring: APIKeyring(configuration.apiKeys), clients: clients, generation: 0))
     }
 
     var snapshot: Snapshot { current.withLock { $0 } }
     var configuration: GatewayConfiguration { snapshot.configuration }
 
-    /// Puts `apps` and `apiKeys` of `new` in place, with `clients` made for them; the previous
-    /// clients are shut down once nothing uses them. Returns the settings `new` changes that only
-    /// a restart applies.
-    func replace(with new: GatewayConfiguration, clients: ClientGeneration) async -> [String] {
-        let (old, needsRestart) = current.withLock { snapshot -> (ClientGeneration, [String]) in
+    /// Puts the apps and API keys of `new` in force: the clients of apps it changes or removes
+    /// close once unused, the others stay. Returns what changed.
+    func replace(with new: GatewayConfiguration) -> Changes {
+        let (changes, clients) = current.withLock { snapshot -> (Changes, GatewayClients) in
             var merged = snapshot.configuration
-            let needsRestart = merged.restartOnlyDifferences(from: new)
+            var changes = Changes()
+            changes.needsRestart = merged.restartOnlyDifferences(from: new)
+            for app in new.apps {
+                guard let old = merged.app(app.id) else {
+                    changes.added.append(app.id)
+                    continue
+                }
+                // An app made in code has no revision: it counts as changed.
+                if old.revision == nil || old.revision != app.revision { changes.changed.append(app.id) }
+            }
+            let kept = Set(new.apps.map(\.id))
+            changes.removed = merged.apps.map(\.id).filter { !kept.contains($0) }
             merged.apps = new.apps
             merged.apiKeys = new.apiKeys
-            let old = snapshot.clients
-            snapshot = Snapshot(configuration: merged, keyring: APIKeyring(merged.apiKeys), clients: clients)
-            return (old, needsRestart)
+            snapshot = Snapshot(
+                configuration: merged, keyring: APIKeyring(merged.apiKeys), clients: snapshot.clients, generation: snapshot.generation + 1)
+            return (changes, snapshot.clients)
         }
-        retired.withLock { $0.append(old) }
-        await old.retire()
-        return needsRestart
+        clients.update(current: new.apps)
+        return changes
     }
 
-    /// Shuts every generation down, the current one and any still draining (the process stops).
+    /// Closes every client (the process stops).
     func shutdown() async {
-        await snapshot.clients.retire()
-        for generation in retired.withLock({ $0 }) { await generation.closed() }
-        await snapshot.clients.closed()
+        await snapshot.clients.shutdown()
     }
 }
 
-/// The clients made for one configuration: each platform's for the workers
-/// (``GatewayPlatforms``), and the API's APNs channel clients, made on first use. Shut down once
-/// retired and unused.
-final class ClientGeneration: Sendable {
+/// The gateway's clients to push services, for as long as it runs: each platform's for the
+/// workers (``GatewayPlatforms``), and the API's APNs channel clients. Each is made when its
+/// app first needs it and closed when idle (``WorkerSettings/idleClientTimeout``) or when a
+/// reload changes its app.
+final class GatewayClients: Sendable {
     /// Each platform's clients.
     let platforms: [DevicePlatform: any GatewayPlatform]
-    /// How to make an app's channel clients for an environment: a channel-management client, and
-    /// one to send broadcasts through (nil: the workers' client for it, `shared`).
-    struct ChannelMaker: Sendable {
-        let management: @Sendable () throws -> APNSClient
-        let broadcast: (@Sendable () throws -> APNSClient)?
-        let shared: APNSClient?
-    }
-    private let channelMakers: [AppEnvironment: ChannelMaker]
+    /// The channel routes' own clients (iOS 18 broadcast, apns-spec §1.9): a channel-management
+    /// client per app and environment, and a broadcast one where this process has no workers
+    /// whose client it can share; `nil`: this process serves no API.
+    private let channels: ClientCache<ChannelClientKey, APNSClient>?
+    private let labels: AppLabels
+    private let logger: Logger
 
-    private struct State {
-        var users = 0
-        var retired = false
-        var closing: Task<Void, Never>?
-        /// Channel clients made so far (most processes never make one), and those of them this
-        /// generation owns (not the workers').
-        var channels: [AppEnvironment: (management: APNSClient, broadcast: APNSClient)] = [:]
-        var ownedChannels: [APNSClient] = []
+    struct ChannelClientKey: Hashable, Sendable {
+        var app: String
+        var environment: TokenEnvironment
+        var broadcast: Bool
     }
-    private let state = Mutex(State())
 
-    init(platforms: [DevicePlatform: any GatewayPlatform] = [:], channelMakers: [AppEnvironment: ChannelMaker] = [:]) {
+    init(
+        platforms: [DevicePlatform: any GatewayPlatform] = [:], channels: ClientCache<ChannelClientKey, APNSClient>? = nil,
+        labels: AppLabels = AppLabels(limit: MetricsSettings().maximumAppLabels),
+        logger: Logger = Logger(label: "herald.gateway", factory: { _ in SwiftLogNoOpLogHandler() })
+    ) {
         self.platforms = platforms
-        self.channelMakers = channelMakers
+        self.channels = channels
+        self.labels = labels
+        self.logger = logger
     }
 
-    /// How `app`'s devices of `platform` are sent, through this generation's clients.
+    /// How `app`'s devices of `platform` are sent.
     func delivery(for platform: DevicePlatform, app: GatewayConfiguration.App) -> any PlatformDelivery {
         if let clients = platforms[platform] { return clients.delivery(for: app) }
         // No clients made for the platform at all: its own delivery, without a client.
-        return GatewayPlatforms.all.first { $0.platform == platform }!.init().delivery(for: app)
+        return GatewayPlatforms.conformance(of: platform).init().delivery(for: app)
     }
 
-    /// The channel clients of an app's environment, made on first use; `nil` when this process
-    /// serves no API for it, or the generation is closing.
-    func channelClients(for key: AppEnvironment) throws -> (management: APNSClient, broadcast: APNSClient)? {
-        guard let maker = channelMakers[key] else { return nil }
-        return try state.withLock { state in
-            if let made = state.channels[key] { return made }
-            guard state.closing == nil else { return nil }
-            let management = try maker.management()
-            state.ownedChannels.append(management)
-            let broadcast: APNSClient
-            if let shared = maker.shared {
-                broadcast = shared
-            } else {
-                broadcast = try maker.broadcast!()
-                state.ownedChannels.append(broadcast)
-            }
-            state.channels[key] = (management, broadcast)
-            return (management, broadcast)
-        }
+    /// Every cache of clients: the platforms' and the channels'.
+    private var caches: [any ClientCaching] {
+        platforms.values.compactMap(\.cache) + (channels.map { [$0] } ?? [])
     }
 
-    /// Runs `body` with this generation's clients; it is not shut down while `body` runs.
-    func using<Result: Sendable>(_ body: () async throws -> Result) async rethrows -> Result {
-        state.withLock { $0.users += 1 }
-        defer {
-            let close = state.withLock { state -> Bool in
-                state.users -= 1
-                return state.retired && state.users == 0 && state.closing == nil
-            }
-            if close { startClosing() }
-        }
-        return try await body()
-    }
+    /// The clients open now, of every platform.
+    var count: Int { caches.reduce(0) { $0 + $1.count } }
 
-    /// No new user will take it: it closes as soon as the last one is done.
-    func retire() async {
-        let close = state.withLock { state -> Bool in
-            state.retired = true
-            return state.users == 0 && state.closing == nil
-        }
-        if close { startClosing() }
-    }
-
-    /// Returns once it has closed (after it was retired and its last user was done), or when
-    /// the task is cancelled (the service group's shutdown deadline passed).
-    func closed() async {
-        // Bounded: 10 minutes of 5 ms looks.
-        for _ in 0..<120_000 {
-            if let closing = state.withLock({ $0.closing }) {
-                await closing.value
-                return
-            }
-            if Task.isCancelled { return }
-            try? await Task.sleep(for: .milliseconds(5))
-        }
-    }
-
-    private func startClosing() {
-        let platforms = Array(platforms.values)
-        state.withLock { state in
-            guard state.closing == nil else { return }
-            // The channel routes share the workers' clients for broadcasts: only those the
-            // generation made for them are its own to close here.
-            let channels = state.ownedChannels
-            state.closing = Task {
-                await withTaskGroup(of: Void.self) { group in
-                    for clients in platforms { group.addTask { await clients.shutdown() } }
-                    for client in channels { group.addTask { await client.shutdown() } }
+    /// Runs `body` with the channel clients of `app`'s `environment`, made on first use; `nil`
+    /// (and `body` is not run) when this process serves no API, the app has no credential for
+    /// the environment, or the clients have shut down.
+    func withChannelClients<Result: Sendable>(
+        app: GatewayConfiguration.App, environment: TokenEnvironment,
+        _ body: ((management: APNSClient, broadcast: APNSClient)) async throws -> Result
+    ) async throws -> Result? {
+        guard let channels, let credentials = APNSPlatform.credential(of: app, environment: environment, kind: nil) else { return nil }
+        let logger = APNSPlatform.logger(self.logger, app: app, environment: environment)
+        let managementKey = ChannelClientKey(app: app.id, environment: environment, broadcast: false)
+        let managementHost = app.channelManagementHost(for: environment)
+        let made = try await channels.using(managementKey, app: app, make: {
+            try APNSPlatform.client(for: app, host: managementHost, credentials: credentials, connections: 1, label: self.labels.label(app.id), logger: logger)
+        }) { management -> Result? in
+            // Broadcasts go through the workers' client for the environment when this process has one.
+            if let workers = self.platforms[.apns] as? APNSPlatform, workers.clients != nil {
+                return try await workers.using(AppEnvironment(app: app.id, environment: environment), app: app) { broadcast in
+                    try await body((management, broadcast))
                 }
             }
+            let pushHost = app.host(for: environment)
+            return try await channels.using(ChannelClientKey(app: app.id, environment: environment, broadcast: true), app: app, make: {
+                try APNSPlatform.client(for: app, host: pushHost, credentials: credentials, connections: 1, label: self.labels.label(app.id), logger: logger)
+            }) { broadcast in
+                try await body((management, broadcast))
+            }
+        }
+        return made ?? nil
+    }
+
+    /// Puts the apps of a reload in force: the clients of apps changed or gone close once unused.
+    func update(current apps: [GatewayConfiguration.App]) {
+        for cache in caches { cache.update(current: apps) }
+    }
+
+    /// Closes every client idle longer than ``WorkerSettings/idleClientTimeout``. Returns how many.
+    @discardableResult
+    func closeIdle(now: ContinuousClock.Instant = .now) -> Int {
+        caches.reduce(0) { $0 + $1.closeIdle(now: now) }
+    }
+
+    /// Closes every client (the workers and the API have stopped).
+    func shutdown() async {
+        await withTaskGroup(of: Void.self) { group in
+            for cache in caches { group.addTask { await cache.shutdown() } }
         }
     }
 
-    /// The clients `configuration` needs for `roles`: each platform's for the workers, and for
-    /// the API, how to make the channel routes' clients when first used.
-    static func make(_ configuration: GatewayConfiguration, roles: HeraldGateway.Roles, logger: Logger) throws -> ClientGeneration {
-        let platforms = try GatewayPlatforms.clients(for: configuration, workers: roles.contains(.workers), logger: logger)
-        var makers: [AppEnvironment: ChannelMaker] = [:]
-        // The API's channel routes (iOS 18 broadcast, apns-spec §1.9).
-        if roles.contains(.api) {
-            let workers = (platforms[.apns] as? APNSPlatform)?.clients ?? [:]
-            for app in configuration.apps {
-                guard app.credentials != nil else { continue }
-                for tokenEnvironment in TokenEnvironment.allCases {
-                    guard let credentials = app.credentials(for: tokenEnvironment) else { continue }
-                    let logger = APNSPlatform.logger(logger, app: app, environment: tokenEnvironment)
-                    let key = AppEnvironment(app: app.id, environment: tokenEnvironment)
-                    let shared = workers[key]
-                    let managementHost = app.channelManagementHost(for: tokenEnvironment)
-                    let pushHost = app.host(for: tokenEnvironment)
-                    let management: @Sendable () throws -> APNSClient = {
-                        try APNSPlatform.client(for: app, host: managementHost, credentials: credentials, connections: 1, logger: logger)
-                    }
-                    var broadcast: (@Sendable () throws -> APNSClient)?
-                    if shared == nil {
-                        broadcast = { try APNSPlatform.client(for: app, host: pushHost, credentials: credentials, connections: 1, logger: logger) }
-                    }
-                    makers[key] = ChannelMaker(management: management, broadcast: broadcast, shared: shared)
-                }
-            }
-        }
-        return ClientGeneration(platforms: platforms, channelMakers: makers)
+    /// The clients `configuration` and its reloads need for `roles`: each platform's for the
+    /// workers, and the channel routes' for the API. None is made yet.
+    static func make(_ configuration: GatewayConfiguration, roles: HeraldGateway.Roles, labels: AppLabels, logger: Logger) throws -> GatewayClients {
+        let platforms = try GatewayPlatforms.clients(for: configuration, workers: roles.contains(.workers), labels: labels, logger: logger)
+        let channels = roles.contains(.api) ? ClientCache<ChannelClientKey, APNSClient>(idleAfter: configuration.workers.idleClientTimeout) { await $0.shutdown() } : nil
+        return GatewayClients(platforms: platforms, channels: channels, labels: labels, logger: logger)
     }
 }
 
@@ -210,6 +188,7 @@ extension GatewayConfiguration {
         if limits != new.limits { changed.append("limits") }
         if housekeeping != new.housekeeping { changed.append("housekeeping") }
         if webhookSender != new.webhookSender { changed.append("webhookSender") }
+        if metrics != new.metrics { changed.append("metrics") }
         return changed
     }
 }

@@ -343,7 +343,7 @@ struct DeliverySeamTests {
     @Test("an app without a platform's configuration: each of that platform's devices fails with a reason that names it")
     func notConfigured() async throws {
         try await Self.withStore { store in
-            let generation = ClientGeneration()
+            let generation = GatewayClients()
             let app = GatewayConfiguration.App(id: "app")
             let outcomes = await Self.outcomes(Self.batch([Self.android, Self.browser, Self.apnsToken]), store: store, app: app) {
                 generation.delivery(for: $0, app: app)

@@ -49,7 +49,7 @@ struct StaleDeviceTests {
             var app = GatewayConfiguration.App(id: "droid")
             app.staleDeviceDays = [.fcm: 1]
             let live = LiveConfiguration(
-                configuration: GatewayConfiguration(database: try StoreURL("sqlite::memory:"), apps: [app], apiKeys: []), clients: ClientGeneration())
+                configuration: GatewayConfiguration(database: try StoreURL("sqlite::memory:"), apps: [app], apiKeys: []), clients: GatewayClients())
             var housekeeping = Housekeeping(
                 store: store, settings: HousekeepingSettings(), retention: .seconds(60), metrics: GatewayMetrics(registry: .init()), backlog: AppBacklog(),
                 logger: .init(label: "test"))

@@ -107,19 +107,18 @@ struct ChannelRoutes {
         return channel
     }
 
-    /// Runs `body` with the channel clients in force for an app's environment (a reload
+    /// Runs `body` with the channel clients of an app's environment, made on first use (a reload
     /// meanwhile leaves them to this request).
     private func withClients<Result: Sendable>(
         _ appID: String, _ environment: TokenEnvironment, _ body: ((management: APNSClient, broadcast: APNSClient)) async throws -> Result
     ) async throws -> Result {
-        let generation = api.live.snapshot.clients
-        let key = AppEnvironment(app: appID, environment: environment)
-        return try await generation.using {
-            guard let clients = try generation.channelClients(for: key) else {
-                throw APIError(.serviceUnavailable, "unavailable", "this process has no APNs clients for channels")
-            }
-            return try await body(clients)
+        let snapshot = api.live.snapshot
+        guard let app = snapshot.configuration.app(appID),
+            let result = try await snapshot.clients.withChannelClients(app: app, environment: environment, body)
+        else {
+            throw APIError(.serviceUnavailable, "unavailable", "this process has no APNs clients for channels")
         }
+        return result
     }
 
     /// Runs a request to APNs; a refusal or a failure is answered 502 with APNs's reason as the code.

@@ -155,10 +155,10 @@ final class MatrixDirectory: Sendable {
         var webPush: WebPushSubscription.Policy?
     }
 
-    private let cache = Mutex<(generation: ClientGeneration, targets: [String: Target])?>(nil)
+    private let cache = Mutex<(generation: Int, targets: [String: Target])?>(nil)
 
     func targets(of snapshot: LiveConfiguration.Snapshot) -> [String: Target] {
-        if let cached = cache.withLock({ $0 }), cached.generation === snapshot.clients { return cached.targets }
+        if let cached = cache.withLock({ $0 }), cached.generation == snapshot.generation { return cached.targets }
         var targets: [String: Target] = [:]
         for app in snapshot.configuration.apps {
             // The first app naming an app ID has it (a file naming one twice is refused).
@@ -166,7 +166,7 @@ final class MatrixDirectory: Sendable {
                 targets[appID] = Target(app: app.id, platform: platform, webPush: app.webPush?.policy)
             }
         }
-        cache.withLock { $0 = (snapshot.clients, targets) }
+        cache.withLock { $0 = (snapshot.generation, targets) }
         return targets
     }
 }

@@ -29,8 +29,12 @@ public struct ConfigurationError: Error, Sendable, Hashable, CustomStringConvert
 }
 
 extension GatewayConfiguration {
-    /// The largest configuration file read.
-    static let maximumFileSize = 1 << 20
+    /// The largest configuration file read: room for tens of thousands of apps' entries (10,000
+    /// apps with a provider key each take about 3 MiB).
+    static let maximumFileSize = 64 << 20
+
+    /// The largest file an app's entry names (a key, a certificate, a CA) that its revision reads.
+    static let maximumAppFileSize = 1 << 20
 
     /// Reads a configuration file (the format is in the README's gateway section). Key,
     /// certificate and CA files are read now, relative to the configuration file's directory.
@@ -62,7 +66,7 @@ extension GatewayConfiguration {
             throw FieldError("", "not valid JSON: \(error)")
         }
         let root = try JSONFields(document, path: "")
-        try root.only(["listen", "database", "apps", "apiKeys", "queue", "workers", "limits", "housekeeping", "tls", "webhookSender"])
+        try root.only(["listen", "database", "apps", "apiKeys", "queue", "workers", "limits", "housekeeping", "tls", "webhookSender", "metrics"])
         let databaseText = try root.requiredString("database")
         let database: StoreURL
         do {
@@ -71,9 +75,10 @@ extension GatewayConfiguration {
             throw FieldError("database", error.message)
         }
         var apps: [App] = []
+        var ids: Set<String> = []
         for fields in try root.objects("apps") {
             let app = try App(fields, directory: directory, environment: environment)
-            guard !apps.contains(where: { $0.id == app.id }) else { throw FieldError(fields.at("id"), "'\(app.id)' is given twice") }
+            guard ids.insert(app.id).inserted else { throw FieldError(fields.at("id"), "'\(app.id)' is given twice") }
             apps.append(app)
         }
         guard !apps.isEmpty else { throw FieldError("apps", "at least one app is needed") }
@@ -98,6 +103,13 @@ extension GatewayConfiguration {
         if let limits = try root.object("limits") { self.limits = try APILimits(limits) }
         if let housekeeping = try root.object("housekeeping") { self.housekeeping = try HousekeepingSettings(housekeeping) }
         if let sender = try root.object("webhookSender") { self.webhookSender = try WebhookSenderSettings(sender) }
+        if let metrics = try root.object("metrics") {
+            try metrics.only(["maximumAppLabels"])
+            if let limit = try metrics.int("maximumAppLabels") {
+                guard (0...100_000).contains(limit) else { throw FieldError(metrics.at("maximumAppLabels"), "must be 0 to 100000") }
+                self.metrics.maximumAppLabels = limit
+            }
+        }
         if let tls = try root.object("tls") {
             try tls.only(["certificateFile", "keyFile"])
             let files = APITLSIdentity.Files(
@@ -306,6 +318,7 @@ extension GatewayConfiguration.App {
                 staleDeviceDays[platform] = days
             }
         }
+        revision = AppRevision.of(fields.members, directory: directory)
     }
 
     /// `fcm`: `{"serviceAccountFile", "endpoint"?, "caFile"?, "connections"?}`.
@@ -494,7 +507,7 @@ extension QueueSettings {
 extension WorkerSettings {
     init(_ fields: JSONFields) throws(FieldError) {
         self.init()
-        try fields.only(["count", "batchSize", "shutdownGraceSeconds"])
+        try fields.only(["count", "batchSize", "shutdownGraceSeconds", "idleClientSeconds"])
         if let count = try fields.int("count") {
             guard (1...64).contains(count) else { throw FieldError(fields.at("count"), "must be 1 to 64") }
             self.count = count
@@ -506,6 +519,10 @@ extension WorkerSettings {
         if let seconds = try fields.int("shutdownGraceSeconds") {
             guard (1...300).contains(seconds) else { throw FieldError(fields.at("shutdownGraceSeconds"), "must be 1 to 300") }
             shutdownGrace = .seconds(seconds)
+        }
+        if let seconds = try fields.int("idleClientSeconds") {
+            guard (1...86400).contains(seconds) else { throw FieldError(fields.at("idleClientSeconds"), "must be 1 to 86400") }
+            idleClientTimeout = .seconds(seconds)
         }
     }
 }

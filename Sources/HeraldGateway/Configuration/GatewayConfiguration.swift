@@ -82,6 +82,10 @@ public struct GatewayConfiguration: Sendable {
         public var staleDeviceDays: [DevicePlatform: Int] = [.fcm: 270]
         /// The file gave the app's APNs settings at its top level, not in `apns`.
         var givesAPNSAtTopLevel = false
+        /// A digest of what the app was read from (``AppRevision``): a reload keeps the app's
+        /// clients and connections when it is unchanged. `nil` for an app made in code, which a
+        /// reload always rebuilds.
+        public var revision: String?
 
         public init(id: String, topic: String, environment: APNSEnvironment, credentials: APNSCredentials) {
             self.id = id
@@ -216,7 +220,12 @@ public struct GatewayConfiguration: Sendable {
     public var listen: ListenAddress = ListenAddress(host: "127.0.0.1", port: 8080)
     /// `sqlite:PATH` (relative paths are relative to the working directory) or `postgres://…`.
     public var database: StoreURL
-    public var apps: [App]
+    public var apps: [App] {
+        didSet { appIndex = Self.index(apps) }
+    }
+    /// Each app's position in ``apps``, by ID: a gateway may serve thousands, and every batch
+    /// and request looks its app up.
+    private var appIndex: [String: Int]
     public var apiKeys: [APIKey]
     /// How the queue leases, retries and ages work; see ``HeraldStore/Configuration``.
     public var queue: QueueSettings = QueueSettings()
@@ -231,6 +240,8 @@ public struct GatewayConfiguration: Sendable {
     public var tls: APITLSIdentity?
     /// How webhook events are sent (`webhookSender` in the file).
     public var webhookSender = WebhookSenderSettings()
+    /// What `/metrics` labels (`metrics` in the file).
+    public var metrics = MetricsSettings()
 
     /// One line for the log at start when the file gives apps' APNs settings in the form before
     /// `apps[].apns` (still read); `nil` when it does not.
@@ -245,10 +256,19 @@ public struct GatewayConfiguration: Sendable {
         self.database = database
         self.apps = apps
         self.apiKeys = apiKeys
+        appIndex = Self.index(apps)
     }
 
     /// The app with this ID.
-    public func app(_ id: String) -> App? { apps.first { $0.id == id } }
+    public func app(_ id: String) -> App? { appIndex[id].map { apps[$0] } }
+
+    /// The first position of each ID in `apps`.
+    private static func index(_ apps: [App]) -> [String: Int] {
+        var index: [String: Int] = [:]
+        index.reserveCapacity(apps.count)
+        for (position, app) in apps.enumerated() where index[app.id] == nil { index[app.id] = position }
+        return index
+    }
 
     /// The store's configuration for this gateway.
     public var storeConfiguration: HeraldStore.Configuration {
@@ -305,6 +325,16 @@ public struct QueueSettings: Sendable, Hashable {
 }
 
 /// How many delivery workers a gateway runs.
+/// What `GET /metrics` shows per app.
+public struct MetricsSettings: Sendable, Hashable {
+    /// How many apps get a series of their own (`maximumAppLabels` in the file): the first to
+    /// send, each under its ID; every app after them is counted under `app="_other"`, so the
+    /// exposition stays bounded with thousands of apps. 0: every app under `_other`. Default 100.
+    public var maximumAppLabels = 100
+
+    public init() {}
+}
+
 public struct WorkerSettings: Sendable, Hashable {
     /// Workers claiming from the queue in this process. Worker 0 takes only single deliveries
     /// (token and user audiences), so they never wait behind a broadcast. Default 4.
@@ -337,6 +367,10 @@ public struct WorkerSettings: Sendable, Hashable {
     /// After ``shutdownGrace``, the time to give back or record what the workers held and to
     /// close the connections, after which what is left is cancelled.
     public static let shutdownMargin: Duration = .seconds(5)
+    /// How long an app's client to a push service may go unused before it is closed, with its
+    /// connections (`idleClientSeconds` in the file). Clients are made when an app first sends,
+    /// so a gateway with thousands of quiet apps holds no connection for them. Default 300 s.
+    public var idleClientTimeout: Duration = .seconds(300)
 
     public init() {}
 }

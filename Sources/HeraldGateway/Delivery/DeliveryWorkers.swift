@@ -114,15 +114,13 @@ final class DeliveryWorkers: Service, Sendable {
 
     /// Sends one batch and records its outcomes.
     private func deliver(_ batch: WorkBatch, worker: Int) async {
-        // The apps and clients in force when the batch starts; a reload meanwhile leaves this
-        // batch its clients, which close once it and the others that took them are done.
+        // The apps in force when the batch starts; a reload meanwhile leaves this batch the
+        // clients it took, which close once it and the others that took them are done.
         let snapshot = live.snapshot
-        await snapshot.clients.using {
-            await deliver(batch, worker: worker, configuration: snapshot.configuration, generation: snapshot.clients)
-        }
+        await deliver(batch, worker: worker, configuration: snapshot.configuration, clients: snapshot.clients)
     }
 
-    private func deliver(_ batch: WorkBatch, worker: Int, configuration: GatewayConfiguration, generation: ClientGeneration) async {
+    private func deliver(_ batch: WorkBatch, worker: Int, configuration: GatewayConfiguration, clients: GatewayClients) async {
         let start = ContinuousClock.now
         let queued = batch.notification
         var logger = self.logger
@@ -143,7 +141,7 @@ final class DeliveryWorkers: Service, Sendable {
         let outcomes = await Self.outcomes(
             of: batch, grace: grace,
             part: { devices, collector in DeliveryPart(batch: devices, app: app, store: store, logger: logger, outcomes: collector) },
-            delivery: { generation.delivery(for: $0, app: app) })
+            delivery: { clients.delivery(for: $0, app: app) })
         await record(batch, outcomes, logger: logger, start: start)
     }
 

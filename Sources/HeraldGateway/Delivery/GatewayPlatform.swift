@@ -4,9 +4,7 @@ import Logging
 
 /// One platform as the gateway runs it: its settings in an app's configuration and which apps
 /// reach it, how its devices register and are named, what a notification may carry for it, and
-/// (an instance) its clients for the apps of one configuration, as the workers send through them,
-/// made when the configuration is loaded (and again on each reload) and shut down with their
-/// generation. Each platform's conformance lives in its folder under `Platforms/`, beside its
+/// (an instance) the workers' clients, each made when its app first sends (``ClientCache``). Each platform's conformance lives in its folder under `Platforms/`, beside its
 /// ``PlatformDelivery``; ``GatewayPlatforms/all`` lists them. The rest of the gateway asks these,
 /// never names a platform (docs/gateway.md, "Adding a platform").
 protocol GatewayPlatform: Sendable {
@@ -76,15 +74,17 @@ protocol GatewayPlatform: Sendable {
     /// No client for any app: every device of the platform fails as not configured.
     init()
 
-    /// The clients the apps of `configuration` that use this platform need. Nothing connects
-    /// until it has something to send.
-    init(configuration: GatewayConfiguration, logger: Logger) throws
+    /// The workers' clients of this platform for the apps of `configuration` and of every reload
+    /// after it: none is made until an app sends, and each closes when idle
+    /// (``WorkerSettings/idleClientTimeout``) or when its app changes.
+    /// `labels` gives each client's metrics their `app` label.
+    init(configuration: GatewayConfiguration, labels: AppLabels, logger: Logger) throws
 
     /// How `app`'s devices of this platform are sent.
     func delivery(for app: GatewayConfiguration.App) -> any PlatformDelivery
 
-    /// Shuts every client down, each draining what it has in flight.
-    func shutdown() async
+    /// The clients made so far; `nil` for ``init()``.
+    var cache: (any ClientCaching)? { get }
 }
 
 /// What a platform that needs none of these has: its settings read without the environment, no
@@ -153,19 +153,12 @@ enum GatewayPlatforms {
         all.first { $0.platform == platform }!
     }
 
-    /// Shuts `clients` down at once, each with `shutdown` (a platform's ``GatewayPlatform/shutdown()``).
-    static func shutDown<Client: Sendable>(_ clients: some Collection<Client>, _ shutdown: @escaping @Sendable (Client) async -> Void) async {
-        await withTaskGroup(of: Void.self) { group in
-            for client in clients { group.addTask { await shutdown(client) } }
-        }
-    }
-
     /// Every platform's clients for `configuration` (none when `workers` is false: this process
     /// only serves the API).
-    static func clients(for configuration: GatewayConfiguration, workers: Bool, logger: Logger) throws -> [DevicePlatform: any GatewayPlatform] {
+    static func clients(for configuration: GatewayConfiguration, workers: Bool, labels: AppLabels, logger: Logger) throws -> [DevicePlatform: any GatewayPlatform] {
         var made: [DevicePlatform: any GatewayPlatform] = [:]
         for platform in all {
-            made[platform.platform] = workers ? try platform.init(configuration: configuration, logger: logger) : platform.init()
+            made[platform.platform] = workers ? try platform.init(configuration: configuration, labels: labels, logger: logger) : platform.init()
         }
         return made
     }

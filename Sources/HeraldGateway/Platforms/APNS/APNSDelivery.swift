@@ -5,8 +5,8 @@ import HeraldStore
 /// APNs devices: each goes to its app's client for its token environment (and for the push type's
 /// token kind, when that kind has a credential of its own), as the answers stream in.
 struct APNSDelivery: PlatformDelivery {
-    /// The workers' APNs clients of this generation (every app's).
-    let clients: [AppEnvironment: APNSClient]
+    /// The workers' APNs clients (every app's).
+    let platform: APNSPlatform
 
     func send(_ part: DeliveryPart) async {
         let app = part.app
@@ -43,17 +43,20 @@ struct APNSDelivery: PlatformDelivery {
         await withTaskGroup(of: Void.self) { senders in
             // Each device goes to its own environment's client (most batches: all to one).
             for (environment, indices) in groups {
-                // No client: the app has no credential for this environment (credentialsByEnvironment).
-                guard let client = clients[AppEnvironment(app: appID, environment: environment, kind: kind)] else {
+                // No credential for this environment (credentialsByEnvironment): never sent with another's.
+                guard APNSPlatform.credential(of: app, environment: environment, kind: kind) != nil else {
                     for index in indices { part.record(.failed(reason: .gateway(.apnsEnvironmentNotConfigured)), at: positions?[index] ?? index) }
                     continue
                 }
                 senders.addTask {
                     let notifications = messages.part(indices.count == messages.count ? nil : indices)
                     do {
-                        for try await outcome in client.send(contentsOf: notifications, logger: logger) {
-                            let index = indices[outcome.index]
-                            part.record(BatchMessages.outcome(outcome.result, keepingID: keepsIDs), at: positions?[index] ?? index)
+                        // No client once the clients have shut down: the devices are retried.
+                        _ = try await platform.using(AppEnvironment(app: appID, environment: environment, kind: kind), app: app) { client in
+                            for try await outcome in client.send(contentsOf: notifications, logger: logger) {
+                                let index = indices[outcome.index]
+                                part.record(BatchMessages.outcome(outcome.result, keepingID: keepsIDs), at: positions?[index] ?? index)
+                            }
                         }
                     } catch {
                         logger.error("the send ended early", metadata: ["error": "\(error)", "environment": "\(environment)"])

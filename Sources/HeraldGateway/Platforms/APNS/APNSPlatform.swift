@@ -6,8 +6,8 @@ import Logging
 /// APNs as the gateway runs it: an app's `apns` settings (read with the app's own, as before),
 /// device tokens with their kinds and environments, and (an instance) the workers' APNs clients:
 /// one per app, token environment and credential (the app's, and each token kind's own), each
-/// connecting only when it has something to send (an app without sandbox devices never opens a
-/// sandbox connection).
+/// made when it has something to send (an app without sandbox devices never opens a sandbox
+/// connection) and closed when idle.
 struct APNSPlatform: GatewayPlatform {
     static let platform = DevicePlatform.apns
 
@@ -55,54 +55,65 @@ struct APNSPlatform: GatewayPlatform {
         }
     }
 
-    let clients: [AppEnvironment: APNSClient]
+    /// The workers' APNs clients: one per app, token environment and credential (the app's, and
+    /// each token kind's own), made when the first batch needs it; `nil`: this process has no
+    /// workers, and every device fails as not configured.
+    let clients: ClientCache<AppEnvironment, APNSClient>?
+    private let labels: AppLabels
+    private let logger: Logger
 
     init() {
-        clients = [:]
+        clients = nil
+        labels = AppLabels(limit: 0)
+        logger = Logger(label: "herald.gateway", factory: { _ in SwiftLogNoOpLogHandler() })
     }
 
-    init(configuration: GatewayConfiguration, logger: Logger) throws {
-        var clients: [AppEnvironment: APNSClient] = [:]
-        for app in configuration.apps {
-            // An app that reaches browsers or Android devices only has no APNs client.
-            guard app.credentials != nil else { continue }
-            let byKind = TokenKind.allCases.compactMap { kind in app.credentialsByKind[kind].map { (kind: Optional(kind), credentials: $0) } }
-            for tokenEnvironment in TokenEnvironment.allCases {
-                let logger = Self.logger(logger, app: app, environment: tokenEnvironment)
-                // The environment's own credential (a key scoped to it), else the app's; none:
-                // its devices fail with APNsEnvironmentNotConfigured, and no client is made.
-                guard let environmentCredentials = app.credentials(for: tokenEnvironment) else {
-                    logger.info("no APNs credential for this environment: its devices are not sent to", metadata: ["host": "\(app.host(for: tokenEnvironment))"])
-                    continue
-                }
-                let credentials = [(kind: TokenKind?.none, credentials: environmentCredentials)] + byKind
-                for (kind, credential) in credentials {
-                    let kinds = kind.map { [$0] } ?? TokenKind.allCases.filter { app.credentialsByKind[$0] == nil }
-                    // Decided once per configuration: which host and credential serve this
-                    // app's devices of this environment and kinds.
-                    logger.info(
-                        "APNs client",
-                        metadata: [
-                            "host": "\(app.host(for: tokenEnvironment))", "credential": "\(GatewayConfiguration.App.describe(credential))",
-                            "kinds": "\(kinds.map(\.rawValue).joined(separator: ","))", "default": "\(tokenEnvironment == app.defaultEnvironment)",
-                        ]
-                    )
-                    clients[AppEnvironment(app: app.id, environment: tokenEnvironment, kind: kind)] =
-                        try Self.client(for: app, host: app.host(for: tokenEnvironment), credentials: credential, connections: app.connections, logger: logger)
-                }
-            }
-        }
-        self.clients = clients
+    init(configuration: GatewayConfiguration, labels: AppLabels, logger: Logger) throws {
+        self.labels = labels
+        clients = ClientCache(idleAfter: configuration.workers.idleClientTimeout) { await $0.shutdown() }
+        self.logger = logger
     }
 
-    /// A client of `app` to `host` with `credentials`: the app's trusted roots, its `app` metrics dimension.
+    /// The credential that serves `app`'s devices of `environment` and `kind` (a kind with a
+    /// credential of its own, or `nil`: the others); `nil` when the app has none for the
+    /// environment (``GatewayConfiguration/App/credentials(for:)-(TokenEnvironment)``), whose devices are not sent.
+    static func credential(of app: GatewayConfiguration.App, environment: TokenEnvironment, kind: TokenKind?) -> APNSCredentials? {
+        guard let environmentCredentials = app.credentials(for: environment) else { return nil }
+        return kind.flatMap { app.credentialsByKind[$0] } ?? environmentCredentials
+    }
+
+    /// Runs `body` with the workers' client of `key` for `app`, made on first use; `nil` (and
+    /// `body` is not run) when the app has no credential for the key's environment, or the
+    /// clients have shut down.
+    func using<Result: Sendable>(
+        _ key: AppEnvironment, app: GatewayConfiguration.App, _ body: (APNSClient) async throws -> Result
+    ) async throws -> Result? {
+        guard let clients, let credential = Self.credential(of: app, environment: key.environment, kind: key.kind) else { return nil }
+        let logger = self.logger
+        let labels = self.labels
+        return try await clients.using(key, app: app, make: {
+            let logger = Self.logger(logger, app: app, environment: key.environment)
+            let kinds = key.kind.map { [$0] } ?? TokenKind.allCases.filter { app.credentialsByKind[$0] == nil }
+            logger.info(
+                "APNs client",
+                metadata: [
+                    "host": "\(app.host(for: key.environment))", "credential": "\(GatewayConfiguration.App.describe(credential))",
+                    "kinds": "\(kinds.map(\.rawValue).joined(separator: ","))", "default": "\(key.environment == app.defaultEnvironment)",
+                ]
+            )
+            return try Self.client(
+                for: app, host: app.host(for: key.environment), credentials: credential, connections: app.connections, label: labels.label(app.id), logger: logger)
+        }, body)
+    }
+
+    /// A client of `app` to `host` with `credentials`: the app's trusted roots, and `label` as its metrics' `app` (``AppLabels``).
     static func client(
-        for app: GatewayConfiguration.App, host: APNSEnvironment, credentials: APNSCredentials, connections: Int, logger: Logger
+        for app: GatewayConfiguration.App, host: APNSEnvironment, credentials: APNSCredentials, connections: Int, label: String, logger: Logger
     ) throws -> APNSClient {
         var client = APNSClient.Configuration(environment: host, credentials: credentials)
         client.trustRoots = app.trustRoots
         client.pool.maximumConnections = connections
-        client.metrics.dimensions = [("app", app.id)]
+        client.metrics.dimensions = [("app", label)]
         return try APNSClient(configuration: client, logger: logger)
     }
 
@@ -115,10 +126,8 @@ struct APNSPlatform: GatewayPlatform {
     }
 
     func delivery(for app: GatewayConfiguration.App) -> any PlatformDelivery {
-        APNSDelivery(clients: clients)
+        APNSDelivery(platform: self)
     }
 
-    func shutdown() async {
-        await GatewayPlatforms.shutDown(clients.values) { await $0.shutdown() }
-    }
+    var cache: (any ClientCaching)? { clients }
 }

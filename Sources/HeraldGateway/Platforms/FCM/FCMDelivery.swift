@@ -12,14 +12,18 @@ import Foundation
 /// client at once up to its in-flight bound.
 struct FCMDelivery: PlatformDelivery {
     /// The app's client; `nil` when the app has no `fcm` (any more).
-    let client: FCMClient?
+    let client: AppClient<FCMClient>?
 
     func send(_ part: DeliveryPart) async {
-        let items = part.items
         guard let client else {
             part.recordEach(.failed(reason: .fcm(.notConfigured)))
             return
         }
+        await client.send(part, platform: "FCM") { await send(part, through: $0) }
+    }
+
+    private func send(_ part: DeliveryPart, through client: FCMClient) async {
+        let items = part.items
         let addresses: [String: FCMAddress]
         do {
             addresses = try await part.store.addresses(FCMAddress.self, app: part.app.id, tokens: items.map(\.token))

@@ -83,36 +83,45 @@ struct FCMPlatform: GatewayPlatform {
     }
 
     /// By app ID.
-    let clients: [String: FCMClient]
+    /// The workers' FCM clients, one per app, made when the app first sends; `nil`: this process
+    /// has no workers.
+    let clients: ClientCache<String, FCMClient>?
+    private let labels: AppLabels
+    private let logger: Logger
 
     init() {
-        clients = [:]
+        clients = nil
+        labels = AppLabels(limit: 0)
+        logger = Logger(label: "herald.gateway", factory: { _ in SwiftLogNoOpLogHandler() })
     }
 
-    init(configuration: GatewayConfiguration, logger: Logger) throws {
-        var clients: [String: FCMClient] = [:]
-        for app in configuration.apps {
-            guard let fcm = app.fcm else { continue }
-            var settings = FCMClient.Configuration(serviceAccount: fcm.serviceAccount)
-            settings.endpoint = fcm.endpoint
-            settings.additionalTrustRoots = fcm.trustRoots
-            settings.maximumConnections = fcm.connections
-            // The queue retries: one attempt per claim, as for APNs.
-            settings.retry = .none
-            settings.metricsDimensions = [("app", app.id)]
-            var clientLogger = logger
-            clientLogger[metadataKey: "app"] = "\(app.id)"
-            logger.info("FCM client", metadata: ["app": "\(app.id)", "project": "\(fcm.serviceAccount.projectID)", "endpoint": "\(fcm.endpoint)"])
-            clients[app.id] = try FCMClient(configuration: settings, logger: clientLogger)
-        }
-        self.clients = clients
+    init(configuration: GatewayConfiguration, labels: AppLabels, logger: Logger) throws {
+        self.labels = labels
+        clients = ClientCache(idleAfter: configuration.workers.idleClientTimeout) { try? await $0.shutdown() }
+        self.logger = logger
+    }
+
+    /// `app`'s client, as it is made when the app first sends.
+    static func client(for app: GatewayConfiguration.App, _ fcm: GatewayConfiguration.FCMSettings, label: String, logger: Logger) throws -> FCMClient {
+        var settings = FCMClient.Configuration(serviceAccount: fcm.serviceAccount)
+        settings.endpoint = fcm.endpoint
+        settings.additionalTrustRoots = fcm.trustRoots
+        settings.maximumConnections = fcm.connections
+        // The queue retries: one attempt per claim, as for APNs.
+        settings.retry = .none
+        settings.metricsDimensions = [("app", label)]
+        var clientLogger = logger
+        clientLogger[metadataKey: "app"] = "\(app.id)"
+        logger.info("FCM client", metadata: ["app": "\(app.id)", "project": "\(fcm.serviceAccount.projectID)", "endpoint": "\(fcm.endpoint)"])
+        return try FCMClient(configuration: settings, logger: clientLogger)
     }
 
     func delivery(for app: GatewayConfiguration.App) -> any PlatformDelivery {
-        FCMDelivery(client: clients[app.id])
+        guard let clients, let fcm = app.fcm else { return FCMDelivery(client: nil) }
+        let logger = self.logger
+        let labels = self.labels
+        return FCMDelivery(client: AppClient(cache: clients, app: app) { try Self.client(for: app, fcm, label: labels.label(app.id), logger: logger) })
     }
 
-    func shutdown() async {
-        await GatewayPlatforms.shutDown(clients.values) { try? await $0.shutdown() }
-    }
+    var cache: (any ClientCaching)? { clients }
 }

@@ -13,7 +13,7 @@ import Foundation
 /// requests at once up to the client's in-flight bound.
 struct HMSDelivery: PlatformDelivery {
     /// The app's client; `nil` when the app has no `hms` (any more).
-    let client: HMSClient?
+    let client: AppClient<HMSClient>?
 
     /// One request: the part's indices of its devices and their tokens, in the same order.
     struct Request: Sendable {
@@ -23,11 +23,15 @@ struct HMSDelivery: PlatformDelivery {
     }
 
     func send(_ part: DeliveryPart) async {
-        let items = part.items
         guard let client else {
             part.recordEach(.failed(reason: .hms(.notConfigured)))
             return
         }
+        await client.send(part, platform: "Push Kit") { await send(part, through: $0) }
+    }
+
+    private func send(_ part: DeliveryPart, through client: HMSClient) async {
+        let items = part.items
         let addresses: [String: HMSAddress]
         do {
             addresses = try await part.store.addresses(HMSAddress.self, app: part.app.id, tokens: items.map(\.token))

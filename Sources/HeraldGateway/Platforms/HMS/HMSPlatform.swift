@@ -112,44 +112,52 @@ struct HMSPlatform: GatewayPlatform {
         return registration
     }
 
-    /// By app ID.
-    let clients: [String: HMSClient]
+    /// The workers' Push Kit clients, one per app, made when the app first sends; `nil`: this
+    /// process has no workers.
+    let clients: ClientCache<String, HMSClient>?
+    private let labels: AppLabels
+    private let logger: Logger
 
     init() {
-        clients = [:]
+        clients = nil
+        labels = AppLabels(limit: 0)
+        logger = Logger(label: "herald.gateway", factory: { _ in SwiftLogNoOpLogHandler() })
     }
 
-    init(configuration: GatewayConfiguration, logger: Logger) throws {
-        var clients: [String: HMSClient] = [:]
-        for app in configuration.apps {
-            guard let hms = app.hms else { continue }
-            var settings = HMSClient.Configuration(app: hms.app, serviceAccount: hms.serviceAccount)
-            settings.endpoint = hms.endpoint
-            settings.additionalTrustRoots = hms.trustRoots
-            settings.maximumConnections = hms.connections
-            // The queue retries: one attempt per claim, as for APNs and FCM.
-            settings.retry = .none
-            settings.metricsDimensions = [("app", app.id)]
-            var clientLogger = logger
-            clientLogger[metadataKey: "app"] = "\(app.id)"
-            logger.info(
-                "Push Kit client",
-                metadata: [
-                    "app": "\(app.id)", "android": "\(hms.app.map { "client \($0.clientID)" } ?? "none")",
-                    "harmony": "\(hms.serviceAccount.map { "project \($0.projectID)" } ?? "none")", "endpoint": "\(hms.endpoint)",
-                ])
-            clients[app.id] = try HMSClient(configuration: settings, logger: clientLogger)
-        }
-        self.clients = clients
+    init(configuration: GatewayConfiguration, labels: AppLabels, logger: Logger) throws {
+        self.labels = labels
+        clients = ClientCache(idleAfter: configuration.workers.idleClientTimeout) { try? await $0.shutdown() }
+        self.logger = logger
+    }
+
+    /// `app`'s client, as it is made when the app first sends.
+    static func client(for app: GatewayConfiguration.App, _ hms: GatewayConfiguration.HMSSettings, label: String, logger: Logger) throws -> HMSClient {
+        var settings = HMSClient.Configuration(app: hms.app, serviceAccount: hms.serviceAccount)
+        settings.endpoint = hms.endpoint
+        settings.additionalTrustRoots = hms.trustRoots
+        settings.maximumConnections = hms.connections
+        // The queue retries: one attempt per claim, as for APNs and FCM.
+        settings.retry = .none
+        settings.metricsDimensions = [("app", label)]
+        var clientLogger = logger
+        clientLogger[metadataKey: "app"] = "\(app.id)"
+        logger.info(
+            "Push Kit client",
+            metadata: [
+                "app": "\(app.id)", "android": "\(hms.app.map { "client \($0.clientID)" } ?? "none")",
+                "harmony": "\(hms.serviceAccount.map { "project \($0.projectID)" } ?? "none")", "endpoint": "\(hms.endpoint)",
+            ])
+        return try HMSClient(configuration: settings, logger: clientLogger)
     }
 
     func delivery(for app: GatewayConfiguration.App) -> any PlatformDelivery {
-        HMSDelivery(client: clients[app.id])
+        guard let clients, let hms = app.hms else { return HMSDelivery(client: nil) }
+        let logger = self.logger
+        let labels = self.labels
+        return HMSDelivery(client: AppClient(cache: clients, app: app) { try Self.client(for: app, hms, label: labels.label(app.id), logger: logger) })
     }
 
-    func shutdown() async {
-        await GatewayPlatforms.shutDown(clients.values) { try? await $0.shutdown() }
-    }
+    var cache: (any ClientCaching)? { clients }
 }
 
 extension PlatformOptionsHolder {

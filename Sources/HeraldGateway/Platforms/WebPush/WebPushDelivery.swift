@@ -12,15 +12,19 @@ import Foundation
 /// once up to its in-flight bound, a group per message.
 struct WebPushDelivery: PlatformDelivery {
     /// The app's client; `nil` when the app has no `webPush` (any more).
-    let client: WebPushClient?
+    let client: AppClient<WebPushClient>?
 
     func send(_ part: DeliveryPart) async {
-        let queued = part.batch.notification
-        let items = part.items
         guard let client, let settings = part.app.webPush else {
             part.recordEach(.failed(reason: .webPush(.notConfigured)))
             return
         }
+        await client.send(part, platform: "Web Push") { await send(part, settings: settings, through: $0) }
+    }
+
+    private func send(_ part: DeliveryPart, settings: GatewayConfiguration.WebPushSettings, through client: WebPushClient) async {
+        let queued = part.batch.notification
+        let items = part.items
         // Web Push has no silent messages: a background push reaches no browser.
         guard queued.pushType == .alert else {
             part.recordEach(.failed(reason: .webPush(.notForBrowsers)))

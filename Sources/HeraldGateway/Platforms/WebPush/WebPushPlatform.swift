@@ -71,35 +71,44 @@ struct WebPushPlatform: GatewayPlatform {
     }
 
     /// By app ID.
-    let clients: [String: WebPushClient]
+    /// The workers' Web Push clients, one per app, made when the app first sends; `nil`: this
+    /// process has no workers.
+    let clients: ClientCache<String, WebPushClient>?
+    private let labels: AppLabels
+    private let logger: Logger
 
     init() {
-        clients = [:]
+        clients = nil
+        labels = AppLabels(limit: 0)
+        logger = Logger(label: "herald.gateway", factory: { _ in SwiftLogNoOpLogHandler() })
     }
 
-    init(configuration: GatewayConfiguration, logger: Logger) throws {
-        var clients: [String: WebPushClient] = [:]
-        for app in configuration.apps {
-            guard let webPush = app.webPush else { continue }
-            var settings = WebPushClient.Configuration(vapid: try VAPIDSigner(key: webPush.key, subject: webPush.subject))
-            settings.additionalTrustRoots = webPush.trustRoots
-            settings.subscriptionPolicy = webPush.policy
-            // The queue retries: one attempt per claim, as for APNs.
-            settings.retry = .none
-            settings.metricsDimensions = [("app", app.id)]
-            var clientLogger = logger
-            clientLogger[metadataKey: "app"] = "\(app.id)"
-            logger.info("Web Push client", metadata: ["app": "\(app.id)", "key": "\(webPush.key.publicKeyBase64URL)", "subject": "\(webPush.subject)"])
-            clients[app.id] = WebPushClient(configuration: settings, logger: clientLogger)
-        }
-        self.clients = clients
+    init(configuration: GatewayConfiguration, labels: AppLabels, logger: Logger) throws {
+        self.labels = labels
+        clients = ClientCache(idleAfter: configuration.workers.idleClientTimeout) { try? await $0.shutdown() }
+        self.logger = logger
+    }
+
+    /// `app`'s client, as it is made when the app first sends.
+    static func client(for app: GatewayConfiguration.App, _ webPush: GatewayConfiguration.WebPushSettings, label: String, logger: Logger) throws -> WebPushClient {
+        var settings = WebPushClient.Configuration(vapid: try VAPIDSigner(key: webPush.key, subject: webPush.subject))
+        settings.additionalTrustRoots = webPush.trustRoots
+        settings.subscriptionPolicy = webPush.policy
+        // The queue retries: one attempt per claim, as for APNs.
+        settings.retry = .none
+        settings.metricsDimensions = [("app", label)]
+        var clientLogger = logger
+        clientLogger[metadataKey: "app"] = "\(app.id)"
+        logger.info("Web Push client", metadata: ["app": "\(app.id)", "key": "\(webPush.key.publicKeyBase64URL)", "subject": "\(webPush.subject)"])
+        return WebPushClient(configuration: settings, logger: clientLogger)
     }
 
     func delivery(for app: GatewayConfiguration.App) -> any PlatformDelivery {
-        WebPushDelivery(client: clients[app.id])
+        guard let clients, let webPush = app.webPush else { return WebPushDelivery(client: nil) }
+        let logger = self.logger
+        let labels = self.labels
+        return WebPushDelivery(client: AppClient(cache: clients, app: app) { try Self.client(for: app, webPush, label: labels.label(app.id), logger: logger) })
     }
 
-    func shutdown() async {
-        await GatewayPlatforms.shutDown(clients.values) { try? await $0.shutdown() }
-    }
+    var cache: (any ClientCaching)? { clients }
 }
