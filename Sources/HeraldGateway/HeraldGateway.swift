@@ -42,6 +42,8 @@ public final class HeraldGateway: Service, Sendable {
     public let api: GatewayAPI
     /// The apps, API keys and APNs clients in force, replaced by ``reload(_:)``.
     let live: LiveConfiguration
+    /// The configuration file's apps and the admin API's, merged into what ``live`` holds.
+    let sources: AppSources
     let metrics: GatewayMetrics
     private let logger: Logger
     private let onListening: @Sendable (ListenAddress) async -> Void
@@ -77,19 +79,30 @@ public final class HeraldGateway: Service, Sendable {
         for expiry in CredentialExpiry.of(configuration.apps) { metrics.recordCredentialExpiry(expiry) }
         live = LiveConfiguration(configuration: configuration, clients: try GatewayClients.make(configuration, roles: roles, labels: metrics.appLabels, logger: logger))
         store.setWebhookInterest(configuration.webhookInterest)
-        api = GatewayAPI(live: live, store: store, metrics: metrics)
+        sources = AppSources(file: configuration, store: store, logger: logger)
+        api = GatewayAPI(live: live, store: store, metrics: metrics, sources: sources)
+        sources.attach { [weak self] merged in try await self?.putInForce(merged) ?? [] }
     }
 
-    /// Puts the apps and API keys of `new` in force (`herald serve` does on SIGHUP): new and
-    /// changed apps, credentials and keys apply to every batch and request from now on. The
-    /// clients of apps `new` changes or removes close once the batches and requests using them
-    /// are done; every other app keeps its clients and connections. Nothing queued is lost or
-    /// sent twice: the queue is in the store.
+    /// Puts the apps and API keys of `new`, a reading of the configuration file, in force with the
+    /// apps and keys defined through the admin API (`herald serve` does on SIGHUP; ``AppSources``).
     ///
     /// - Returns: the settings `new` changes that only a restart applies (they keep their
     ///   running values).
     @discardableResult
     public func reload(_ new: GatewayConfiguration) async throws -> [String] {
+        try await sources.update(file: new)
+    }
+
+    /// Puts the apps and API keys of `new` in force (the file's merged with the admin API's, by
+    /// ``AppSources``, on SIGHUP and as the API's change): new and changed apps, credentials and
+    /// keys apply to every batch and request from now on. The clients of apps `new` changes or
+    /// removes close once the batches and requests using them are done; every other app keeps
+    /// its clients and connections. Nothing queued is lost or sent twice: the queue is in the store.
+    ///
+    /// - Returns: the settings `new` changes that only a restart applies (they keep their
+    ///   running values).
+    func putInForce(_ new: GatewayConfiguration) async throws -> [String] {
         let start = ContinuousClock.now
         let changes = live.replace(with: new)
         store.setWebhookInterest(live.configuration.webhookInterest)
@@ -153,6 +166,8 @@ public final class HeraldGateway: Service, Sendable {
             )
             services.append(AfterMigration(gate: migrated, service: sender))
         }
+        // The apps defined through the admin API, read again when another process changes them.
+        services.append(AfterMigration(gate: migrated, service: StoredAppsWatcher(sources: sources)))
         services.append(AfterMigration(gate: migrated, service: HTTPService(gateway: self)))
         return services
     }
@@ -247,6 +262,8 @@ public final class HeraldGateway: Service, Sendable {
         while true {
             do {
                 try await store.migrate()
+                // The API's apps are in force before the API and the workers start.
+                await sources.prepareAtStart()
                 return
             } catch let error as StoreError where error.code == .unavailable && ContinuousClock.now < deadline {
                 attempt += 1

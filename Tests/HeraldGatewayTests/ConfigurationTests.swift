@@ -93,7 +93,7 @@ struct ConfigurationTests {
             (json(app.replacingOccurrences(of: #""authKey""#, with: #""credentialsByKind": {"voip": {}}, "authKey""#)), "apps[0].credentialsByKind.voip", "give one of"),
             (json(app.replacingOccurrences(of: #""authKey": { "file": "AuthKey_ABC123DEFG.p8", "keyID": "ABC123DEFG", "teamID": "DEF123GHIJ" }"#, with: #""certificate": {"file": "push.p12", "passwordEnv": "HERALD_TEST_UNSET_PASSWORD"}"#)), "apps[0].certificate.passwordEnv", "HERALD_TEST_UNSET_PASSWORD is not set"),
             (json("\(app), \(app)"), "apps[1].id", "given twice"),
-            (json(app).replacingOccurrences(of: #""apps": ["shop"] }"#, with: #""apps": ["shop", "blog"] }"#), "apiKeys[0].apps[1]", "no app has the ID 'blog'"),
+            (json(app).replacingOccurrences(of: #""apps": ["shop"] }"#, with: #""apps": ["shop", "Blog/1"] }"#), "apiKeys[0].apps[1]", "is not an app ID"),
             (json(app).replacingOccurrences(of: #""sha256": ""#, with: #""sha256": "zz"#), "apiKeys[0].sha256", "64 hex digits"),
             (json(app).replacingOccurrences(of: #""listen": "127.0.0.1:9090","#, with: #""listen": "127.0.0.1:9090", "workers": {"count": 0},"#), "workers.count", "1 to 64"),
             (json(app).replacingOccurrences(of: #""listen": "127.0.0.1:9090","#, with: #""listen": "127.0.0.1:9090", "queue": {"leaseSeconds": "long"},"#), "queue.leaseSeconds", "must be an integer"),

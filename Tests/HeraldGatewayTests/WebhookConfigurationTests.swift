@@ -63,7 +63,7 @@ struct WebhookConfigurationTests {
         (#"[{"url": "https://hooks.example.com/x", "secretEnv": "HOOK_SECRET", "events": ["notification.sent"]}]"#, "apps[0].webhooks[0].events[0]", "unknown event 'notification.sent'"),
         (#"[{"url": "https://hooks.example.com/x", "secretEnv": "HOOK_SECRET", "events": []}]"#, "apps[0].webhooks[0].events", "at least one event"),
         (#"[{"url": "https://hooks.example.com/x", "secretEnv": "HOOK_SECRET", "giveUpAfterSeconds": 0}]"#, "apps[0].webhooks[0].giveUpAfterSeconds", "must be 1 to"),
-        (#"[{"url": "https://hooks.example.com/x", "secretEnv": "HOOK_SECRET", "secret": "inline"}]"#, "apps[0].webhooks[0].secret", "unknown field"),
+        (#"[{"url": "https://hooks.example.com/x", "secretEnv": "HOOK_SECRET", "secret": "inline"}]"#, "apps[0].webhooks[0].secret", "the configuration file never does: give secretEnv"),
         (
             #"[{"url": "https://hooks.example.com/x", "secretEnv": "HOOK_SECRET"}, {"url": "https://hooks.example.com/x", "secretEnv": "HOOK_SECRET"}]"#,
             "apps[0].webhooks[1].url", "given twice"

@@ -217,9 +217,13 @@ struct APIKeyCommand: ParsableCommand {
     @Option(name: .customLong("app"), help: ArgumentHelp("An app the key may use (repeatable).", valueName: "APP"))
     var apps: [String] = []
 
+    @Flag(help: "An admin key: it may define apps and their keys through /v1/admin/apps, and use no app.")
+    var admin = false
+
     func run() throws {
-        guard !apps.isEmpty else { throw CommandFailure.usage("name the apps the key may use: --app APP (repeatable)") }
-        let (key, entry) = APIKey.generate(name: name, apps: Set(apps))
+        guard admin || !apps.isEmpty else { throw CommandFailure.usage("name the apps the key may use: --app APP (repeatable), or --admin") }
+        guard !(admin && !apps.isEmpty) else { throw CommandFailure.usage("an admin key uses no app: --admin excludes --app") }
+        let (key, entry) = admin ? APIKey.generateAdmin(name: name) : APIKey.generate(name: name, apps: Set(apps))
         Terminal.line("key: \(key)")
         Terminal.line("apiKeys entry for the configuration file (it holds only the key's SHA-256):")
         Terminal.line(entry.configurationEntry.jsonString)

@@ -16,11 +16,14 @@ public struct GatewayAPI: Sendable {
     let metrics: GatewayMetrics
     let limiter: RateLimiter
     let backlog: AppBacklog
+    /// The file's and the admin API's apps, which the admin routes change.
+    let sources: AppSources?
 
-    init(live: LiveConfiguration, store: HeraldStore, metrics: GatewayMetrics) {
+    init(live: LiveConfiguration, store: HeraldStore, metrics: GatewayMetrics, sources: AppSources? = nil) {
         self.live = live
         self.store = store
         self.metrics = metrics
+        self.sources = sources
         let configuration = live.configuration
         backlog = AppBacklog()
         limiter = RateLimiter(requestsPerSecond: configuration.limits.requestsPerSecondPerKey, burst: configuration.limits.requestBurstPerKey)
@@ -42,6 +45,7 @@ public struct GatewayAPI: Sendable {
             ActivityRoutes(api: self).add(to: v1)
             ChannelRoutes(api: self).add(to: v1)
             WebPushRoutes(api: self).add(to: v1)
+            AdminRoutes(api: self).add(to: v1)
             // The Matrix Push Gateway API: no key (homeservers send none), its own error shape.
             MatrixRoutes(api: self).add(to: router)
         }

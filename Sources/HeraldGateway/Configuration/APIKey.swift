@@ -1,8 +1,8 @@
 import Crypto
 import HeraldCore
 
-/// A key that may call the API for some apps. Only its SHA-256 is kept: the key itself is shown
-/// once, by ``generate(name:apps:)`` (`herald api-key`).
+/// A key that may call the API for some apps, or an admin key. Only its SHA-256 is kept: the key
+/// itself is shown once, by ``generate(name:apps:)`` (`herald api-key`).
 public struct APIKey: Sendable, Hashable {
     /// Who holds it (for logs and metrics; never the key).
     public var name: String
@@ -10,11 +10,21 @@ public struct APIKey: Sendable, Hashable {
     public var sha256: [UInt8]
     /// The apps it may use.
     public var apps: Set<String>
+    /// An admin key (`"admin": true` in the file): it may use the admin routes (`/v1/admin/…`:
+    /// apps and their keys defined through the API), which no app key may, and no app's routes.
+    public var isAdmin = false
 
     public init(name: String, sha256: [UInt8], apps: Set<String>) {
         self.name = name
         self.sha256 = sha256
         self.apps = apps
+    }
+
+    /// An admin key (``isAdmin``): it uses no app.
+    public static func admin(name: String, sha256: [UInt8]) -> APIKey {
+        var key = APIKey(name: name, sha256: sha256, apps: [])
+        key.isAdmin = true
+        return key
     }
 
     /// A key's digest, as stored.
@@ -30,6 +40,12 @@ public struct APIKey: Sendable, Hashable {
         return (key, APIKey(name: name, sha256: digest(of: key), apps: apps))
     }
 
+    /// A fresh admin key and its entry.
+    public static func generateAdmin(name: String) -> (key: String, entry: APIKey) {
+        let (key, entry) = generate(name: name, apps: [])
+        return (key, admin(name: name, sha256: entry.sha256))
+    }
+
     /// The digest as lower-case hex, as the configuration file holds it.
     public var sha256Hex: String {
         sha256.map { byte in
@@ -40,7 +56,8 @@ public struct APIKey: Sendable, Hashable {
 
     /// The `apiKeys` entry for the configuration file.
     public var configurationEntry: JSONValue {
-        .object(["name": .string(name), "sha256": .string(sha256Hex), "apps": .array(apps.sorted().map(JSONValue.string))])
+        if isAdmin { return .object(["name": .string(name), "sha256": .string(sha256Hex), "admin": .bool(true)]) }
+        return .object(["name": .string(name), "sha256": .string(sha256Hex), "apps": .array(apps.sorted().map(JSONValue.string))])
     }
 }
 

@@ -66,7 +66,7 @@ extension GatewayConfiguration {
             throw FieldError("", "not valid JSON: \(error)")
         }
         let root = try JSONFields(document, path: "")
-        try root.only(["listen", "database", "apps", "apiKeys", "queue", "workers", "limits", "housekeeping", "tls", "webhookSender", "metrics"])
+        try root.only(["listen", "database", "apps", "apiKeys", "queue", "workers", "limits", "housekeeping", "tls", "webhookSender", "metrics", "credentialsKeyFile"])
         let databaseText = try root.requiredString("database")
         let database: StoreURL
         do {
@@ -103,6 +103,7 @@ extension GatewayConfiguration {
         if let limits = try root.object("limits") { self.limits = try APILimits(limits) }
         if let housekeeping = try root.object("housekeeping") { self.housekeeping = try HousekeepingSettings(housekeeping) }
         if let sender = try root.object("webhookSender") { self.webhookSender = try WebhookSenderSettings(sender) }
+        credentialsKeys = try CredentialsKeys.load(file: try root.string("credentialsKeyFile").map { App.resolve($0, in: directory) }, environment: environment)
         if let metrics = try root.object("metrics") {
             try metrics.only(["maximumAppLabels"])
             if let limit = try metrics.int("maximumAppLabels") {
@@ -148,7 +149,8 @@ extension GatewayConfiguration.App {
     /// The fields of `apps[].apns`, which an app may also give at its top level (the form
     /// before 0.x's platforms were equal; still read).
     static let apnsFields = [
-        "topic", "environment", "environments", "authKey", "certificate", "credentialsByKind", "credentialsByEnvironment", "caFile", "connections",
+        "topic", "environment", "environments", "authKey", "certificate", "credentialsByKind", "credentialsByEnvironment", "caFile", "caPem",
+        "connections",
     ]
 
     /// One entry of `credentialsByKind` or `credentialsByEnvironment`: `"authKey"` or
@@ -192,7 +194,7 @@ extension GatewayConfiguration.App {
             try nested.only(Self.apnsFields)
             apns = nested
         } else if !flat.isEmpty {
-            apns = try JSONFields(.object(fields.members.filter { Self.apnsFields.contains($0.key) }), path: fields.path)
+            apns = try JSONFields(.object(fields.members.filter { Self.apnsFields.contains($0.key) }), path: fields.path, credentials: fields.credentials)
             givesAPNSAtTopLevel = true
         } else {
             apns = nil
@@ -205,7 +207,7 @@ extension GatewayConfiguration.App {
         if let apns {
             settings = apns
         } else if browsersOnly {
-            settings = try JSONFields(.object([:]), path: fields.at("apns"))
+            settings = try JSONFields(.object([:]), path: fields.at("apns"), credentials: fields.credentials)
         } else {
             throw FieldError(
                 fields.path,
@@ -321,16 +323,25 @@ extension GatewayConfiguration.App {
         revision = AppRevision.of(fields.members, directory: directory)
     }
 
-    /// `fcm`: `{"serviceAccountFile", "endpoint"?, "caFile"?, "connections"?}`.
+    /// `fcm`: `{"serviceAccountFile", "endpoint"?, "caFile"?, "connections"?}`; inline (the admin
+    /// API), `serviceAccount` holds the key file's JSON object instead of `serviceAccountFile`.
     static func fcm(_ fields: JSONFields, directory: String) throws(FieldError) -> GatewayConfiguration.FCMSettings {
-        try fields.only(["serviceAccountFile", "endpoint", "caFile", "connections"])
-        let file = resolve(try fields.requiredString("serviceAccountFile"), in: directory)
+        try fields.only(["serviceAccountFile", "serviceAccount", "endpoint", "caFile", "caPem", "connections"])
+        try fields.checkCredentialForm(files: ["serviceAccountFile"], inline: ["serviceAccount"])
         let account: FCMServiceAccount
+        let secret = fields.credentials == .inline ? "serviceAccount" : "serviceAccountFile"
         do {
-            account = try FCMServiceAccount(contentsOfFile: file)
-        } catch {
+            switch fields.credentials {
+            case .files: account = try FCMServiceAccount(contentsOfFile: resolve(try fields.requiredString(secret), in: directory))
+            case .inline: account = try FCMServiceAccount(json: try fields.inlineObject(secret))
+            }
+        } catch let error as FieldError {
+            throw error
+        } catch let error as FCMError {
             // The message names the field of the file, never its key.
-            throw FieldError(fields.at("serviceAccountFile"), "\(error.message) (the key file of a service account, from the Firebase console or gcloud)")
+            throw FieldError(fields.at(secret), "\(error.message) (the key file of a service account, from the Firebase console or gcloud)")
+        } catch {
+            throw FieldError(fields.at(secret), "cannot be read as a service account's key file")
         }
         var settings = GatewayConfiguration.FCMSettings(serviceAccount: account)
         if let endpoint = try fields.string("endpoint") {
@@ -349,14 +360,22 @@ extension GatewayConfiguration.App {
 
     /// `webPush`: `{"vapidKeyFile", "subject", "defaultURL", "caFile"?, "allowedHosts"?,
     /// "allowPrivateAddresses"?, "allowLoopbackHTTP"?}`.
+    /// Inline (the admin API), `vapidKeyPem` holds the key's PEM text instead of `vapidKeyFile`.
     static func webPush(_ fields: JSONFields, directory: String) throws(FieldError) -> GatewayConfiguration.WebPushSettings {
-        try fields.only(["vapidKeyFile", "subject", "defaultURL", "caFile", "allowedHosts", "allowPrivateAddresses", "allowLoopbackHTTP"])
-        let keyFile = resolve(try fields.requiredString("vapidKeyFile"), in: directory)
+        try fields.only([
+            "vapidKeyFile", "vapidKeyPem", "subject", "defaultURL", "caFile", "caPem", "allowedHosts", "allowPrivateAddresses", "allowLoopbackHTTP",
+        ])
+        try fields.checkCredentialForm(files: ["vapidKeyFile"], inline: ["vapidKeyPem"])
+        let secret = fields.credentials == .inline ? "vapidKeyPem" : "vapidKeyFile"
+        let given = try fields.requiredString(secret)
         let key: VAPIDKey
         do {
-            key = try VAPIDKey(contentsOfFile: keyFile)
+            switch fields.credentials {
+            case .files: key = try VAPIDKey(contentsOfFile: resolve(given, in: directory))
+            case .inline: key = try VAPIDKey(pem: given)
+            }
         } catch {
-            throw FieldError(fields.at("vapidKeyFile"), "\(error.message) (make one with: herald webpush keygen --out FILE)")
+            throw FieldError(fields.at(secret), "\(error.message) (make one with: herald webpush keygen --out FILE)")
         }
         let subject = try fields.requiredString("subject")
         do {
@@ -382,8 +401,17 @@ extension GatewayConfiguration.App {
         return settings
     }
 
-    /// `caFile`: the PEM certificates of a CA to trust besides the system's (a mock's), if given.
+    /// `caFile`: the PEM certificates of a CA to trust besides the system's (a mock's), if given;
+    /// or `caPem`, the certificates' PEM text (no secret: the file may give it too; the admin API
+    /// takes only this).
     static func caFile(_ fields: JSONFields, directory: String) throws(FieldError) -> [NIOSSLCertificate]? {
+        try fields.checkCredentialForm(files: ["caFile"], inline: [], inlineHint: "caPem, the CA's PEM text,")
+        if let pem = try fields.string("caPem") {
+            guard !fields.has("caFile") else { throw FieldError(fields.at("caPem"), "give caFile or caPem, not both") }
+            let certificates = (try? NIOSSLCertificate.fromPEMBytes(Array(pem.utf8))) ?? []
+            guard !certificates.isEmpty else { throw FieldError(fields.at("caPem"), "holds no PEM certificate (-----BEGIN CERTIFICATE-----)") }
+            return certificates
+        }
         guard let caFile = try fields.string("caFile") else { return nil }
         let path = resolve(caFile, in: directory)
         let certificates: [NIOSSLCertificate]
@@ -403,26 +431,34 @@ extension GatewayConfiguration.App {
         }
     }
 
-    /// `{file, keyID, teamID}`: a `.p8` provider key.
+    /// `{file, keyID, teamID}`: a `.p8` provider key; inline (the admin API), `pem` holds the
+    /// key's text instead of `file`.
     static func providerKey(_ authKey: JSONFields, directory: String) throws(FieldError) -> APNSCredentials {
-        try authKey.only(["file", "keyID", "teamID"])
-        let file = try authKey.requiredString("file")
+        try authKey.only(["file", "pem", "keyID", "teamID"])
+        try authKey.checkCredentialForm(files: ["file"], inline: ["pem"])
+        let secret = authKey.credentials == .inline ? "pem" : "file"
+        let given = try authKey.requiredString(secret)
+        let keyID = try authKey.requiredString("keyID")
+        let teamID = try authKey.requiredString("teamID")
         do {
-            return .providerToken(
-                try ProviderKey(contentsOfFile: resolve(file, in: directory), keyID: try authKey.requiredString("keyID"), teamID: try authKey.requiredString("teamID"))
-            )
-        } catch let error as FieldError {
-            throw error
-        } catch let error as ProviderKeyError {
-            throw FieldError(authKey.at("file"), error.message)
+            switch authKey.credentials {
+            case .files: return .providerToken(try ProviderKey(contentsOfFile: resolve(given, in: directory), keyID: keyID, teamID: teamID))
+            case .inline: return .providerToken(try ProviderKey(pem: given, keyID: keyID, teamID: teamID))
+            }
         } catch {
-            throw FieldError(authKey.at("file"), "\(error)")
+            let field = error.code == .invalidKeyID ? "keyID" : error.code == .invalidTeamID ? "teamID" : secret
+            throw FieldError(authKey.at(field), error.message)
         }
     }
 
-    /// `{file, keyFile?, passwordEnv?}`: a `.p12` or PEM push certificate.
+    /// `{file, keyFile?, passwordEnv?}`: a `.p12` or PEM push certificate; inline (the admin API),
+    /// `{p12Base64, password?}` or `{pem, keyPem?}` (``inlineCertificate(_:)``).
     static func certificate(_ certificate: JSONFields, directory: String, environment: [String: String]) throws(FieldError) -> APNSCredentials {
-        try certificate.only(["file", "keyFile", "passwordEnv"])
+        try certificate.only(["file", "keyFile", "passwordEnv", "p12Base64", "password", "pem", "keyPem"])
+        try certificate.checkCredentialForm(
+            files: ["file", "keyFile", "passwordEnv"], inline: ["p12Base64", "password", "pem", "keyPem"], filesHint: "file (with passwordEnv or keyFile)",
+            inlineHint: "p12Base64 (with password) or pem (with keyPem)")
+        if certificate.credentials == .inline { return try inlineCertificate(certificate) }
         let file = try certificate.requiredString("file")
         var password: String?
         if let name = try certificate.string("passwordEnv") {
@@ -452,17 +488,29 @@ extension GatewayConfiguration.App {
 }
 
 extension APIKey {
+    /// An `apiKeys` entry: `{"name", "sha256", "apps"}`, or `{"name", "sha256", "admin": true}`.
+    /// An app key may name an app the file (`known`) does not define: one the admin API defines,
+    /// now or later. A name that could be no app's ID is refused.
     init(_ fields: JSONFields, apps known: Set<String>) throws(FieldError) {
-        try fields.only(["name", "sha256", "apps"])
+        try fields.only(["name", "sha256", "apps", "admin"])
         let name = try fields.requiredString("name")
         guard name.utf8.count <= 64, PeerText.isSafe(name) else { throw FieldError(fields.at("name"), "must be 1 to 64 printable characters") }
         let hex = try fields.requiredString("sha256")
         guard let digest = Self.bytes(hex: hex), digest.count == 32 else {
             throw FieldError(fields.at("sha256"), "must be the 64 hex digits of the key's SHA-256 (herald api-key prints it)")
         }
-        guard let apps = try fields.strings("apps"), !apps.isEmpty else { throw FieldError(fields.at("apps"), "list the apps this key may use") }
-        for (index, app) in apps.enumerated() where !known.contains(app) {
-            throw FieldError("\(fields.at("apps"))[\(index)]", "no app has the ID '\(PeerText(app, limit: 64))'")
+        if try fields.bool("admin") == true {
+            guard !fields.has("apps") else {
+                throw FieldError(fields.at("apps"), "an admin key uses the admin routes, no app's: give the apps a key of their own")
+            }
+            self = .admin(name: name, sha256: digest)
+            return
+        }
+        guard let apps = try fields.strings("apps"), !apps.isEmpty else {
+            throw FieldError(fields.at("apps"), "list the apps this key may use (or \"admin\": true for the admin routes)")
+        }
+        for (index, app) in apps.enumerated() where !known.contains(app) && !GatewayConfiguration.App.isValidID(app) {
+            throw FieldError("\(fields.at("apps"))[\(index)]", "'\(PeerText(app, limit: 64))' is not an app ID (1 to 64 of a-z 0-9 . _ -)")
         }
         self.init(name: name, sha256: digest, apps: Set(apps))
     }

@@ -91,20 +91,29 @@ extension WebhookSenderSettings {
 }
 
 extension GatewayConfiguration.App {
-    /// `webhooks`: `[{"url", "secretEnv", "events"?, "giveUpAfterSeconds"?}]`.
+    /// `webhooks`: `[{"url", "secretEnv", "events"?, "giveUpAfterSeconds"?}]`; inline (the admin
+    /// API), `secret` holds the signing secret instead of `secretEnv`.
     static func webhooks(_ fields: JSONFields, environment: [String: String]) throws(FieldError) -> [GatewayConfiguration.Webhook] {
         var hooks: [GatewayConfiguration.Webhook] = []
         for hook in try fields.objects("webhooks") {
-            try hook.only(["url", "secretEnv", "events", "giveUpAfterSeconds"])
+            try hook.only(["url", "secretEnv", "secret", "events", "giveUpAfterSeconds"])
+            try hook.checkCredentialForm(files: ["secretEnv"], inline: ["secret"])
             let url = try hook.requiredString("url")
             guard isWebhookURL(url) else {
                 throw FieldError(hook.at("url"), "must be an https:// or http:// URL with a host, at most \(JSONFields.maximumURLLength) bytes, without spaces")
             }
             guard !hooks.contains(where: { $0.url == url }) else { throw FieldError(hook.at("url"), "is given twice for this app") }
-            let name = try hook.requiredString("secretEnv")
-            // The message names the variable, never its value.
-            guard let secret = environment[name] else { throw FieldError(hook.at("secretEnv"), "the environment variable \(name) is not set") }
-            guard !secret.isEmpty else { throw FieldError(hook.at("secretEnv"), "the environment variable \(name) is empty") }
+            let secret: String
+            switch hook.credentials {
+            case .files:
+                let name = try hook.requiredString("secretEnv")
+                // The message names the variable, never its value.
+                guard let value = environment[name] else { throw FieldError(hook.at("secretEnv"), "the environment variable \(name) is not set") }
+                guard !value.isEmpty else { throw FieldError(hook.at("secretEnv"), "the environment variable \(name) is empty") }
+                secret = value
+            case .inline:
+                secret = try hook.requiredString("secret")
+            }
             var events = Set(WebhookEventType.allCases)
             if let names = try hook.strings("events") {
                 guard !names.isEmpty else { throw FieldError(hook.at("events"), "list at least one event, or leave events out for all of them") }

@@ -80,6 +80,8 @@ public struct GatewayConfiguration: Sendable {
         /// (https://firebase.google.com/docs/cloud-messaging/manage-tokens), and never for the
         /// others.
         public var staleDeviceDays: [DevicePlatform: Int] = [.fcm: 270]
+        /// Where the app is defined: the configuration (its file, or code) or the admin API.
+        public internal(set) var source: AppSource = .file
         /// The file gave the app's APNs settings at its top level, not in `apns`.
         var givesAPNSAtTopLevel = false
         /// A digest of what the app was read from (``AppRevision``): a reload keeps the app's
@@ -240,6 +242,18 @@ public struct GatewayConfiguration: Sendable {
     public var tls: APITLSIdentity?
     /// How webhook events are sent (`webhookSender` in the file).
     public var webhookSender = WebhookSenderSettings()
+    /// The keys that seal the apps defined through the admin API (`HERALD_CREDENTIALS_KEY`, or
+    /// `credentialsKeyFile` in the file); `nil`: none, and the admin API defines no app. Read at
+    /// start only.
+    public var credentialsKeys: CredentialsKeys?
+
+    /// Where an app is defined.
+    public enum AppSource: String, Sendable, Hashable {
+        /// The configuration file (or the code that made the configuration): it wins over the API.
+        case file
+        /// The admin API (`PUT /v1/admin/apps/{app}`), stored sealed in the database.
+        case api
+    }
     /// What `/metrics` labels (`metrics` in the file).
     public var metrics = MetricsSettings()
 

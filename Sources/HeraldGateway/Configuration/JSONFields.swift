@@ -28,11 +28,20 @@ struct JSONFields {
 
     let path: String
     let members: [String: JSONValue]
+    /// How the document these fields are from gives secrets: as files and environment variables
+    /// (the configuration file), or inline (an app defined through the admin API). The objects
+    /// read from these fields are of the same document.
+    var credentials: CredentialForm = .files
 
     init(_ value: JSONValue, path: String) throws(FieldError) {
         guard case .object(let members) = value else { throw FieldError(path, "must be a JSON object") }
         self.path = path
         self.members = members
+    }
+
+    init(_ value: JSONValue, path: String, credentials: CredentialForm) throws(FieldError) {
+        try self.init(value, path: path)
+        self.credentials = credentials
     }
 
     func at(_ name: String) -> String { path.isEmpty ? name : "\(path).\(name)" }
@@ -127,7 +136,7 @@ struct JSONFields {
     func object(_ name: String) throws(FieldError) -> JSONFields? {
         switch members[name] {
         case .none, .some(.null): return nil
-        case .some(let value): return try JSONFields(value, path: at(name))
+        case .some(let value): return try JSONFields(value, path: at(name), credentials: credentials)
         }
     }
 
@@ -136,7 +145,7 @@ struct JSONFields {
         case .none, .some(.null): return []
         case .some(.array(let items)):
             var objects: [JSONFields] = []
-            for (index, item) in items.enumerated() { objects.append(try JSONFields(item, path: "\(at(name))[\(index)]")) }
+            for (index, item) in items.enumerated() { objects.append(try JSONFields(item, path: "\(at(name))[\(index)]", credentials: credentials)) }
             return objects
         case .some: throw FieldError(at(name), "must be an array of objects")
         }

@@ -306,6 +306,28 @@ enum PostgresSchema {
             // Push Notifications Console looks a delivery log up by.
             "ALTER TABLE deliveries ADD COLUMN unique_id TEXT",
         ],
+        // 16: apps defined through the gateway's admin API (``AppDefinition``): each one's
+        // definition, sealed by the gateway (AES-GCM; the store never holds it in clear) with the
+        // key whose fingerprint is sealed_with; the API keys made for them, as their SHA-256; and
+        // one counter that every change of either raises, which each process polls to see a
+        // change with one cheap read. An app being deleted keeps its row, deleting_since set,
+        // until its last row elsewhere is gone, so a deletion cut short is finished later.
+        [
+            """
+            CREATE TABLE app_definitions (
+                id TEXT PRIMARY KEY,
+                sealed BYTEA NOT NULL,
+                sealed_with TEXT NOT NULL,
+                created_at BIGINT NOT NULL,
+                updated_at BIGINT NOT NULL,
+                deleting_since BIGINT
+            )
+            """,
+            "CREATE TABLE app_keys (sha256 TEXT PRIMARY KEY, app TEXT NOT NULL, name TEXT NOT NULL, created_at BIGINT NOT NULL)",
+            "CREATE UNIQUE INDEX app_keys_name ON app_keys (app, name)",
+            "CREATE TABLE app_definitions_version (id INTEGER PRIMARY KEY, version BIGINT NOT NULL)",
+            "INSERT INTO app_definitions_version (id, version) VALUES (1, 0)",
+        ],
     ]
 
     static let createVersions = "CREATE TABLE IF NOT EXISTS herald_schema (version INTEGER PRIMARY KEY, applied_at BIGINT NOT NULL)"

@@ -328,6 +328,28 @@ enum SQLiteSchema {
             // Push Notifications Console looks a delivery log up by.
             "ALTER TABLE deliveries ADD COLUMN unique_id TEXT",
         ],
+        // 17: apps defined through the gateway's admin API (``AppDefinition``): each one's
+        // definition, sealed by the gateway (AES-GCM; the store never holds it in clear) with the
+        // key whose fingerprint is sealed_with; the API keys made for them, as their SHA-256; and
+        // one counter that every change of either raises, which each process polls to see a
+        // change with one cheap read. An app being deleted keeps its row, deleting_since set,
+        // until its last row elsewhere is gone, so a deletion cut short is finished later.
+        [
+            """
+            CREATE TABLE app_definitions (
+                id TEXT PRIMARY KEY,
+                sealed BLOB NOT NULL,
+                sealed_with TEXT NOT NULL,
+                created_at INTEGER NOT NULL,
+                updated_at INTEGER NOT NULL,
+                deleting_since INTEGER
+            ) WITHOUT ROWID
+            """,
+            "CREATE TABLE app_keys (sha256 TEXT PRIMARY KEY, app TEXT NOT NULL, name TEXT NOT NULL, created_at INTEGER NOT NULL) WITHOUT ROWID",
+            "CREATE UNIQUE INDEX app_keys_name ON app_keys (app, name)",
+            "CREATE TABLE app_definitions_version (id INTEGER PRIMARY KEY, version INTEGER NOT NULL)",
+            "INSERT INTO app_definitions_version (id, version) VALUES (1, 0)",
+        ],
     ]
 
     /// Before migration 6: gives every device without a hash (stored before migration 4, and
