@@ -8,6 +8,12 @@ package enum RetryAfter {
         return Int(String(decoding: trimmed.reversed(), as: UTF8.self))
     }
 
+    /// The server's `Retry-After` (whole seconds), cut to `ceilingSeconds`; `nil` without one:
+    /// what a client reports with a failure, so its caller waits as long before trying again.
+    package static func asked(_ header: String?, ceilingSeconds: Int) -> Duration? {
+        header.flatMap(seconds).map { Duration.seconds(min($0, max(0, ceilingSeconds))) }
+    }
+
     /// The wait before a retry: the server's `Retry-After`, cut to `ceilingSeconds`, but never
     /// less than the back-off's `backoff`; the back-off alone without one.
     package static func delay(_ header: String?, backoff: Duration, ceilingSeconds: Int) -> Duration {

@@ -54,12 +54,14 @@ enum FCMDecision: Sendable, Hashable {
                 return .accepted(name: json(body)?["name"]?.stringValue.map { PeerText($0, limit: 200).description })
             }
             let error = GoogleError(body)
-            func failure(_ code: FCMSendError.Code, _ fallback: String, tokenInvalid: Bool = false) -> FCMDecision {
+            func failure(_ code: FCMSendError.Code, _ fallback: String, tokenInvalid: Bool = false, retryAfter asked: Duration? = nil) -> FCMDecision {
                 .fail(
                     FCMSendError(
                         code, status: status, errorCode: error.fcmErrorCode ?? error.status, reason: error.message ?? fallback, attempts: attempts,
-                        isTokenInvalid: tokenInvalid))
+                        isTokenInvalid: tokenInvalid, retryAfter: asked))
             }
+            // Reported with a last 429 or 5xx, for the caller's own wait.
+            var asked: Duration? { RetryAfter.asked(retryAfter, ceilingSeconds: policy.maximumRetryAfterSeconds) }
             // The FCM error code decides first: the same status carries several (401 is both an
             // expired access token and THIRD_PARTY_AUTH_ERROR).
             switch error.fcmErrorCode {
@@ -86,11 +88,11 @@ enum FCMDecision: Sendable, Hashable {
             case 404:
                 return failure(.notFound, "not found: check the project id and the endpoint")
             case 429:
-                guard canRetry else { return failure(.quotaExceeded, "the sending quota is exceeded") }
+                guard canRetry else { return failure(.quotaExceeded, "the sending quota is exceeded", retryAfter: asked) }
                 return .retry(after: RetryAfter.delay(retryAfter, backoff: backoff, ceilingSeconds: policy.maximumRetryAfterSeconds))
             case 500..<600:
                 guard canRetry else {
-                    return status == 500 ? failure(.internal, "FCM failed") : failure(.unavailable, "FCM is unavailable")
+                    return status == 500 ? failure(.internal, "FCM failed", retryAfter: asked) : failure(.unavailable, "FCM is unavailable", retryAfter: asked)
                 }
                 return .retry(after: RetryAfter.delay(retryAfter, backoff: backoff, ceilingSeconds: policy.maximumRetryAfterSeconds))
             default:

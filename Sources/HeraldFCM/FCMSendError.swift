@@ -62,14 +62,21 @@ public struct FCMSendError: Error, Sendable, Hashable, CustomStringConvertible {
     /// A 400 about the token (FCM's `FcmError` says `INVALID_ARGUMENT` and no field of the
     /// message is named), or a `SENDER_ID_MISMATCH`: stop sending to it.
     public var isTokenInvalid: Bool
+    /// How long FCM asked to be left before the next try (its `Retry-After` on a 429 or 5xx,
+    /// cut to the retry policy's ceiling); `nil` when it did not say.
+    public var retryAfter: Duration?
 
-    public init(_ code: Code, status: Int? = nil, errorCode: String? = nil, reason: String, attempts: Int = 1, isTokenInvalid: Bool = false) {
+    public init(
+        _ code: Code, status: Int? = nil, errorCode: String? = nil, reason: String, attempts: Int = 1, isTokenInvalid: Bool = false,
+        retryAfter: Duration? = nil
+    ) {
         self.code = code
         self.status = status
         self.errorCode = errorCode
         self.reason = reason
         self.attempts = attempts
         self.isTokenInvalid = isTokenInvalid
+        self.retryAfter = retryAfter
     }
 
     /// `UNREGISTERED`: the token is gone; forget it.

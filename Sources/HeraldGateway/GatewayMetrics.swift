@@ -20,6 +20,8 @@ final class GatewayMetrics: Sendable {
     private let batchDuration: Metrics.Timer
     private let enqueued: Metrics.Counter
     private let purged: Metrics.Counter
+    /// The `herald_push_hosts_backed_off` series last set above 0.
+    private let backedOffSeries = NIOLockedValueBox<Set<HostCircuits.AppPlatform>>([])
     /// The webhook sender's.
     let webhooks: WebhookMetrics
 
@@ -63,6 +65,36 @@ final class GatewayMetrics: Sendable {
             .record(expiry.expiry.timeIntervalSince1970)
     }
 
+    /// How many push-service hosts each app's devices of each platform are backed off from
+    /// now (``HostCircuits``), given for every app and platform that has one (the others: none):
+    /// one series per app label and platform, whatever the hosts.
+    func recordHostsBackedOff(_ counts: [HostCircuits.AppPlatform: Int]) {
+        var byLabel: [HostCircuits.AppPlatform: Int] = [:]
+        for (key, count) in counts { byLabel[HostCircuits.AppPlatform(app: appLabels.label(key.app), platform: key.platform), default: 0] += count }
+        // A series set before and not now goes back to 0.
+        let cleared = backedOffSeries.withLockedValue { series in
+            defer { series = Set(byLabel.keys) }
+            return series.subtracting(byLabel.keys)
+        }
+        for key in cleared { byLabel[key] = 0 }
+        for (key, count) in byLabel {
+            Metrics.Gauge(label: "herald_push_hosts_backed_off", dimensions: [("app", key.app), ("platform", key.platform.rawValue)], factory: factory)
+                .record(count)
+        }
+    }
+
+    /// A push-service host of `app`'s `platform` devices was backed off (its circuit opened).
+    func recordHostOpened(app: String, platform: DevicePlatform) {
+        Metrics.Counter(label: "herald_push_host_backoffs_total", dimensions: [("app", appLabels.label(app)), ("platform", platform.rawValue)], factory: factory)
+            .increment()
+    }
+
+    /// A probe went to a backed-off push-service host of `app`'s `platform` devices.
+    func recordHostProbe(app: String, platform: DevicePlatform) {
+        Metrics.Counter(label: "herald_push_host_probes_total", dimensions: [("app", appLabels.label(app)), ("platform", platform.rawValue)], factory: factory)
+            .increment()
+    }
+
     /// One API request answered.
     func recordRequest(route: String, method: String, status: Int, duration: Duration) {
         let key = RequestKey(route: route, method: method, status: status)
@@ -100,7 +132,7 @@ final class GatewayMetrics: Sendable {
                 if devicePlatform == .apns { acceptedAPNs += 1 } else { acceptedOthers[devicePlatform, default: 0] += 1 }
                 continue
             case .rejected(let reason, _): key = DeliveryKey(app: app, platform: platform, outcome: "rejected", reason: Self.label(reason))
-            case .retry(let reason): key = DeliveryKey(app: app, platform: platform, outcome: "retry", reason: Self.label(reason))
+            case .retry(let reason, _): key = DeliveryKey(app: app, platform: platform, outcome: "retry", reason: Self.label(reason))
             case .failed(let reason): key = DeliveryKey(app: app, platform: platform, outcome: "failed", reason: Self.label(reason))
             }
             counts[key, default: 0] += 1

@@ -56,11 +56,15 @@ enum HMSDecision: Sendable, Hashable {
             return .fail(HMSSendError(.untrusted, reason: why, attempts: attempts))
         case .answered(let status, let retryAfter, let body):
             let answer = HMSAnswer(body)
-            func failure(_ code: HMSSendError.Code, _ fallback: String, failed: [HMSFailedToken] = []) -> HMSDecision {
-                .fail(HMSSendError(code, status: status, resultCode: answer.code, reason: answer.message ?? fallback, attempts: attempts, failedTokens: failed))
+            func failure(_ code: HMSSendError.Code, _ fallback: String, failed: [HMSFailedToken] = [], retryAfter asked: Duration? = nil) -> HMSDecision {
+                .fail(
+                    HMSSendError(
+                        code, status: status, resultCode: answer.code, reason: answer.message ?? fallback, attempts: attempts, failedTokens: failed,
+                        retryAfter: asked))
             }
             func retryOrFail(_ code: HMSSendError.Code, _ fallback: String) -> HMSDecision {
-                guard canRetry else { return failure(code, fallback) }
+                // The last failure reports the wait asked for, for the caller's own.
+                guard canRetry else { return failure(code, fallback, retryAfter: RetryAfter.asked(retryAfter, ceilingSeconds: policy.maximumRetryAfterSeconds)) }
                 return .retry(after: RetryAfter.delay(retryAfter, backoff: backoff, ceilingSeconds: policy.maximumRetryAfterSeconds))
             }
             func refreshOrFail(_ code: HMSSendError.Code, _ fallback: String) -> HMSDecision {

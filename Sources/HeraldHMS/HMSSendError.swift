@@ -77,9 +77,13 @@ public struct HMSSendError: Error, Sendable, Hashable, CustomStringConvertible {
     public var attempts: Int
     /// The tokens Push Kit named as failed (80300007), in the order it named them.
     public var failedTokens: [HMSFailedToken]
+    /// How long Push Kit asked to be left before the next try (a `Retry-After` with a 429 or 5xx,
+    /// cut to the retry policy's ceiling; Huawei documents none); `nil` when it did not say.
+    public var retryAfter: Duration?
 
     public init(
-        _ code: Code, status: Int? = nil, resultCode: String? = nil, reason: String, attempts: Int = 1, failedTokens: [HMSFailedToken] = []
+        _ code: Code, status: Int? = nil, resultCode: String? = nil, reason: String, attempts: Int = 1, failedTokens: [HMSFailedToken] = [],
+        retryAfter: Duration? = nil
     ) {
         self.code = code
         self.status = status
@@ -87,6 +91,7 @@ public struct HMSSendError: Error, Sendable, Hashable, CustomStringConvertible {
         self.reason = reason
         self.attempts = attempts
         self.failedTokens = failedTokens
+        self.retryAfter = retryAfter
     }
 
     /// Whether some named token is itself bad: retire those with ``HMSFailedToken/isTokenInvalid``.

@@ -34,6 +34,8 @@ enum WebPushDecision: Sendable, Hashable {
         let backoff = policy.backoff.delay(afterAttempt: attempts, random: random)
         switch attempt {
         case .answered(let status, let retryAfter, let location, let body):
+            // Reported with a last failure, for the caller's own wait.
+            var asked: Duration? { RetryAfter.asked(retryAfter, ceilingSeconds: policy.maximumRetryAfterSeconds) }
             switch status {
             case 200..<300:
                 return .accepted(location: location)
@@ -43,13 +45,13 @@ enum WebPushDecision: Sendable, Hashable {
                 return .fail(WebPushSendError(.payloadTooLarge, status: status, reason: reason(body, otherwise: "the message is too large"), attempts: attempts))
             case 429:
                 guard canRetry else {
-                    return .fail(WebPushSendError(.tooManyRequests, status: status, reason: reason(body, otherwise: "too many requests"), attempts: attempts))
+                    return .fail(WebPushSendError(.tooManyRequests, status: status, reason: reason(body, otherwise: "too many requests"), attempts: attempts, retryAfter: asked))
                 }
                 // The push service's own wait, if it says one, within the policy's ceiling.
                 return .retry(after: RetryAfter.delay(retryAfter, backoff: backoff, ceilingSeconds: policy.maximumRetryAfterSeconds))
             case 500..<600:
                 guard canRetry else {
-                    return .fail(WebPushSendError(.serviceUnavailable, status: status, reason: reason(body, otherwise: "the push service failed"), attempts: attempts))
+                    return .fail(WebPushSendError(.serviceUnavailable, status: status, reason: reason(body, otherwise: "the push service failed"), attempts: attempts, retryAfter: asked))
                 }
                 return .retry(after: RetryAfter.delay(retryAfter, backoff: backoff, ceilingSeconds: policy.maximumRetryAfterSeconds))
             default:

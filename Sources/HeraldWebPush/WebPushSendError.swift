@@ -42,12 +42,16 @@ public struct WebPushSendError: Error, Sendable, Hashable, CustomStringConvertib
     public var reason: String
     /// How many times the message was sent.
     public var attempts: Int
+    /// How long the push service asked to be left before the next try (its `Retry-After` on a
+    /// 429 or 5xx, cut to the retry policy's ceiling); `nil` when it did not say.
+    public var retryAfter: Duration?
 
-    public init(_ code: Code, status: Int? = nil, reason: String, attempts: Int = 1) {
+    public init(_ code: Code, status: Int? = nil, reason: String, attempts: Int = 1, retryAfter: Duration? = nil) {
         self.code = code
         self.status = status
         self.reason = reason
         self.attempts = attempts
+        self.retryAfter = retryAfter
     }
 
     /// The subscription is gone (404/410): stop sending to it.

@@ -110,7 +110,7 @@ struct BatchMessagesTests {
         for (code, name) in Self.clientCodes {
             let result = BatchMessages.outcome(.failed(APNSClientError(code, "gave up")))
             #expect(result == .retry(reason: DeliveryReason(name)))
-            guard case .retry(let reason) = result, case .gateway = reason else {
+            guard case .retry(let reason, _) = result, case .gateway = reason else {
                 Issue.record("\(name) must be a gateway reason, not \(result)")
                 continue
             }

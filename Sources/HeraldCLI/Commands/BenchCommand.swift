@@ -10,7 +10,7 @@ struct BenchGroupCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "bench",
         abstract: "Measure sending throughput and latency, or the store's.",
-        subcommands: [BenchCommand.self, StoreBenchCommand.self, WebPushBenchCommand.self, FCMBenchCommand.self, HMSBenchCommand.self],
+        subcommands: [BenchCommand.self, StoreBenchCommand.self, WebPushBenchCommand.self, FCMBenchCommand.self, HMSBenchCommand.self, IsolationBenchCommand.self],
         defaultSubcommand: BenchCommand.self
     )
 }

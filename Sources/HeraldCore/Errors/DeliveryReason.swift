@@ -74,6 +74,10 @@ public enum DeliveryReason: Sendable, Hashable, CustomStringConvertible, Lossles
         /// its platform (`staleDeviceDays`; 270 days for FCM, whose tokens stop working after
         /// 270 days inactive): retired by the gateway's housekeeping, not by a push service.
         case stale = "Stale"
+        /// The device's push service (its host, for its app) kept failing (5xx, no answer,
+        /// connections lost), so the gateway backs it off: the device was not sent, and is retried
+        /// when the host is next tried (docs/gateway.md, "Isolation").
+        case hostBackedOff = "HostBackedOff"
     }
 
     /// Web Push's reasons (browsers; docs/webpush.md). Its answers that APNs gives too (429,

@@ -32,6 +32,9 @@ final class DeliveryWorkers: Service, Sendable {
     let processTag: String
     /// After a graceful shutdown begins, how long a batch in flight may take to finish.
     let stopGrace: Duration
+    /// The push-service hosts that keep failing, backed off per app and platform: kept across
+    /// reloads (docs/gateway.md, "Isolation").
+    let circuits: HostCircuits
 
     init(store: HeraldStore, live: LiveConfiguration, metrics: GatewayMetrics, logger: Logger, stopGrace: Duration = .seconds(20)) {
         self.store = store
@@ -42,6 +45,18 @@ final class DeliveryWorkers: Service, Sendable {
         self.metrics = metrics
         self.logger = logger
         self.stopGrace = stopGrace
+        // A host that answers again: the devices held for it go at once, in every process.
+        circuits = HostCircuits(logger: logger, metrics: metrics, closed: { [store, logger] key in
+            Task {
+                do {
+                    try await store.wakeHeld(app: key.app, platform: key.platform, reason: .gateway(.hostBackedOff))
+                } catch {
+                    logger.warning(
+                        "cannot make the devices held for a push service host due; they come when their wait ends",
+                        metadata: ["app": "\(key.app)", "platform": "\(key.platform.rawValue)", "error": "\(error)"])
+                }
+            }
+        })
         processTag = "\(Self.hostName())-\(getpid())-\(UInt32.random(in: 0 ... .max))"
     }
 
@@ -138,8 +153,9 @@ final class DeliveryWorkers: Service, Sendable {
         let grace = GracePeriod()
         let watchdog = Task { await self.watch(batch, grace: grace) }
         defer { watchdog.cancel() }
+        circuits.forgetGoneApps { configuration.app($0) != nil }
         let outcomes = await Self.outcomes(
-            of: batch, grace: grace,
+            of: batch, grace: grace, circuits: circuits,
             part: { devices, collector in DeliveryPart(batch: devices, app: app, store: store, logger: logger, outcomes: collector) },
             delivery: { clients.delivery(for: $0, app: app) })
         await record(batch, outcomes, logger: logger, start: start)
@@ -149,8 +165,10 @@ final class DeliveryWorkers: Service, Sendable {
     /// order: each part is sent through its platform's delivery, all at once. An outcome that is
     /// not in when `grace` ends, or when its delivery returns without it, is a `shutdown` retry;
     /// a delivery still sending then is left to finish on its own, and its late outcomes are dropped.
+    /// With `circuits`, each part goes through ``HostIsolation``: a push-service host backed off
+    /// is not sent to, its devices retried when it is next tried.
     static func outcomes(
-        of batch: WorkBatch, grace: GracePeriod, part: (WorkBatch, OutcomeCollector) -> DeliveryPart,
+        of batch: WorkBatch, grace: GracePeriod, circuits: HostCircuits? = nil, part: (WorkBatch, OutcomeCollector) -> DeliveryPart,
         delivery: (DevicePlatform) -> any PlatformDelivery
     ) async -> [DeliveryOutcome] {
         var collectors: [OutcomeCollector] = []
@@ -161,7 +179,11 @@ final class DeliveryWorkers: Service, Sendable {
             let part = part(devices, collector)
             let delivery = delivery(platform)
             Task {
-                await delivery.send(part)
+                if let circuits {
+                    await HostIsolation(circuits: circuits, platform: platform).send(part, through: delivery)
+                } else {
+                    await delivery.send(part)
+                }
                 collector.stop()
             }
         }
@@ -231,7 +253,7 @@ final class DeliveryWorkers: Service, Sendable {
             for outcome in outcomes {
                 switch outcome.result {
                 case .accepted: continue
-                case .rejected(let reason, _), .failed(let reason), .retry(let reason):
+                case .rejected(let reason, _), .failed(let reason), .retry(let reason, _):
                     logger.debug("device outcome", metadata: ["token": "\(outcome.token)", "outcome": "\(outcome.result)", "reason": "\(reason)"])
                 }
             }

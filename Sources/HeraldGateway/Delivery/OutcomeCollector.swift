@@ -39,6 +39,11 @@ final class OutcomeCollector: Sendable {
         waiter?.resume()
     }
 
+    /// Of `indices`, those whose outcome is not in.
+    func unrecorded(among indices: some Sequence<Int>) -> [Int] {
+        state.withLock { state in indices.filter { $0 >= 0 && $0 < state.received.count && !state.received[$0] } }
+    }
+
     /// Stops waiting: outcomes not in yet stay `missing`.
     func stop() {
         let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in

@@ -1,5 +1,12 @@
+import HeraldCore
 import HeraldStore
 import Logging
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 
 /// How one platform's devices are sent to: the seam between the workers and a push service.
 ///
@@ -13,31 +20,98 @@ protocol PlatformDelivery: Sendable {
     /// the answers come. A device with no outcome when this returns, or when the process's grace
     /// period ends first, is retried (`shutdown`).
     func send(_ part: DeliveryPart) async
+
+    /// The push-service host each device of `part` goes to, so that a host that keeps failing is
+    /// backed off (``HostIsolation``), read without sending: what a platform reads for it (a
+    /// browser's subscription) comes back to ``send(_:)`` in ``DeliveryPart/prepared``. Each
+    /// platform of ``GatewayPlatforms/all`` names its hosts; by default a part has none, and is
+    /// sent without a circuit.
+    func hosts(of part: DeliveryPart) async -> PartHosts
+}
+
+extension PlatformDelivery {
+    func hosts(of part: DeliveryPart) async -> PartHosts { PartHosts(host: nil) }
+}
+
+/// The devices of a part by the push-service host each goes to (``PlatformDelivery/hosts(of:)``).
+struct PartHosts: Sendable {
+    /// Each host's devices, by their index in the part, in its order (`nil`: every device). A
+    /// `nil` host: devices sent to none (their app has no settings for the platform), sent
+    /// without a circuit for the platform to answer for.
+    var groups: [(host: String?, indices: [Int]?)]
+    /// What the platform read to name the hosts, for its send (``DeliveryPart/prepared``).
+    var prepared: (any Sendable)? = nil
+
+    /// Every device to `host`.
+    init(host: String?, prepared: (any Sendable)? = nil) {
+        groups = [(host, nil)]
+        self.prepared = prepared
+    }
+
+    /// The part's `hosts`, one per device (in its order), grouped: one group, without a list of
+    /// indices, when they are all one.
+    init(eachOf hosts: [String?], prepared: (any Sendable)? = nil) {
+        self.prepared = prepared
+        guard let first = hosts.first, hosts.contains(where: { $0 != first }) else {
+            groups = [(hosts.first ?? nil, nil)]
+            return
+        }
+        var order: [String?] = []
+        var indices: [String?: [Int]] = [:]
+        for (index, host) in hosts.enumerated() {
+            if indices[host] == nil { order.append(host) }
+            indices[host, default: []].append(index)
+        }
+        groups = order.map { ($0, indices[$0]) }
+    }
 }
 
 /// One platform's devices of a claimed batch, and where their outcomes go.
 struct DeliveryPart: Sendable {
     /// The notification and this platform's devices of the batch (only these, in the batch's order).
-    let batch: WorkBatch
+    var batch: WorkBatch
     /// The notification's app.
     let app: GatewayConfiguration.App
     /// For what a platform keeps beside a device (a browser's subscription, an FCM registration token).
     let store: HeraldStore
     let logger: Logger
     let outcomes: OutcomeCollector
+    /// What the platform's ``PlatformDelivery/hosts(of:)`` read (a browser's subscriptions), if
+    /// anything: its send uses it rather than read it again.
+    var prepared: (any Sendable)? = nil
+    /// When this is one host's share of the platform's part: each device's index in
+    /// ``outcomes`` (`nil`: its own index).
+    var positions: [Int]? = nil
+    /// The circuit of the devices' push-service host, told each outcome (`nil`: none).
+    var host: HostWatch? = nil
 
     /// The devices, in the batch's order: an outcome is recorded at a device's index here.
     var items: [WorkItem] { batch.items }
 
     /// Records the `index`th device's outcome; a second one for it is ignored.
     func record(_ result: DeliveryOutcome.Result, at index: Int) {
-        outcomes.record(result, at: index)
+        // Its host's circuit hears of it first: a failure that leaves the host backed off is
+        // retried when the host is next tried.
+        let result = host?.observe(result) ?? result
+        if let positions {
+            guard positions.indices.contains(index) else { return }
+            outcomes.record(result, at: positions[index])
+        } else {
+            outcomes.record(result, at: index)
+        }
     }
 
     /// Records one outcome for every device of the part (the platform is not configured, the
     /// notification makes no message for it).
     func recordEach(_ result: DeliveryOutcome.Result) {
-        for index in batch.items.indices { outcomes.record(result, at: index) }
+        for index in batch.items.indices { record(result, at: index) }
+    }
+
+    /// Whether the devices' host was backed off since this part began to be sent (its failures
+    /// opened its circuit): a platform that takes devices as it sends them stops taking them, and
+    /// those it did not take wait for the host with the others (``HostIsolation``).
+    func hostBackedOff() -> Bool {
+        host?.isBackedOff ?? false
     }
 }
 
@@ -50,6 +124,12 @@ extension DeliveryOutcome.Result {
     /// cut to ``maximumReceiptLength`` bytes' worth of characters.
     static func accepted(boundedReceipt receipt: String?, uniqueID: String? = nil) -> Self {
         .accepted(receipt: receipt.map(bounded), uniqueID: uniqueID.map(bounded))
+    }
+
+    /// A retry no sooner than `wait` after `now` when the push service asked for one (its
+    /// `Retry-After` with a 429 or 5xx), else after the queue's back-off.
+    static func retry(reason: DeliveryReason, asked wait: Duration?, now: Date) -> Self {
+        .retry(reason: reason, notBefore: wait.map { now.addingTimeInterval($0.seconds) })
     }
 
     /// Whole characters only: none is cut in two.

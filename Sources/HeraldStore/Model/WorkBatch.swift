@@ -82,8 +82,9 @@ public struct DeliveryOutcome: Sendable, Hashable {
         /// APNs refused it, for good. A 410 carries when APNs saw the token go.
         case rejected(reason: DeliveryReason, timestamp: Date?)
         /// It could not be delivered now (APNs unreachable, 5xx, 429): try again later, until
-        /// the notification's deadline.
-        case retry(reason: DeliveryReason)
+        /// the notification's deadline: after the queue's back-off or, when `notBefore` is given
+        /// (a push service's `Retry-After`, a host the gateway backs off), at that time, never sooner.
+        case retry(reason: DeliveryReason, notBefore: Date? = nil)
         /// It cannot be delivered, and trying again would not help.
         case failed(reason: DeliveryReason)
     }

@@ -51,9 +51,12 @@ public enum DeliveryDecision: Sendable, Hashable {
             case .active, nil:
                 return .reject(reason: reason)
             }
-        case .retry(let reason):
+        case .retry(let reason, let notBefore):
             if cancelled { return .fail(reason: .gateway(.cancelled)) }
-            let next = now.addingTimeInterval(settings.backoff.delay(afterAttempt: attempt, random: random).seconds)
+            // A time the outcome names replaces the back-off (a device held while its push
+            // service's host is backed off comes due when the host is tried again, however many
+            // times it was held); one already past means now.
+            let next = notBefore.map { max($0, now) } ?? now.addingTimeInterval(settings.backoff.delay(afterAttempt: attempt, random: random).seconds)
             if next >= deadline { return .fail(reason: .expiredRetrying(last: reason)) }
             return .retry(at: next, reason: reason)
         case .failed(let reason):

@@ -8,6 +8,18 @@ struct APNSDelivery: PlatformDelivery {
     /// The workers' APNs clients (every app's).
     let platform: APNSPlatform
 
+    /// Each device's environment's host (most parts: all the app's default one).
+    func hosts(of part: DeliveryPart) async -> PartHosts {
+        let app = part.app
+        guard app.apnsTopic != nil else { return PartHosts(host: nil) }
+        let defaultEnvironment = app.defaultEnvironment
+        guard part.items.contains(where: { ($0.environment ?? defaultEnvironment) != defaultEnvironment }) else {
+            return PartHosts(host: PushHost.name(app.host(for: defaultEnvironment)))
+        }
+        let names = Dictionary(uniqueKeysWithValues: TokenEnvironment.allCases.map { ($0, PushHost.name(app.host(for: $0))) })
+        return PartHosts(eachOf: part.items.map { names[$0.environment ?? defaultEnvironment] })
+    }
+
     func send(_ part: DeliveryPart) async {
         let app = part.app
         // An app that reaches other platforms only (no APNs credentials, or not any more).
@@ -40,6 +52,9 @@ struct APNSDelivery: PlatformDelivery {
         let kind = TokenKind(for: part.batch.notification.pushType).flatMap { app.credentialsByKind[$0] == nil ? nil : $0 }
         let keepsIDs = part.batch.keepsAcceptanceIDs
         let logger = part.logger
+        // Devices are taken as the client has room for them: once the host is backed off, the
+        // rest are not taken, and wait for it (HostIsolation).
+        let stop: (@Sendable () -> Bool)? = part.host == nil ? nil : { @Sendable in part.hostBackedOff() }
         await withTaskGroup(of: Void.self) { senders in
             // Each device goes to its own environment's client (most batches: all to one).
             for (environment, indices) in groups {
@@ -49,7 +64,7 @@ struct APNSDelivery: PlatformDelivery {
                     continue
                 }
                 senders.addTask {
-                    let notifications = messages.part(indices.count == messages.count ? nil : indices)
+                    let notifications = messages.part(indices.count == messages.count ? nil : indices, stoppingWhen: stop)
                     do {
                         // No client once the clients have shut down: the devices are retried.
                         _ = try await platform.using(AppEnvironment(app: appID, environment: environment, kind: kind), app: app) { client in

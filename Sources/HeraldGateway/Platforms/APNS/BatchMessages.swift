@@ -64,12 +64,16 @@ struct BatchNotifications: Sendable {
         PushNotification(token: tokens[index], headers: headers, payload: badged.isEmpty ? shared : badged[index] ?? shared)
     }
 
-    /// The notifications at `indices` (every one when `nil`), in that order.
-    func part(_ indices: [Int]?) -> Part { Part(notifications: self, indices: indices) }
+    /// The notifications at `indices` (every one when `nil`), in that order; once `stop` says
+    /// so (asked before each one after the first), none after.
+    func part(_ indices: [Int]?, stoppingWhen stop: (@Sendable () -> Bool)? = nil) -> Part {
+        Part(notifications: self, indices: indices, stop: stop)
+    }
 
     struct Part: Sequence, Sendable {
         let notifications: BatchNotifications
         let indices: [Int]?
+        let stop: (@Sendable () -> Bool)?
 
         func makeIterator() -> Iterator { Iterator(part: self) }
         var underestimatedCount: Int { indices?.count ?? notifications.count }
@@ -86,6 +90,12 @@ struct BatchNotifications: Sendable {
 
             mutating func next() -> PushNotification? {
                 guard position < end else { return nil }
+                // Each one: the client takes a notification as another's answer frees room, and
+                // once the host is backed off, each one more taken costs it all its attempts.
+                if let stop = part.stop, position > 0, stop() {
+                    position = end
+                    return nil
+                }
                 defer { position += 1 }
                 return part.notifications[part.indices?[position] ?? position]
             }

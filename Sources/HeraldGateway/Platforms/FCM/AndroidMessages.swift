@@ -113,11 +113,11 @@ enum AndroidMessages {
             case .unauthenticated, .tokenRefused, .permissionDenied, .notFound:
                 return .retry(reason: .fcm(.senderRefused))
             case .quotaExceeded:
-                return .retry(reason: .fcm(.quotaExceeded))
+                return .retry(reason: .fcm(.quotaExceeded), asked: error.retryAfter, now: now)
             case .internal:
-                return .retry(reason: .fcm(.internalError))
+                return .retry(reason: .fcm(.internalError), asked: error.retryAfter, now: now)
             case .unavailable:
-                return .retry(reason: .fcm(.unavailable))
+                return .retry(reason: .fcm(.unavailable), asked: error.retryAfter, now: now)
             case .timedOut:
                 return .retry(reason: .gateway(.timedOut))
             case .connectionFailed:

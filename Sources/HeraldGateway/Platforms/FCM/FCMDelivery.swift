@@ -14,6 +14,11 @@ struct FCMDelivery: PlatformDelivery {
     /// The app's client; `nil` when the app has no `fcm` (any more).
     let client: AppClient<FCMClient>?
 
+    /// FCM's endpoint (Google's, or the app's `fcm.endpoint`), for every device.
+    func hosts(of part: DeliveryPart) async -> PartHosts {
+        PartHosts(host: client == nil ? nil : part.app.fcm.flatMap { PushHost.name(ofURL: $0.endpoint) })
+    }
+
     func send(_ part: DeliveryPart) async {
         guard let client else {
             part.recordEach(.failed(reason: .fcm(.notConfigured)))

@@ -22,6 +22,11 @@ struct HMSDelivery: PlatformDelivery {
         let tokens: [String]
     }
 
+    /// Push Kit's endpoint (Huawei's, or the app's `hms.endpoint`), for every device of either API.
+    func hosts(of part: DeliveryPart) async -> PartHosts {
+        PartHosts(host: client == nil ? nil : part.app.hms.flatMap { PushHost.name(ofURL: $0.endpoint) })
+    }
+
     func send(_ part: DeliveryPart) async {
         guard let client else {
             part.recordEach(.failed(reason: .hms(.notConfigured)))

@@ -168,7 +168,7 @@ enum HuaweiMessages {
                 failed[token].map { named($0, now: now) } ?? .rejected(reason: .hms(.invalidToken), timestamp: now)
             }
         case .failure(let error):
-            return Array(repeating: outcome(of: error), count: tokens.count)
+            return Array(repeating: outcome(of: error, now: now), count: tokens.count)
         }
     }
 
@@ -177,8 +177,9 @@ enum HuaweiMessages {
         failure.isTokenInvalid ? .rejected(reason: .hms(.invalidToken), timestamp: now) : .rejected(reason: .hms(.notSent), timestamp: nil)
     }
 
-    /// A request's failure, the same for each of its tokens.
-    static func outcome(of error: HMSSendError) -> DeliveryOutcome.Result {
+    /// A request's failure, the same for each of its tokens; a retry Push Kit gave a
+    /// `Retry-After` for is due then (counted from `now`).
+    static func outcome(of error: HMSSendError, now: Date = Date()) -> DeliveryOutcome.Result {
         switch error.code {
         case .invalidParameter, .invalidMessage, .invalidCollapseKey, .sensitiveContent, .reviewMismatch, .messageTooBig, .invalidReceipt, .invalidRequest,
             .tooManyTokens, .noHighPriorityPermission:
@@ -190,11 +191,11 @@ enum HuaweiMessages {
         case .notConfigured:
             return .failed(reason: .hms(.notConfigured))
         case .rateLimited:
-            return .retry(reason: .hms(.rateLimited))
+            return .retry(reason: .hms(.rateLimited), asked: error.retryAfter, now: now)
         case .internal:
-            return .retry(reason: .hms(.internalError))
+            return .retry(reason: .hms(.internalError), asked: error.retryAfter, now: now)
         case .unavailable, .tooManyTopicTasks:
-            return .retry(reason: .hms(.unavailable))
+            return .retry(reason: .hms(.unavailable), asked: error.retryAfter, now: now)
         case .timedOut:
             return .retry(reason: .gateway(.timedOut))
         case .connectionFailed:

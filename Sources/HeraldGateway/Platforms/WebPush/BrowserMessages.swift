@@ -105,7 +105,8 @@ enum BrowserMessages {
     /// How one browser's answer is recorded. A gone subscription retires the device (at the time
     /// of the answer); the VAPID token refused (`BadJwtToken`) is the gateway's configuration and
     /// is retried, as APNs's credential reasons are; 429, 5xx and no answer are retried; other
-    /// refusals are recorded with the push service's reason.
+    /// refusals are recorded with the push service's reason. A `Retry-After` with a 429 or 5xx
+    /// is the retry's time.
     static func outcome(_ result: Result<WebPushReceipt, WebPushSendError>, now: Date) -> DeliveryOutcome.Result {
         switch result {
         case .success(let receipt):
@@ -122,9 +123,9 @@ enum BrowserMessages {
                 if reason == .webPush(.badJwtToken) || error.status == 401 { return .retry(reason: .webPush(.badJwtToken)) }
                 return .rejected(reason: reason, timestamp: nil)
             case .tooManyRequests:
-                return .retry(reason: .webPush(.tooManyRequests))
+                return .retry(reason: .webPush(.tooManyRequests), asked: error.retryAfter, now: now)
             case .serviceUnavailable:
-                return .retry(reason: error.status == 500 ? .webPush(.internalServerError) : .webPush(.serviceUnavailable))
+                return .retry(reason: error.status == 500 ? .webPush(.internalServerError) : .webPush(.serviceUnavailable), asked: error.retryAfter, now: now)
             case .timedOut:
                 return .retry(reason: .gateway(.timedOut))
             case .connectionFailed:

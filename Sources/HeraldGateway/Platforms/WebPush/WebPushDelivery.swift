@@ -14,6 +14,32 @@ struct WebPushDelivery: PlatformDelivery {
     /// The app's client; `nil` when the app has no `webPush` (any more).
     let client: AppClient<WebPushClient>?
 
+    /// Each browser's push service, from its subscription's endpoint (read here, and handed to
+    /// ``send(_:)``: not read twice).
+    func hosts(of part: DeliveryPart) async -> PartHosts {
+        guard client != nil, part.app.webPush != nil, part.batch.notification.pushType == .alert,
+            let addresses = try? await part.store.addresses(WebPushAddress.self, app: part.app.id, tokens: part.items.map(\.token))
+        else { return PartHosts(host: nil) }
+        // Most of a batch's browsers share a few push services: each origin is named once.
+        var named: [Substring: String?] = [:]
+        let hosts = part.items.map { item -> String? in
+            guard let endpoint = addresses[item.token]?.endpoint else { return nil }
+            let origin = Self.origin(of: endpoint)
+            if let name = named[origin] { return name }
+            let name = PushHost.name(ofURL: origin)
+            named[origin] = name
+            return name
+        }
+        return PartHosts(eachOf: hosts, prepared: addresses)
+    }
+
+    /// The scheme and authority of `endpoint`: all before its path.
+    static func origin(of endpoint: String) -> Substring {
+        guard let scheme = endpoint.firstRange(of: "://") else { return endpoint[...] }
+        let rest = endpoint[scheme.upperBound...]
+        return endpoint[..<(rest.firstIndex(where: { $0 == "/" || $0 == "?" || $0 == "#" }) ?? rest.endIndex)]
+    }
+
     func send(_ part: DeliveryPart) async {
         guard let client, let settings = part.app.webPush else {
             part.recordEach(.failed(reason: .webPush(.notConfigured)))
@@ -32,7 +58,11 @@ struct WebPushDelivery: PlatformDelivery {
         }
         let addresses: [String: WebPushAddress]
         do {
-            addresses = try await part.store.addresses(WebPushAddress.self, app: part.app.id, tokens: items.map(\.token))
+            if let read = part.prepared as? [String: WebPushAddress] {
+                addresses = read
+            } else {
+                addresses = try await part.store.addresses(WebPushAddress.self, app: part.app.id, tokens: items.map(\.token))
+            }
         } catch {
             part.logger.warning("cannot read the batch's Web Push subscriptions; retrying later", metadata: ["error": "\(error)"])
             part.recordEach(.retry(reason: .gateway(.connectionFailed)))
