@@ -85,7 +85,7 @@ struct IsolationBenchCommand: AsyncParsableCommand {
         let hostB = mocks[Self.bravo]!
 
         let (apiKey, keyEntry) = APIKey.generate(name: "bench", apps: [Self.alpha, Self.bravo])
-        let apps = try [Self.alpha, Self.bravo].map { id in
+        let apps = [Self.alpha, Self.bravo].map { id in
             var app = GatewayConfiguration.App(id: id, topic: "com.example.\(id)", environment: mocks[id]!.environment, credentials: .providerToken(key))
             app.trustRoots = .only(roots[id]!)
             return app
