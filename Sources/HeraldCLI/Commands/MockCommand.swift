@@ -129,6 +129,10 @@ struct MockCommand: AsyncParsableCommand {
     var hmsWriteServiceAccount: String?
 
     func run() async throws {
+        // SIGINT and SIGTERM are trapped before any mock starts: one that comes as soon as a
+        // "listening" line is printed stops the mocks cleanly (exit 0), not the process by the
+        // signal's default action.
+        let interrupts = await UnixSignalsSequence(trapping: .sigint, .sigterm)
         if webPushPort == nil, webPushWriteCA != nil {
             throw CommandFailure.usage("--webpush-write-ca writes the Web Push mock's CA; add --webpush-port")
         }
@@ -318,7 +322,7 @@ struct MockCommand: AsyncParsableCommand {
         let fcm = try await startFCM(authority: authority)
         let hms = try await startHMS(authority: authority)
         Terminal.flush()
-        await waitForInterrupt()
+        for await _ in interrupts { break }
         try await server?.shutdown()
         try await legacyGateway?.shutdown()
         try await feedbackServer?.shutdown()
@@ -382,12 +386,5 @@ struct MockCommand: AsyncParsableCommand {
             timestamp = Date(timeIntervalSince1970: TimeInterval(seconds))
         }
         return FeedbackTuple(timestamp: timestamp, token: token)
-    }
-}
-
-/// Suspends until SIGINT or SIGTERM.
-func waitForInterrupt() async {
-    for await _ in await UnixSignalsSequence(trapping: .sigint, .sigterm) {
-        return
     }
 }
