@@ -41,7 +41,8 @@ extension MockConnectionHandler {
             shared.state.accepted(
                 AcceptedNotification(
                     token: accepted.token, apnsID: accepted.apnsID, topic: accepted.topic, pushType: accepted.pushType.rawValue,
-                    priority: accepted.priority, payload: stream.body, connection: connection, keyID: auth.certificate == nil ? auth.currentKeyID : nil
+                    priority: accepted.priority, payload: stream.body, connection: connection, keyID: auth.certificate == nil ? auth.currentKeyID : nil,
+                    collapseID: stream.head.collapseID
                 )
             )
         }

@@ -22,6 +22,8 @@ public struct AcceptedNotification: Sendable, Hashable {
     /// The key ID (`kid`) of the provider token it was authenticated with, when the mock checks
     /// signatures; `nil` with a client certificate.
     public var keyID: String? = nil
+    /// Its `apns-collapse-id`, if it had one: the device shows only the latest with the same one.
+    public var collapseID: String? = nil
     /// When the mock answered it (a test measures a pace by it).
     public var receivedAt = Date()
 }

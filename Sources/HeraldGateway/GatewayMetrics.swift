@@ -134,6 +134,7 @@ final class GatewayMetrics: Sendable {
             case .rejected(let reason, _): key = DeliveryKey(app: app, platform: platform, outcome: "rejected", reason: Self.label(reason))
             case .retry(let reason, _): key = DeliveryKey(app: app, platform: platform, outcome: "retry", reason: Self.label(reason))
             case .failed(let reason): key = DeliveryKey(app: app, platform: platform, outcome: "failed", reason: Self.label(reason))
+            case .skipped(let reason): key = DeliveryKey(app: app, platform: platform, outcome: reason.rawValue, reason: "")
             }
             counts[key, default: 0] += 1
         }

@@ -104,7 +104,7 @@ struct WebhookDeliveryTests {
 
             let completed = try #require(events.values.first { $0["type"] == "notification.completed" })
             #expect(completed["app"]?.stringValue == appID && completed["data"]?["notification"]?.stringValue == id)
-            #expect(completed["data"]?["counts"] == ["accepted": 2, "rejected": 2, "failed": 0])
+            #expect(completed["data"]?["counts"] == ["accepted": 2, "rejected": 2, "failed": 0, "optedOut": 0, "capped": 0, "digested": 0])
             #expect(completed["data"]?["reasons"]?["rejected"] == ["BadDeviceToken": 1, "Unregistered": 1])
             let retired = events.values.filter { $0["type"] == "device.retired" }
             #expect(Set(retired.compactMap { $0["data"]?["token"]?.stringValue }) == [token(2), token(3)])

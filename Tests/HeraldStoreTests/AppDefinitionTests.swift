@@ -86,13 +86,14 @@ struct AppDefinitionTests {
             // Rows in every table an app has rows in, so the test shows each one emptied.
             let tables = [
                 "devices", "device_tags", "notifications", "deliveries", "notification_reasons", "notification_platforms", "segments", "delivery_minutes",
-                "activities", "activity_tokens", "channels", "webhook_events", "app_pacing", "app_definitions", "app_keys",
+                "activities", "activity_tokens", "channels", "webhook_events", "app_pacing", "app_definitions", "app_keys", "templates",
+                "user_preferences", "frequency", "digests",
             ]
             for table in tables { #expect((populated[table] ?? 0) > (baseline[table] ?? 0), "\(table): the doomed app has rows in it") }
 
             let version = try await store.appCatalogVersion()
             let deletion = try await store.deleteApp("doomed", batchSize: 2)
-            #expect(deletion.hadDefinition && deletion.cancelledNotifications == 2 && deletion.notifications == 3 && deletion.devices == 4, "\(deletion)")
+            #expect(deletion.hadDefinition && deletion.cancelledNotifications == 2 && deletion.notifications == 4 && deletion.devices == 4, "\(deletion)")
             #expect(try await tableRowCounts(url: database.url) == baseline, "every table as it was before the doomed app's rows")
             #expect(try await store.appCatalogVersion() > version)
             #expect(try await store.appCatalog().definitions.map(\.id) == ["keep"])
@@ -146,6 +147,8 @@ struct AppDefinitionTests {
         try await store.addChannel(StoredChannel(app: app, id: "Y2hhbm5lbA==", environment: .production, storesMostRecent: false, createdAt: now))
         try await store.putAppDefinition(id: app, sealed: sealed, sealedWith: "k1", now: now)
         try await store.addAppKey(StoredAppKey(app: app, name: "backend", sha256: Array(SHA256Digest.of(app)), createdAt: now))
+        // A template, a user's choices, a frequency count and a digest (one more notification, sent).
+        try await ContentStoreTests.populate(store, app: app, now: now)
     }
 }
 

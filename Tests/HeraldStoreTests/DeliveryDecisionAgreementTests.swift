@@ -13,7 +13,7 @@ struct DeliveryDecisionAgreementTests {
 
     static let results: [DeliveryOutcome.Result] = {
         let reasons = DeliveryReason.allKnown + [.other("NewReason"), .apns(.unknown("")), .quarantined("x"), .expiredRetrying(last: "Shutdown")]
-        var results: [DeliveryOutcome.Result] = [.accepted(receipt: "a1"), .accepted(receipt: nil)]
+        var results: [DeliveryOutcome.Result] = [.accepted(receipt: "a1"), .accepted(receipt: nil)] + SkipReason.allCases.map { .skipped($0) }
         for reason in reasons {
             results += [
                 .rejected(reason: reason, timestamp: nil), .rejected(reason: reason, timestamp: now.addingTimeInterval(-60)),
@@ -67,6 +67,8 @@ struct DeliveryDecisionAgreementTests {
                             #expect(row.state == .rejected && invalidation == nil, "\(context)")
                         case .fail:
                             #expect(row.state == .failed && invalidation == nil, "\(context)")
+                        case .skip(let reason):
+                            #expect(row.state == DeliveryState(reason) && row.state.skip == reason && invalidation == nil, "\(context)")
                         }
                     }
                 }

@@ -96,7 +96,7 @@ struct WebhookOutboxTests {
             #expect(body["type"] == "notification.completed" && body["app"]?.stringValue == app && body["id"]?.stringValue?.hasPrefix("evt_") == true)
             #expect(body["createdAt"]?.stringValue != nil)
             #expect(body["data"]?["notification"]?.stringValue == queued.id && body["data"]?["status"] == "done")
-            #expect(body["data"]?["counts"] == ["accepted": 1, "rejected": 2, "failed": 1])
+            #expect(body["data"]?["counts"] == ["accepted": 1, "rejected": 2, "failed": 1, "optedOut": 0, "capped": 0, "digested": 0])
             #expect(body["data"]?["reasons"] == ["rejected": ["BadDeviceToken": 1, "Unregistered": 1], "failed": ["PayloadTooLarge": 1]])
         }
     }

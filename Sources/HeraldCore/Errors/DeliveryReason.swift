@@ -43,6 +43,12 @@ public enum DeliveryReason: Sendable, Hashable, CustomStringConvertible, Lossles
         /// A Live Activity start named a push-to-start token registered for another attributes
         /// type: refused at once, never sent.
         case activityTypeMismatch = "ActivityTypeMismatch"
+        /// The notification's template could not be rendered for this device (a variable its
+        /// user's data lacks, a click URL that is not https): never sent.
+        case templateFailed = "TemplateFailed"
+        /// The store could not screen the device's batch for its notification's category or
+        /// digest (the database did not answer): retried.
+        case storeUnavailable = "StoreUnavailable"
         /// Sending stopped before APNs answered: the client was shut down, or the worker's grace
         /// period ran out while the process stopped. Retried.
         case shutdown = "shutdown"

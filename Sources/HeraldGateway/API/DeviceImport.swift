@@ -51,11 +51,13 @@ struct DeviceImport: AsyncSequence {
     var webPush: GatewayConfiguration.WebPushSettings? = nil
     /// What the app reaches: a line for a platform it does not reach is refused.
     var reaches: Set<DevicePlatform> = [.apns]
+    /// The app's categories: what a line's `preferences` may name.
+    var categories: [String: NotificationCategory] = [:]
 
     func makeAsyncIterator() -> AsyncIterator {
         AsyncIterator(
             body: body.makeAsyncIterator(), splitter: ElementSplitter(format: format, maximumSize: maximumElementSize), report: report,
-            remaining: maximumSize, webPush: webPush, reaches: reaches
+            remaining: maximumSize, webPush: webPush, reaches: reaches, categories: categories
         )
     }
 
@@ -69,14 +71,19 @@ struct DeviceImport: AsyncSequence {
         var remaining: Int
         let webPush: GatewayConfiguration.WebPushSettings?
         let reaches: Set<DevicePlatform>
+        let categories: [String: NotificationCategory]
 
-        init(body: RequestBody.AsyncIterator, splitter: ElementSplitter, report: Report, remaining: Int, webPush: GatewayConfiguration.WebPushSettings?, reaches: Set<DevicePlatform>) {
+        init(
+            body: RequestBody.AsyncIterator, splitter: ElementSplitter, report: Report, remaining: Int, webPush: GatewayConfiguration.WebPushSettings?,
+            reaches: Set<DevicePlatform>, categories: [String: NotificationCategory]
+        ) {
             self.body = body
             self.splitter = splitter
             self.report = report
             self.remaining = remaining
             self.webPush = webPush
             self.reaches = reaches
+            self.categories = categories
         }
 
         mutating func next() async throws -> DeviceRegistration? {
@@ -87,7 +94,7 @@ struct DeviceImport: AsyncSequence {
                     switch item {
                     case .element(let number, let bytes):
                         do {
-                            return try Self.registration(bytes, webPush: webPush, reaches: reaches)
+                            return try Self.registration(bytes, webPush: webPush, reaches: reaches, categories: categories)
                         } catch {
                             report.record(line: number, error.message)
                         }
@@ -120,9 +127,10 @@ struct DeviceImport: AsyncSequence {
         /// One device object: `{"token": "…", "user": "…", "tags": […], "badge": 0}`, or a
         /// browser's subscription (`{"endpoint": …, "keys": {…}, "user": …}`) when the app has
         /// `webPush` (`webPush`: its settings). A token is refused when the app does not reach its
-        /// platform (`reaches`).
+        /// platform (`reaches`); `preferences` name the app's `categories`.
         static func registration(
-            _ bytes: [UInt8], webPush: GatewayConfiguration.WebPushSettings? = nil, reaches: Set<DevicePlatform> = [.apns]
+            _ bytes: [UInt8], webPush: GatewayConfiguration.WebPushSettings? = nil, reaches: Set<DevicePlatform> = [.apns],
+            categories: [String: NotificationCategory] = [:]
         ) throws(APIError) -> DeviceRegistration {
             let value: JSONValue
             do {
@@ -137,10 +145,10 @@ struct DeviceImport: AsyncSequence {
                     guard let webPush else {
                         throw APIError.invalid("a browser's subscription (endpoint): this app has no webPush in the gateway's configuration")
                     }
-                    return try WebPushRoutes.registration(fields, settings: webPush)
+                    return try WebPushRoutes.registration(fields, settings: webPush, categories: categories)
                 }
                 let token = try fields.requiredString("token")
-                let device = try DeviceRoutes.deviceFields(fields, allowsToken: true)
+                let device = try DeviceRoutes.deviceFields(fields, allowsToken: true, categories: categories)
                 let platform = device.platform ?? .apns
                 guard reaches.contains(platform) else {
                     throw FieldError(fields.at(device.platform == nil ? "token" : "platform"), GatewayPlatforms.conformance(of: platform).notReachedLine)

@@ -27,7 +27,7 @@ struct DeviceRoutes {
         var fields = DeviceFields()
         // The body is optional: an empty one registers the token as it is.
         if let object = try await JSONBody.optionalObject(of: request, limit: api.configuration.limits.maximumBodySize) {
-            fields = try Self.deviceFields(object, allowsToken: false)
+            fields = try Self.deviceFields(object, allowsToken: false, categories: api.configuration.app(app)?.categories ?? [:])
         }
         try api.checkReaches(app, fields.platform ?? .apns)
         let registration = try fields.registration(token: token)
@@ -124,7 +124,7 @@ struct DeviceRoutes {
         let report = DeviceImport.Report(maximumErrors: limits.maximumImportErrors)
         let devices = DeviceImport(
             body: request.body, format: format, maximumElementSize: limits.maximumImportLineSize, maximumSize: limits.maximumImportSize, report: report,
-            webPush: api.configuration.app(app)?.webPush, reaches: api.platforms(of: app)
+            webPush: api.configuration.app(app)?.webPush, reaches: api.platforms(of: app), categories: api.configuration.app(app)?.categories ?? [:]
         )
         // 12,500 a transaction, one batch read (and its rows made) while the one before is
         // written: the size that kept an import's peak memory lowest for its speed
@@ -179,13 +179,21 @@ struct DeviceRoutes {
         var platform: DevicePlatform?
         /// An IANA time zone name (checked when parsed).
         var timeZone: String?
+        /// A BCP 47 language tag; `""` clears the stored one (checked when parsed).
+        var locale: String?
+        /// The device's own choices per category, of the app's categories (checked when parsed); `[:]` clears them.
+        var preferences: [String: Bool]?
         /// The device object as given, for the fields only its platform has
         /// (``GatewayPlatform/registrationFields``).
         var given: JSONFields?
 
-        /// The registration its platform (APNs when none is given) makes of `token` and these fields.
+        /// The registration its platform (APNs when none is given) makes of `token` and these
+        /// fields. Locale and preferences are the same whatever the platform: set here, once.
         func registration(token: String) throws(StoreError) -> DeviceRegistration {
-            try GatewayPlatforms.conformance(of: platform ?? .apns).registration(token: token, fields: self)
+            var registration = try GatewayPlatforms.conformance(of: platform ?? .apns).registration(token: token, fields: self)
+            try registration.setLocale(locale)
+            try registration.setPreferences(preferences)
+            return registration
         }
     }
 
@@ -193,11 +201,12 @@ struct DeviceRoutes {
     static let kinds = TokenKind.allCases.map(\.rawValue).joined(separator: ", ")
 
     /// The fields of a device's registration, and of an import's line (which names its token).
-    private static let deviceFieldNames = ["user", "tags", "badge", "kind", "activityType", "environment", "platform", "timeZone"]
+    private static let deviceFieldNames = ["user", "tags", "badge", "kind", "activityType", "environment", "platform", "timeZone", "locale", "preferences"]
     private static let importFieldNames = ["token"] + deviceFieldNames
 
-    /// `user`, `tags`, `badge`, `kind`, `activityType`, `environment`, `platform` and `timeZone` of a device object.
-    static func deviceFields(_ fields: JSONFields, allowsToken: Bool) throws(APIError) -> DeviceFields {
+    /// `user`, `tags`, `badge`, `kind`, `activityType`, `environment`, `platform`, `timeZone`,
+    /// `locale` and `preferences` of a device object; preferences name the app's `categories`.
+    static func deviceFields(_ fields: JSONFields, allowsToken: Bool, categories: [String: NotificationCategory]) throws(APIError) -> DeviceFields {
         do throws(FieldError) {
             try fields.only((allowsToken ? importFieldNames : deviceFieldNames) + GatewayPlatforms.registrationFields)
             var device = DeviceFields()
@@ -211,6 +220,8 @@ struct DeviceRoutes {
             device.activityType = try fields.string("activityType")
             device.environment = try fields.environment("environment")
             device.timeZone = try fields.timeZone("timeZone")
+            device.locale = try locale(fields)
+            device.preferences = try preferences(fields, categories: categories)
             if let name = try fields.string("platform") {
                 guard let platform = DevicePlatform(rawValue: name) else {
                     throw FieldError(fields.at("platform"), "must be \(GatewayPlatforms.registeredByToken.joined(separator: " or ")) (apns by default)")
@@ -226,6 +237,35 @@ struct DeviceRoutes {
         } catch {
             throw error.apiError
         }
+    }
+
+    /// `locale`: a BCP 47 tag as the device reports it (`pt-BR`, `pt_BR`), or `""` to clear it;
+    /// `nil` when absent or `null`.
+    static func locale(_ fields: JSONFields) throws(FieldError) -> String? {
+        guard let tag = try fields.string("locale") else { return nil }
+        guard tag.isEmpty || DeviceRegistration.isLocale(tag) else {
+            throw FieldError(
+                fields.at("locale"),
+                "\(String(reflecting: PeerText(tag, limit: 64).description)) is not a BCP 47 language tag (en, pt-BR, zh-Hant-TW), at most \(DeviceRegistration.maximumLocaleLength) bytes; \"\" clears it"
+            )
+        }
+        return tag
+    }
+
+    /// `preferences`: the device's own choice per category (`{"marketing": false}`), each one of
+    /// the app's `categories` and not transactional; `{}` clears them, `nil` when absent or `null`.
+    static func preferences(_ fields: JSONFields, categories: [String: NotificationCategory]) throws(FieldError) -> [String: Bool]? {
+        guard let given = try fields.object("preferences") else { return nil }
+        guard given.members.count <= DeviceRegistration.maximumPreferences else {
+            throw FieldError(given.path, "at most \(DeviceRegistration.maximumPreferences) categories")
+        }
+        var choices: [String: Bool] = [:]
+        for name in given.members.keys.sorted() {
+            try PreferenceRoutes.checkCategory(name, in: categories, at: given)
+            guard let enabled = try given.bool(name) else { throw FieldError(given.at(name), "must be true or false") }
+            choices[name] = enabled
+        }
+        return choices
     }
 
     static func token(_ context: GatewayContext) throws -> String {
@@ -264,6 +304,16 @@ struct DeviceRoutes {
         writer.member("kind", device.kind.rawValue)
         if let activityType = device.activityType { writer.member("activityType", activityType) }
         if let timeZone = device.timeZone { writer.member("timeZone", timeZone) }
+        if let locale = device.locale { writer.member("locale", locale) }
+        if !device.preferences.isEmpty {
+            writer.key("preferences")
+            writer.beginObject()
+            for (name, enabled) in device.preferences.sorted(by: { $0.key < $1.key }) {
+                writer.key(name)
+                writer.bool(enabled)
+            }
+            writer.endObject()
+        }
         writer.member("platform", device.platform.rawValue)
         GatewayPlatforms.conformance(of: device.platform).writeFields(of: device, defaultEnvironment: defaultEnvironment, to: &writer)
     }

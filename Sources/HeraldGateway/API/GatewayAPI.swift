@@ -44,6 +44,8 @@ public struct GatewayAPI: Sendable {
             NotificationRoutes(api: self).add(to: v1)
             ActivityRoutes(api: self).add(to: v1)
             ChannelRoutes(api: self).add(to: v1)
+            TemplateRoutes(api: self).add(to: v1)
+            PreferenceRoutes(api: self).add(to: v1)
             WebPushRoutes(api: self).add(to: v1)
             AdminRoutes(api: self).add(to: v1)
             // The Matrix Push Gateway API: no key (homeservers send none), its own error shape.

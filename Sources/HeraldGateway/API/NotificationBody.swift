@@ -26,15 +26,18 @@ struct NotificationBody {
             try fields.only([
                 "to", "payload", "pushType", "priority", "expiration", "collapseID", "badge", "idempotencyKey", "sendAt", "sendAtLocalTime",
                 "respectQuietHours", "ratePerSecond", "analyticsLabel",
-            ] + GatewayPlatforms.all.compactMap { $0.optionsKey })
+            ] + NotificationContentBody.fieldNames + GatewayPlatforms.all.compactMap { $0.optionsKey })
             guard let to = try fields.object("to") else { throw FieldError("to", "is required: {\"tokens\": […]}, {\"users\": […]}, {\"tags\": […]} or {\"all\": true}") }
             let audience = try audience(to, limits: limits)
 
-            guard case .some(.object) = fields.members["payload"] else {
-                throw FieldError("payload", fields.has("payload") ? "must be a JSON object (the APNs payload, e.g. {\"aps\": {\"alert\": \"Hi\"}})" : "is required")
+            // With a template, the payload is what the template's text goes into (a sound, a
+            // thread): none is an empty one.
+            let templated = fields.has("template") && !fields.has("payload")
+            guard templated || fields.members["payload"]?.objectValue != nil else {
+                throw FieldError("payload", fields.has("payload") ? "must be a JSON object (the APNs payload, e.g. {\"aps\": {\"alert\": \"Hi\"}})" : "is required (or a template)")
             }
             var writer = JSONWriter(capacity: 512)
-            writer.value(fields.members["payload"]!)
+            writer.value(fields.members["payload"] ?? .object([:]))
             let payload = writer.bytes
 
             var badge = BadgeMode.none

@@ -27,8 +27,20 @@ struct NotificationRoutes {
         let app = api.configuration.app(appID)!
         try Self.checkBacklog(of: appID, api: api)
         let fields = try await JSONBody.object(of: request, limit: api.configuration.limits.maximumBodySize)
-        let notificationRequest = try NotificationBody.parse(fields, app: app, limits: api.configuration.limits)
+        var notificationRequest = try NotificationBody.parse(fields, app: app, limits: api.configuration.limits)
+        if let content = try Self.content(fields, app: app, audience: notificationRequest.audience) {
+            notificationRequest.content = try await content.content(of: notificationRequest, app: app, store: api.store)
+        }
         return try await Self.queue(notificationRequest, api: api, context: context)
+    }
+
+    /// The body's content fields (``NotificationContentBody``), as the API's errors.
+    private static func content(_ fields: JSONFields, app: GatewayConfiguration.App, audience: Audience) throws(APIError) -> NotificationContentBody? {
+        do {
+            return try NotificationContentBody.parse(fields, app: app, audience: audience)
+        } catch {
+            throw error.apiError
+        }
     }
 
     /// 429 while the app has as many deliveries pending as it may.
@@ -103,7 +115,7 @@ struct NotificationRoutes {
         var outcome: DeliveryRecord.Outcome?
         if let text = query["outcome"] {
             guard let parsed = DeliveryRecord.Outcome(rawValue: String(text)) else {
-                throw APIError.invalid("outcome must be accepted, rejected or failed")
+                throw APIError.invalid("outcome must be one of \(DeliveryRecord.Outcome.allCases.map(\.rawValue).joined(separator: ", "))")
             }
             outcome = parsed
         }
@@ -199,6 +211,8 @@ struct NotificationRoutes {
         for reason in counts.rejected.keys.sorted() { writer.member(reason, counts.rejected[reason]!) }
         writer.endObject()
         writer.member("failed", counts.failed)
+        // Devices not sent, by why: they opted out, were capped, or had it folded into a digest.
+        for reason in SkipReason.allCases { writer.member(reason.rawValue, counts.skipped[reason] ?? 0) }
         writer.member("pending", counts.pending)
         // The same outcomes by platform: each platform's as counted, APNs's the rest.
         let apns = counts.apns
@@ -218,8 +232,33 @@ struct NotificationRoutes {
         }
         writer.endObject()
         if let schedule = notification.request.schedule { writeSchedule(schedule, to: &writer) }
+        if let content = notification.request.content { writeContent(content, to: &writer) }
         writer.member("createdAt", notification.createdAt)
         writer.member("finishedAt", notification.finishedAt)
+    }
+
+    /// The notification's category, template (its name and the version it was queued with) and digest.
+    static func writeContent(_ content: NotificationContent, to writer: inout JSONWriter) {
+        if let category = content.category { writer.member("category", category) }
+        if content.critical {
+            writer.key("critical")
+            writer.bool(true)
+        }
+        if let template = content.template {
+            writer.key("template")
+            writer.beginObject()
+            writer.member("name", template.name)
+            writer.member("version", template.version)
+            writer.endObject()
+        }
+        if let digest = content.digest {
+            writer.key("digest")
+            writer.beginObject()
+            writer.member("key", digest.key)
+            writer.member("windowSeconds", digest.windowSeconds)
+            if let item = digest.item { writer.member("item", item) }
+            writer.endObject()
+        }
     }
 
     /// When the notification's devices are sent, as the request asked it (and the app's ceiling).

@@ -23,7 +23,7 @@ struct WebPushRoutes {
         let fields = try await JSONBody.object(of: request, limit: api.configuration.limits.maximumBodySize)
         let registration: DeviceRegistration
         do throws(FieldError) {
-            registration = try Self.registration(fields, settings: settings)
+            registration = try Self.registration(fields, settings: settings, categories: api.configuration.app(app)?.categories ?? [:])
         } catch {
             throw error.apiError
         }
@@ -32,11 +32,13 @@ struct WebPushRoutes {
         return JSONBody.object(created ? .created : .ok) { DeviceRoutes.write(device, defaultEnvironment: defaultEnvironment, to: &$0) }
     }
 
-    /// A subscription object (`endpoint`, `expirationTime`, `keys`, `user`, `tags`) as a device
-    /// registration, checked: the error names the field. The bulk import reads its lines with
-    /// `endpoint` this way too.
-    static func registration(_ fields: JSONFields, settings: GatewayConfiguration.WebPushSettings) throws(FieldError) -> DeviceRegistration {
-        try fields.only(["endpoint", "expirationTime", "keys", "user", "tags", "timeZone"])
+    /// A subscription object (`endpoint`, `expirationTime`, `keys`, `user`, `tags`, `timeZone`,
+    /// `locale`, `preferences` of the app's `categories`) as a device registration, checked: the
+    /// error names the field. The bulk import reads its lines with `endpoint` this way too.
+    static func registration(
+        _ fields: JSONFields, settings: GatewayConfiguration.WebPushSettings, categories: [String: NotificationCategory]
+    ) throws(FieldError) -> DeviceRegistration {
+        try fields.only(["endpoint", "expirationTime", "keys", "user", "tags", "timeZone", "locale", "preferences"])
         let subscription: WebPushSubscription
         do {
             subscription = try WebPushSubscription(json: .object(fields.members), policy: settings.policy)
@@ -47,11 +49,15 @@ struct WebPushRoutes {
         let user: String?? = fields.has("user") ? .some(try fields.string("user")) : nil
         let tags = try fields.strings("tags").map(Set.init)
         let timeZone = try fields.timeZone("timeZone")
+        let locale = try DeviceRoutes.locale(fields)
+        let preferences = try DeviceRoutes.preferences(fields, categories: categories)
         do {
             let address = try WebPushAddress(
                 endpoint: subscription.endpoint.absoluteString, p256dh: Base64URL.encode(subscription.p256dh), auth: Base64URL.encode(subscription.authSecret))
             var registration = try DeviceRegistration(webPush: address, user: user, tags: tags)
             try registration.setTimeZone(timeZone)
+            try registration.setLocale(locale)
+            try registration.setPreferences(preferences)
             return registration
         } catch {
             throw FieldError(fields.path, error.message)

@@ -99,6 +99,17 @@ extension GatewayConfiguration {
             }
         }
         if let queue = try root.object("queue") { self.queue = try QueueSettings(queue) }
+        // A cap counts what was sent within its window; what is older than the retention is forgotten.
+        let retention = Int(self.queue.retention.components.seconds)
+        for (index, app) in self.apps.enumerated() {
+            for (name, category) in app.categories.sorted(by: { $0.key < $1.key }) {
+                if let cap = category.caps.firstIndex(where: { $0.windowSeconds > retention }) {
+                    throw FieldError(
+                        "apps[\(index)].categories.\(name).caps[\(cap)].windowSeconds",
+                        "must be at most the queue's retention (queue.retentionSeconds, \(retention)): what is older is forgotten")
+                }
+            }
+        }
         if let workers = try root.object("workers") { self.workers = try WorkerSettings(workers) }
         if let limits = try root.object("limits") { self.limits = try APILimits(limits) }
         if let housekeeping = try root.object("housekeeping") { self.housekeeping = try HousekeepingSettings(housekeeping) }
@@ -180,7 +191,9 @@ extension GatewayConfiguration.App {
 
     init(_ fields: JSONFields, directory: String, environment: [String: String]) throws(FieldError) {
         let platformKeys = GatewayPlatforms.all.compactMap { $0.configurationKey }
-        try fields.only(["id", "apns", "defaultTimeZone", "quietHours", "maximumRatePerSecond", "webhooks", "matrix", "staleDeviceDays"] + platformKeys + Self.apnsFields)
+        try fields.only(
+            ["id", "apns", "defaultTimeZone", "quietHours", "maximumRatePerSecond", "webhooks", "matrix", "staleDeviceDays", "categories", "defaultLanguage"]
+                + platformKeys + Self.apnsFields)
         let id = try fields.requiredString("id")
         guard Self.isValidID(id) else { throw FieldError(fields.at("id"), "must be 1 to 64 of a-z 0-9 . _ - (it is part of the API's paths)") }
         // How the app reaches APNs: `apns`, beside `webPush` and `fcm`; or, as before, the same
@@ -300,6 +313,15 @@ extension GatewayConfiguration.App {
             platformSettings[platform.platform] = try platform.settings(object, directory: directory, environment: environment)
         }
         if let zone = try fields.timeZone("defaultTimeZone") { defaultTimeZone = zone }
+        if let categories = try fields.object("categories") {
+            self.categories = try NotificationCategory.parse(categories, maximumWindowSeconds: 365 * 86400)
+        }
+        if let language = try fields.string("defaultLanguage") {
+            guard DeviceRegistration.isLocale(language) else {
+                throw FieldError(fields.at("defaultLanguage"), "must be a BCP 47 language tag (en, pt-BR): the language of devices that registered none")
+            }
+            defaultLanguage = language
+        }
         if let quiet = try fields.object("quietHours") {
             try quiet.only(["start", "end"])
             guard let start = try quiet.timeOfDay("start") else { throw FieldError(quiet.at("start"), "is required (HH:MM)") }

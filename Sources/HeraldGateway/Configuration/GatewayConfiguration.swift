@@ -64,6 +64,12 @@ public struct GatewayConfiguration: Sendable {
         /// The time zone of devices registered without one: local-time sends and quiet hours go
         /// by it. An IANA name; default `UTC`.
         public var defaultTimeZone = "UTC"
+        /// The app's kinds of notification (`categories` in the file): a notification names one,
+        /// and users' preferences and the category's frequency caps decide who gets it.
+        public var categories: [String: NotificationCategory] = [:]
+        /// The language of devices that registered none, when a template has it (`defaultLanguage`
+        /// in the file, a BCP 47 tag); `nil`: each template's own default.
+        public var defaultLanguage: String?
         /// Hours of each device's day when a notification with `respectQuietHours` is held.
         public var quietHours: QuietHours?
         /// A ceiling on all the app's sending, shared by every worker and every process: each

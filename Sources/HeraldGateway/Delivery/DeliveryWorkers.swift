@@ -154,10 +154,38 @@ final class DeliveryWorkers: Service, Sendable {
         let watchdog = Task { await self.watch(batch, grace: grace) }
         defer { watchdog.cancel() }
         circuits.forgetGoneApps { configuration.app($0) != nil }
-        let outcomes = await Self.outcomes(
-            of: batch, grace: grace, circuits: circuits,
-            part: { devices, collector in DeliveryPart(batch: devices, app: app, store: store, logger: logger, outcomes: collector) },
-            delivery: { clients.delivery(for: $0, app: app) })
+        // Screened and rendered once, whatever the platforms: skipped devices end here.
+        let prepared: BatchPreparation
+        do {
+            prepared = try await BatchPreparation.prepare(batch, app: app, store: store, logger: logger)
+        } catch {
+            logger.warning("cannot screen a batch; retrying it later", metadata: ["devices": "\(batch.items.count)", "error": "\(error)"])
+            await record(batch, batch.items.map { DeliveryOutcome(token: $0.token, result: .retry(reason: .gateway(.storeUnavailable))) }, logger: logger, start: start)
+            return
+        }
+        var outcomes = prepared.outcomes
+        if prepared.parts.count == 1, let part = prepared.parts.first {
+            outcomes += await Self.outcomes(
+                of: part, grace: grace, circuits: circuits,
+                part: { devices, collector in DeliveryPart(batch: devices, app: app, store: store, logger: logger, outcomes: collector) },
+                delivery: { clients.delivery(for: $0, app: app) })
+        } else if !prepared.parts.isEmpty {
+            // One part per rendering, sent at once.
+            let (circuits, store, logger) = (self.circuits, self.store, logger)
+            outcomes += await withTaskGroup(of: [DeliveryOutcome].self) { group in
+                for part in prepared.parts {
+                    group.addTask {
+                        await Self.outcomes(
+                            of: part, grace: grace, circuits: circuits,
+                            part: { devices, collector in DeliveryPart(batch: devices, app: app, store: store, logger: logger, outcomes: collector) },
+                            delivery: { clients.delivery(for: $0, app: app) })
+                    }
+                }
+                var all: [DeliveryOutcome] = []
+                for await outcomes in group { all += outcomes }
+                return all
+            }
+        }
         await record(batch, outcomes, logger: logger, start: start)
     }
 
@@ -253,6 +281,8 @@ final class DeliveryWorkers: Service, Sendable {
             for outcome in outcomes {
                 switch outcome.result {
                 case .accepted: continue
+                case .skipped(let reason):
+                    logger.debug("device outcome", metadata: ["token": "\(outcome.token)", "outcome": "\(reason.rawValue)"])
                 case .rejected(let reason, _), .failed(let reason), .retry(let reason, _):
                     logger.debug("device outcome", metadata: ["token": "\(outcome.token)", "outcome": "\(outcome.result)", "reason": "\(reason)"])
                 }
@@ -267,13 +297,15 @@ final class DeliveryWorkers: Service, Sendable {
                 case .rejected: counts["rejected", default: 0] += 1
                 case .retry: counts["retry", default: 0] += 1
                 case .failed: counts["failed", default: 0] += 1
+                case .skipped: counts["skipped", default: 0] += 1
                 }
             }
             logger.info(
                 "batch sent",
                 metadata: [
                     "devices": "\(outcomes.count)", "accepted": "\(counts["accepted", default: 0])", "rejected": "\(counts["rejected", default: 0])",
-                    "retry": "\(counts["retry", default: 0])", "failed": "\(counts["failed", default: 0])", "resend": "\(batch.isResend)",
+                    "retry": "\(counts["retry", default: 0])", "failed": "\(counts["failed", default: 0])",
+                    "skipped": "\(counts["skipped", default: 0])", "resend": "\(batch.isResend)",
                     "ms": "\(elapsed.components.seconds * 1000 + elapsed.components.attoseconds / 1_000_000_000_000_000)",
                 ]
             )

@@ -53,6 +53,12 @@ public struct Device: Sendable, Hashable {
     /// Its IANA time zone (`Europe/Paris`): local-time sends and quiet hours go by it; `nil`:
     /// its app's default.
     public var timeZone: String?
+    /// Its language (a BCP 47 tag, `pt-BR`): a template's variant is chosen by it; `nil`: its
+    /// app's default language.
+    public var locale: String?
+    /// The device's own choices per category (`marketing`: `false` opts out), over its user's
+    /// (``UserPreferences``).
+    public var preferences: [String: Bool] = [:]
 
     /// Which push service reaches it.
     public var platform: DevicePlatform { address?.platform ?? .apns }
@@ -61,9 +67,11 @@ public struct Device: Sendable, Hashable {
         app: String, token: String, user: String? = nil, tags: Set<String> = [], badge: Int = 0, status: DeviceStatus = .active,
         reason: String? = nil, invalidatedAt: Date? = nil, createdAt: Date, updatedAt: Date, kind: TokenKind = .alert, activityType: String? = nil,
         environment: TokenEnvironment? = nil, webPush: WebPushAddress? = nil, fcm: FCMAddress? = nil, address: DeviceAddress? = nil,
-        timeZone: String? = nil
+        timeZone: String? = nil, locale: String? = nil, preferences: [String: Bool] = [:]
     ) {
         self.timeZone = timeZone
+        self.locale = locale
+        self.preferences = preferences
         self.environment = environment
         self.address = address ?? webPush?.address ?? fcm?.address
         self.app = app
@@ -121,6 +129,66 @@ public struct DeviceRegistration: Sendable, Hashable {
             )
         }
         timeZone = name
+    }
+
+    /// Its language (``setLocale(_:)``): `nil` keeps the stored one, `""` clears it.
+    public private(set) var locale: String?
+    /// The device's own choices per category (``setPreferences(_:)``): `nil` keeps the stored
+    /// ones; an empty dictionary clears them.
+    public private(set) var preferences: [String: Bool]?
+
+    /// Sets the device's language, a BCP 47 tag as the device reports it (`pt-BR`, `pt_BR`,
+    /// `zh-Hant-TW`); `""` clears it.
+    ///
+    /// - Throws: ``StoreError`` with code `invalidInput` for text that is no language tag.
+    public mutating func setLocale(_ tag: String?) throws(StoreError) {
+        if let tag, !tag.isEmpty, !Self.isLocale(tag) {
+            throw StoreError(
+                .invalidInput,
+                "locale: \(String(reflecting: PeerText(tag, limit: 64).description)) is not a BCP 47 language tag (e.g. en, pt-BR, zh-Hant-TW), at most \(Self.maximumLocaleLength) bytes"
+            )
+        }
+        locale = tag
+    }
+
+    /// Sets the device's own choices per category (`["marketing": false]`); an empty dictionary clears them.
+    ///
+    /// - Throws: ``StoreError`` with code `invalidInput` for more than ``maximumPreferences`` or a
+    ///   name that is not a category's (``isCategoryName(_:)``).
+    public mutating func setPreferences(_ choices: [String: Bool]?) throws(StoreError) {
+        if let choices {
+            guard choices.count <= Self.maximumPreferences else { throw StoreError(.invalidInput, "preferences: at most \(Self.maximumPreferences) categories") }
+            for name in choices.keys where !Self.isCategoryName(name) {
+                throw StoreError(.invalidInput, "preferences: \(String(reflecting: PeerText(name, limit: 80).description)) is not a category name (1 to 64 of a-z 0-9 _ -)")
+            }
+        }
+        preferences = choices
+    }
+
+    /// The longest locale a device may register.
+    public static let maximumLocaleLength = 35
+    /// The most categories a device or user may have a choice for.
+    public static let maximumPreferences = 64
+
+    /// Whether `tag` is shaped as a BCP 47 language tag: subtags of 1 to 8 ASCII letters or
+    /// digits joined by `-` (or `_`, as Android and Apple report them), the first 2 to 3 letters.
+    public static func isLocale(_ tag: String) -> Bool {
+        guard !tag.isEmpty, tag.utf8.count <= maximumLocaleLength else { return false }
+        for (index, part) in tag.utf8.split(separator: UInt8(ascii: "-"), omittingEmptySubsequences: false)
+            .flatMap({ $0.split(separator: UInt8(ascii: "_"), omittingEmptySubsequences: false) }).enumerated()
+        {
+            guard (1...8).contains(part.count), part.allSatisfy({ isLetter($0) || (index > 0 && $0 >= 0x30 && $0 <= 0x39) }) else { return false }
+            if index == 0, !(2...3).contains(part.count) { return false }
+        }
+        return true
+    }
+
+    private static func isLetter(_ byte: UInt8) -> Bool { (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A) }
+
+    /// A category's name: 1 to 64 of `a-z`, `0-9`, `_` and `-`.
+    public static func isCategoryName(_ name: String) -> Bool {
+        let bytes = name.utf8
+        return !bytes.isEmpty && bytes.count <= 64 && bytes.allSatisfy { ($0 >= 0x61 && $0 <= 0x7A) || ($0 >= 0x30 && $0 <= 0x39) || $0 == 0x5F || $0 == 0x2D }
     }
 
     /// The most tags a device may have, and their longest length.
@@ -208,7 +276,9 @@ public struct DeviceRegistration: Sendable, Hashable {
     }
 
     /// Whether it says nothing but its token: registering it keeps every stored field.
-    var isBare: Bool { user == nil && tags == nil && badge == nil && kind == nil && environment == nil && address == nil && timeZone == nil }
+    var isBare: Bool {
+        user == nil && tags == nil && badge == nil && kind == nil && environment == nil && address == nil && timeZone == nil && locale == nil && preferences == nil
+    }
 
     /// A Live Activity attributes type name: 1 to 128 of letters, digits, `_` and `.`.
     public static func isValidActivityType(_ name: String) -> Bool {
@@ -234,6 +304,8 @@ public struct DeviceRegistration: Sendable, Hashable {
         if let environment = later.environment { self.environment = environment }
         if let address = later.address { self.address = address }
         if let timeZone = later.timeZone { self.timeZone = timeZone }
+        if let locale = later.locale { self.locale = locale }
+        if let preferences = later.preferences { self.preferences = preferences }
         if let kind = later.kind {
             self.kind = kind
             self.activityType = later.activityType

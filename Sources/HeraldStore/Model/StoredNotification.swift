@@ -77,6 +77,8 @@ public struct NotificationRequest: Sendable {
     /// When its devices may be sent (a later start, their local time, quiet hours, a pace);
     /// `nil`: at once.
     public var schedule: DeliverySchedule?
+    /// Its category, template and digest, if any.
+    public var content: NotificationContent?
 
     public init(
         app: String, audience: Audience, payload: [UInt8], pushType: PushType = .alert, priority: PushPriority? = nil,
@@ -111,8 +113,15 @@ public struct NotificationCounts: Sendable, Hashable {
     /// devices'. Counted as devices are sent to (not a cancel's); a platform none of whose
     /// devices has an outcome yet is absent.
     public var byPlatform: [DevicePlatform: PlatformCounts]
+    /// Devices not sent it, by why (``SkipReason``): they opted out, were capped, or had it
+    /// folded into a digest. A reason no device had is absent.
+    public var skipped: [SkipReason: Int]
 
-    public init(targeted: Int = 0, accepted: Int = 0, rejected: [String: Int] = [:], failed: Int = 0, byPlatform: [DevicePlatform: PlatformCounts] = [:]) {
+    public init(
+        targeted: Int = 0, accepted: Int = 0, rejected: [String: Int] = [:], failed: Int = 0, byPlatform: [DevicePlatform: PlatformCounts] = [:],
+        skipped: [SkipReason: Int] = [:]
+    ) {
+        self.skipped = skipped
         self.targeted = targeted
         self.accepted = accepted
         self.rejected = rejected
@@ -141,7 +150,7 @@ public struct NotificationCounts: Sendable, Hashable {
     }
 
     /// Devices without an outcome yet.
-    public var pending: Int { max(0, targeted - accepted - rejected.values.reduce(0, +) - failed) }
+    public var pending: Int { max(0, targeted - accepted - rejected.values.reduce(0, +) - failed - skipped.values.reduce(0, +)) }
 }
 
 /// How many devices of one platform a notification was accepted, rejected and failed for.
@@ -172,6 +181,8 @@ public struct StoredNotification: Sendable {
 public struct DeliveryRecord: Sendable, Hashable {
     public enum Outcome: String, Sendable, Hashable, CaseIterable {
         case accepted, rejected, failed
+        /// Not sent, by a preference, a frequency cap or a digest (``SkipReason``).
+        case optedOut, capped, digested
     }
 
     public var token: String

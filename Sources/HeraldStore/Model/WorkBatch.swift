@@ -67,6 +67,8 @@ public struct QueuedNotification: Sendable, PlatformOptionsHolder {
     public var platformOptions: [DevicePlatform: [UInt8]] = [:]
     /// When its devices may be sent, if not at once.
     public var schedule: DeliverySchedule? = nil
+    /// Its category, template and digest, if any.
+    public var content: NotificationContent? = nil
     /// Whether the claim found it queued, not yet sending.
     var isQueued = false
 }
@@ -87,6 +89,9 @@ public struct DeliveryOutcome: Sendable, Hashable {
         case retry(reason: DeliveryReason, notBefore: Date? = nil)
         /// It cannot be delivered, and trying again would not help.
         case failed(reason: DeliveryReason)
+        /// It was not sent, and will not be: the device opted out, was capped, or its user's
+        /// digest holds it (``SkipReason``).
+        case skipped(SkipReason)
     }
 
     public var token: String

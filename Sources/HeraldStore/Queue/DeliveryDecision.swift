@@ -25,6 +25,8 @@ public enum DeliveryDecision: Sendable, Hashable {
     /// It cannot be delivered: the sender gave up, the notification was cancelled, or its deadline
     /// comes before the next retry would (`Expired (last: …)`).
     case fail(reason: DeliveryReason)
+    /// Not sent, for good, without a fault (``SkipReason``).
+    case skip(SkipReason)
 
     /// The decision for one device.
     ///
@@ -61,13 +63,15 @@ public enum DeliveryDecision: Sendable, Hashable {
             return .retry(at: next, reason: reason)
         case .failed(let reason):
             return .fail(reason: reason)
+        case .skipped(let reason):
+            return .skip(reason)
         }
     }
 
     /// The reason the decision carries: why it was not accepted (`nil` for ``accept(receipt:)``).
     public var reason: DeliveryReason? {
         switch self {
-        case .accept: nil
+        case .accept, .skip: nil
         case .retry(_, let reason), .retireDevice(let reason, _), .invalidateDevice(let reason), .reject(let reason), .fail(let reason): reason
         }
     }

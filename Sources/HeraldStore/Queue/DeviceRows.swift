@@ -79,6 +79,8 @@ struct DeviceRows: Sendable {
         if let address = registration.address { rows.string(address.stored) } else { rows.null() }
         rows.int(PlatformCode(registration.address?.platform ?? .apns).platform.code)
         if let timeZone = registration.timeZone { rows.string(timeZone) } else { rows.null() }
+        if let locale = registration.locale { rows.string(locale) } else { rows.null() }
+        if let preferences = registration.preferences { rows.string(PreferenceList.encode(preferences)) } else { rows.null() }
         rows.endArray()
     }
 }

@@ -45,6 +45,10 @@ enum DeliveryState: Int, StoredCode {
     case accepted = 2
     case rejected = 3
     case failed = 4
+    /// Not sent, for good (``SkipReason``).
+    case optedOut = 5
+    case capped = 6
+    case digested = 7
 
     /// The first state of a finished delivery: `state < \(DeliveryState.finished)` is still to send.
     static let finished = DeliveryState.accepted
@@ -54,6 +58,17 @@ enum DeliveryState: Int, StoredCode {
         case .accepted: self = .accepted
         case .rejected: self = .rejected
         case .failed: self = .failed
+        case .optedOut: self = .optedOut
+        case .capped: self = .capped
+        case .digested: self = .digested
+        }
+    }
+
+    init(_ skip: SkipReason) {
+        switch skip {
+        case .optedOut: self = .optedOut
+        case .capped: self = .capped
+        case .digested: self = .digested
         }
     }
 
@@ -62,7 +77,20 @@ enum DeliveryState: Int, StoredCode {
         case .accepted: .accepted
         case .rejected: .rejected
         case .failed: .failed
+        case .optedOut: .optedOut
+        case .capped: .capped
+        case .digested: .digested
         case .pending, .claimed: nil
+        }
+    }
+
+    /// The reason a device was not sent, for a skipped delivery.
+    var skip: SkipReason? {
+        switch self {
+        case .optedOut: .optedOut
+        case .capped: .capped
+        case .digested: .digested
+        default: nil
         }
     }
 }

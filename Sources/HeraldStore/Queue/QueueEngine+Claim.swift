@@ -390,9 +390,11 @@ extension QueueEngine {
             deadline: row.int(Column.deadline, after: first)
         )
         let (options, schedule) = (row.text(Column.platformOptions, after: first), row.text(Column.schedule, after: first))
-        if case .success(var queued) = notification, options != nil || schedule != nil {
+        let content = row.text(Column.content, after: first)
+        if case .success(var queued) = notification, options != nil || schedule != nil || content != nil {
             queued.platformOptions = PlatformOptions.decode(options)
             queued.schedule = DeliverySchedule(stored: schedule)
+            queued.content = StoredContent.decode(content)
             notification = queued.schedule != nil && queued.deadline <= now ? .failure(.expired) : .success(queued)
         }
         let audienceKind = row.int(Column.audienceKind, after: first)

@@ -134,7 +134,7 @@ extension QueueEngine {
             updatedAt: Date(milliseconds: row.int(Column.updatedAt) ?? 0), kind: KindCode(code: row.int(Column.kind))?.kind ?? .alert,
             activityType: row.text(Column.activityType), environment: EnvironmentCode.environment(row.int(Column.environment)),
             address: row.text(Column.address).map { DeviceAddress(unchecked: PlatformCode.platform(row.int(Column.platform)), stored: $0) },
-            timeZone: row.text(Column.timeZone)
+            timeZone: row.text(Column.timeZone), locale: row.text(Column.locale).flatMap { $0.isEmpty ? nil : $0 }, preferences: PreferenceList.decode(row.text(Column.preferences))
         )
     }
 

@@ -32,6 +32,10 @@ extension QueueEngine {
                     purged += ids.count
                 }
             }
+            // What a cap counted and a digest held, older than any window can reach (a cap's
+            // window is at most the retention; a digest's at most a day).
+            if purged < limit { purged += try await connection.query(sql.deleteStaleFrequency, [time, .int(limit - purged)]).count }
+            if purged < limit { purged += try await connection.query(sql.deleteStaleDigests, [time, .int(limit - purged)]).count }
             return purged
         }
     }

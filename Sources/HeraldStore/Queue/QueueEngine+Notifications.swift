@@ -54,6 +54,25 @@ extension QueueEngine {
         _ request: NotificationRequest, id: String, deadline: Date, maximumAge: TimeInterval, now: Date, on connection: any SQLConnection
     ) async throws -> (StoredNotification, Bool) {
         let kind = try Self.kind(of: request)
+        if let digest = request.content?.digest {
+            guard case .users = request.audience else {
+                throw StoreError(.invalidInput, "digest: folds notifications per user; send it to users ({\"users\": […]})")
+            }
+            // Its window ends before the notification's deadline (its expiration, or the queue's
+            // maximum age): the holder is sent when it ends.
+            let left = deadline.timeIntervalSince(now)
+            guard digest.windowSeconds >= 1, Double(digest.windowSeconds) < left else {
+                throw StoreError(
+                    .invalidInput,
+                    "digest.windowSeconds: must be 1 to \(max(1, Int(left.rounded(.up)) - 1)): the window ends before the notification expires (its expiration, or the queue's maximum age)")
+            }
+            guard !digest.key.isEmpty, digest.key.utf8.count <= DigestRequest.maximumKeyLength, PeerText.isSafe(digest.key) else {
+                throw StoreError(.invalidInput, "digest.key: must be 1 to \(DigestRequest.maximumKeyLength) printable characters")
+            }
+            if let item = digest.item, item.utf8.count > DigestRequest.maximumItemLength || !PeerText.isSafe(item) {
+                throw StoreError(.invalidInput, "digest.item: must be at most \(DigestRequest.maximumItemLength) printable characters")
+            }
+        }
         // A Live Activity start's activity type, the last parameter where there is one.
         let activityType: [SQLValue] = request.activityType.map { [.text($0)] } ?? []
         let typed = request.activityType != nil
@@ -70,7 +89,9 @@ extension QueueEngine {
             case .users(let users):
                 for part in Self.chunks(users) {
                     let rows = try await connection.query(sql.devicesOfUsers(activityType: typed), [.text(request.app), .texts(part), .code(kind)] + activityType)
-                    deliveries += rows.compactMap { row in row.text(0).map { PlannedDelivery(token: $0, state: .pending, environment: row.int(1), platform: row.int(2)) } }
+                    deliveries += rows.compactMap { row in
+                        row.text(0).map { PlannedDelivery(token: $0, state: .pending, environment: row.int(1), platform: row.int(2), user: row.text(3)) }
+                    }
                 }
             case .tags(let tags):
                 targeted = try await connection.query(sql.countTagged(activityType: typed), [.text(request.app), .texts(tags), .code(kind)] + activityType).first?.int(0, default: 0) ?? 0
@@ -113,13 +134,33 @@ extension QueueEngine {
                 .int(request.expiration.map { Int64($0.unixSeconds) }), .text(request.collapseID), .code(BadgeCode(request.badge)),
                 .text(request.idempotencyKey), .int(targeted), .int(deadline.milliseconds), .int(time), .text(request.activityType),
                 .text(PlatformOptions.encode(request.platformOptions)),
-                schedule.map { .text($0.stored) } ?? .null,
+                schedule.map { .text($0.stored) } ?? .null, .text(StoredContent.encode(request.content)),
             ])
             if inserted.isEmpty, let existing = try await existing(request, on: connection) { return (existing, false) }
+            // A digest (once the notification is stored: a second request with its idempotency key
+            // folds nothing): the users whose open digest takes this notification have their devices
+            // end digested; the others' are due when the digest they now hold closes.
+            var digestDue: [String: Int64] = [:]
+            var digested = 0
+            if let digest = request.content?.digest {
+                let users = deliveries.compactMap { $0.state == .pending ? $0.user : nil }
+                let (folded, opened) = try await foldDigests(digest, users: users, notification: id, app: request.app, now: now, on: connection)
+                for index in deliveries.indices where deliveries[index].state == .pending {
+                    guard let user = deliveries[index].user else { continue }
+                    if folded.contains(user) {
+                        deliveries[index].state = .digested
+                        digested += 1
+                    } else if let closes = opened[user] {
+                        digestDue[deliveries[index].token] = closes
+                    }
+                }
+            }
+            for (token, closes) in digestDue { due[token] = max(due[token] ?? 0, min(closes, deadline.milliseconds)) }
             for part in Self.chunks(deliveries) {
                 let rows: [[SQLValue]] = part.map { [.text($0.token), .code($0.state), .text($0.reason), .int($0.environment), .int(due[$0.token]), .int($0.platform ?? 0)] }
                 try await connection.query(sql.insertDeliveries, [.text(id), .int(time), .rows(rows)])
             }
+            if digested > 0 { try await addSkips([.digested: digested], to: id, on: connection) }
             // Devices the store already knows are gone are rejected with the reason on record.
             let known = Dictionary(grouping: deliveries.filter { $0.state == .rejected }, by: { $0.reason ?? "" }).mapValues(\.count)
             if !known.isEmpty {
@@ -317,15 +358,26 @@ extension QueueEngine {
         )
         request.platformOptions = PlatformOptions.decode(row.text(Column.platformOptions))
         request.schedule = DeliverySchedule(stored: row.text(Column.schedule))
+        request.content = StoredContent.decode(row.text(Column.content))
         return StoredNotification(
             id: row.text(Column.id) ?? "", request: request, status: NotificationState(code: row.int(Column.status))?.status ?? .queued,
             counts: NotificationCounts(
                 targeted: row.int(Column.targeted, default: 0), accepted: row.int(Column.accepted, default: 0), rejected: rejected,
-                failed: row.int(Column.failed, default: 0), byPlatform: byPlatform
+                failed: row.int(Column.failed, default: 0), byPlatform: byPlatform,
+                skipped: Self.skipped(optedOut: row.int(Column.optedOut, default: 0), capped: row.int(Column.capped, default: 0), digested: row.int(Column.digested, default: 0))
             ),
             createdAt: Date(milliseconds: row.int(Column.createdAt) ?? 0),
             finishedAt: row.int(Column.finishedAt).map(Date.init(milliseconds:))
         )
+    }
+
+    /// Skipped counts, without the reasons no device had.
+    static func skipped(optedOut: Int, capped: Int, digested: Int) -> [SkipReason: Int] {
+        var skipped: [SkipReason: Int] = [:]
+        if optedOut > 0 { skipped[.optedOut] = optedOut }
+        if capped > 0 { skipped[.capped] = capped }
+        if digested > 0 { skipped[.digested] = digested }
+        return skipped
     }
 
     func deliveries(notificationID: String, outcome: DeliveryRecord.Outcome?, limit: Int, after: String?) async throws -> Page<DeliveryRecord> {
@@ -395,4 +447,6 @@ struct PlannedDelivery: Sendable {
     var environment: Int64? = nil
     /// ``PlatformCode``; `nil`: APNs.
     var platform: Int64? = nil
+    /// The device's user, for a notification to users.
+    var user: String? = nil
 }

@@ -34,6 +34,7 @@ extension QueueEngine {
             var accepted = 0
             var rejected: [String: Int] = [:]
             var failed = 0
+            var skipped: [SkipReason: Int] = [:]
             // Browsers' and Android devices' outcomes, counted apart: the rest are APNs devices'.
             var others = OtherPlatforms()
             // Devices that ended rejected or failed, for `delivery.failed` (kept only when a webhook wants them).
@@ -53,6 +54,7 @@ extension QueueEngine {
                         case .accepted: accepted += 1
                         case .rejected: rejected[finished.text(1) ?? "", default: 0] += 1
                         case .failed: failed += 1
+                        case .optedOut, .capped, .digested: if let skip = state?.skip { skipped[skip, default: 0] += 1 }
                         default: break
                         }
                         if let token = finished.text(2) {
@@ -88,6 +90,7 @@ extension QueueEngine {
                 accepted = plan.accepted
                 rejected = plan.rejected
                 failed = plan.failed
+                skipped = plan.skipped
                 for row in plan.rows where row.state != .accepted {
                     others.count(platforms[row.token] ?? .apns, row.state)
                     if reportsFailures { failures.append(FailedDevice(token: row.token, state: row.state, reason: row.reason, platform: platforms[row.token] ?? .apns)) }
@@ -103,6 +106,7 @@ extension QueueEngine {
             if accepted + rejectedCount + failed > 0 {
                 try await connection.query(sql.addCounts, [.int(accepted), .int(rejectedCount), .int(failed), .text(id)])
             }
+            if !skipped.isEmpty { try await addSkips(skipped, to: id, on: connection) }
             if !others.isEmpty {
                 let rows: [[SQLValue]] = others.counts.sorted { $0.key.rawValue < $1.key.rawValue }.map { platform, counts in
                     [.code(PlatformCode(platform)), .int(counts.accepted), .int(counts.rejected), .int(counts.failed)]
@@ -130,6 +134,11 @@ extension QueueEngine {
             return retry
         }
         if retried { database.work.signal() }
+    }
+
+    /// Counts devices not sent notification `id`, by why.
+    func addSkips(_ skipped: [SkipReason: Int], to id: String, on connection: any SQLConnection) async throws {
+        try await connection.query(sql.addSkips, [.int(skipped[.optedOut] ?? 0), .int(skipped[.capped] ?? 0), .int(skipped[.digested] ?? 0), .text(id)])
     }
 
     /// Gives a batch back unsent: another worker may take it at once.

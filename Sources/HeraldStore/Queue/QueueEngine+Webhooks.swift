@@ -87,7 +87,8 @@ extension QueueEngine {
             writer.int(counts.int(0, default: 0))
             writer.key("counts")
             writer.beginObject()
-            for (index, name) in ["accepted", "rejected", "failed"].enumerated() {
+            // Devices not sent (opted out, capped, digested) are counted here, never reported one by one.
+            for (index, name) in ["accepted", "rejected", "failed", "optedOut", "capped", "digested"].enumerated() {
                 writer.key(name)
                 writer.int(counts.int(index + 1, default: 0))
             }

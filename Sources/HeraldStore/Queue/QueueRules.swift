@@ -87,7 +87,10 @@ struct OutcomePlan {
     var accepted = 0
     var rejected: [String: Int] = [:]
     var failed = 0
-    /// Row changes, one per device (for a range, only those that are not plain acceptances).
+    /// Devices not sent, by why.
+    var skipped: [SkipReason: Int] = [:]
+    /// Row changes, one per device (for a range, only those neither accepted nor skipped: a
+    /// broadcast writes no row for a device it did not send).
     var rows: [Row] = []
     var invalidations: [Invalidation] = []
 
@@ -140,6 +143,9 @@ struct OutcomePlan {
             case .fail(let reason):
                 failed += 1
                 rows.append(Row(token: outcomes[index].token, state: .failed, reason: reason.description))
+            case .skip(let reason):
+                skipped[reason, default: 0] += 1
+                if keepsAccepted { rows.append(Row(token: outcomes[index].token, state: DeliveryState(reason))) }
             }
         }
     }

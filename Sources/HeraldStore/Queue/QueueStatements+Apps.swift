@@ -81,6 +81,16 @@ extension QueueStatements {
                 SELECT minute, shard FROM delivery_minutes WHERE app = $1 LIMIT $2) RETURNING app
             """,
             "DELETE FROM app_pacing WHERE app = $1 AND $2 > 0 RETURNING app",
+            "DELETE FROM templates WHERE app = $1 AND name IN (SELECT name FROM templates WHERE app = $1 LIMIT $2) RETURNING name",
+            """
+            DELETE FROM user_preferences WHERE app = $1 AND (user_id, category, platform) IN (
+                SELECT user_id, category, platform FROM user_preferences WHERE app = $1 LIMIT $2) RETURNING app
+            """,
+            """
+            DELETE FROM frequency WHERE app = $1 AND (category, subject) IN (SELECT category, subject FROM frequency WHERE app = $1 LIMIT $2)
+            RETURNING app
+            """,
+            "DELETE FROM digests WHERE app = $1 AND (user_id, key) IN (SELECT user_id, key FROM digests WHERE app = $1 LIMIT $2) RETURNING app",
         ]
     }
 }

@@ -53,7 +53,7 @@ extension QueueStatements {
 
     /// What a `notification.completed` event says of notification $1.
     var completedCounts: String {
-        "SELECT targeted, accepted, rejected, failed FROM notifications WHERE id = $1"
+        "SELECT targeted, accepted, rejected, failed, opted_out, capped, digested FROM notifications WHERE id = $1"
     }
 }
 

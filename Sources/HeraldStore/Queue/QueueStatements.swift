@@ -17,19 +17,20 @@ struct QueueStatements: Sendable {
     var selectDevice: String { "SELECT \(Self.deviceColumns) FROM devices WHERE app = $1 AND hash = $3 AND token = $2" }
 
     /// Upserts devices of app $1 given as rows `[token, user, tags, badge, hash, kind, activity
-    /// type, environment, Web Push subscription, FCM registration token, time zone]` ($2) at $3: a
-    /// null user, tags, badge, environment, address or time zone keeps what is stored (a cleared
-    /// user is "");
+    /// type, environment, Web Push subscription, FCM registration token, time zone, locale,
+    /// preferences]` ($2) at $3: a null user, tags, badge, environment, address, time zone, locale
+    /// or preferences keeps what is stored (a cleared user, locale or preferences is "");
     /// registering makes the device active again. A hash is the token's, never updated; so is
     /// its platform, which the address it first registered with says (an ID is one platform's). A new
     /// device without a kind is an alert token; `settingKind`: the rows' kinds (and activity
     /// types) replace those stored, otherwise stored kinds are kept.
     func upsertDevices(settingKind: Bool) -> String {
         """
-        INSERT INTO devices (app, token, user_id, tags, badge, hash, kind, activity_type, environment, address, platform, time_zone, status, created_at, updated_at)
+        INSERT INTO devices (app, token, user_id, tags, badge, hash, kind, activity_type, environment, address, platform, time_zone, locale,
+            preferences, status, created_at, updated_at)
         SELECT $1, \(e(0, .text)), \(e(1, .text)), \(e(2, .text)), \(e(3, .integer)), \(e(4, .bigint)),
             COALESCE(\(e(5, .smallint)), \(KindCode.alert)), \(e(6, .text)), \(e(7, .smallint)), \(e(8, .text)),
-            COALESCE(\(e(9, .smallint)), \(PlatformCode(.apns))), \(e(10, .text)),
+            COALESCE(\(e(9, .smallint)), \(PlatformCode(.apns))), \(e(10, .text)), \(e(11, .text)), \(e(12, .text)),
             \(DeviceCode.active), $3, $3
         FROM \(d.rows(2)) AS j WHERE true
         ON CONFLICT \(d.deviceKey) DO UPDATE SET
@@ -38,7 +39,9 @@ struct QueueStatements: Sendable {
             badge = COALESCE(excluded.badge, devices.badge),
             environment = COALESCE(excluded.environment, devices.environment),
             address = COALESCE(excluded.address, devices.address),
-            time_zone = COALESCE(excluded.time_zone, devices.time_zone),\(settingKind ? "\n    kind = excluded.kind, activity_type = excluded.activity_type," : "")
+            time_zone = COALESCE(excluded.time_zone, devices.time_zone),
+            locale = COALESCE(excluded.locale, devices.locale),
+            preferences = COALESCE(excluded.preferences, devices.preferences),\(settingKind ? "\n    kind = excluded.kind, activity_type = excluded.activity_type," : "")
             status = \(DeviceCode.active), reason = NULL, invalidated_at = NULL,
             updated_at = excluded.updated_at
         """
@@ -151,8 +154,8 @@ struct QueueStatements: Sendable {
     var insertNotification: String {
         """
         INSERT INTO notifications (id, app, audience_kind, audience, payload, push_type, priority, expiration, collapse_id,
-            badge_mode, idempotency_key, status, targeted, deadline, created_at, activity_type, platform_options, schedule)
-        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, \(NotificationState.queued), $12, $13, $14, $15, $16, $17)
+            badge_mode, idempotency_key, status, targeted, deadline, created_at, activity_type, platform_options, schedule, content)
+        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, \(NotificationState.queued), $12, $13, $14, $15, $16, $17, $18)
         ON CONFLICT (app, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
         RETURNING id
         """
@@ -205,7 +208,7 @@ struct QueueStatements: Sendable {
     /// The active devices of kind $3 (and activity type $4) of app $1's users $2.
     func devicesOfUsers(activityType: Bool) -> String {
         """
-        SELECT token, environment, platform FROM devices WHERE app = $1 AND status = \(DeviceCode.active) AND kind = $3\(activityType ? " AND activity_type = $4" : "")
+        SELECT token, environment, platform, user_id FROM devices WHERE app = $1 AND status = \(DeviceCode.active) AND kind = $3\(activityType ? " AND activity_type = $4" : "")
             AND user_id IN (\(d.list(2, .text))) ORDER BY token
         """
     }
@@ -240,6 +243,7 @@ struct QueueStatements: Sendable {
         ON CONFLICT (notification_id, reason) DO UPDATE SET count = notification_reasons.count + excluded.count
         """
     }
+    var addSkips: String { "UPDATE notifications SET opted_out = opted_out + $1, capped = capped + $2, digested = digested + $3 WHERE id = $4" }
     var addCounts: String { "UPDATE notifications SET accepted = accepted + $1, rejected = rejected + $2, failed = failed + $3 WHERE id = $4" }
     /// A broadcast's key ranges, rows `[number, lower, upper, ready]` ($3): none is read before its ready time.
     var insertSegments: String {
@@ -291,7 +295,7 @@ struct QueueStatements: Sendable {
     var finishNotification: String {
         """
         UPDATE notifications SET status = \(NotificationState.done), finished_at = $1,
-            targeted = CASE WHEN audience_kind >= \(AudienceKind.tags) THEN accepted + rejected + failed ELSE targeted END
+            targeted = CASE WHEN audience_kind >= \(AudienceKind.tags) THEN accepted + rejected + failed + opted_out + capped + digested ELSE targeted END
         WHERE id = $2 AND status < \(NotificationState.finished)
         RETURNING app
         """
@@ -726,7 +730,7 @@ struct QueueStatements: Sendable {
 /// What a notification is read with (``QueueStatements/notificationColumns``).
 enum NotificationColumn: Int, SQLColumns {
     case id, app, audienceKind, audience, payload, pushType, priority, expiration, collapseID, badgeMode, idempotencyKey, status, targeted, accepted,
-        rejected, failed, deadline, createdAt, finishedAt, activityType, platformOptions, schedule
+        rejected, failed, deadline, createdAt, finishedAt, activityType, platformOptions, schedule, optedOut, capped, digested, content
 
     var sqlName: String {
         switch self {
@@ -752,6 +756,10 @@ enum NotificationColumn: Int, SQLColumns {
         case .activityType: "activity_type"
         case .platformOptions: "platform_options"
         case .schedule: "schedule"
+        case .optedOut: "opted_out"
+        case .capped: "capped"
+        case .digested: "digested"
+        case .content: "content"
         }
     }
 }
@@ -759,7 +767,7 @@ enum NotificationColumn: Int, SQLColumns {
 /// What a device is read with (``QueueStatements/deviceColumns``).
 enum DeviceColumn: Int, SQLColumns {
     case app, token, user, tags, badge, status, reason, invalidatedAt, createdAt, updatedAt, kind, activityType, environment, address, platform,
-        timeZone
+        timeZone, locale, preferences
 
     var sqlName: String {
         switch self {
@@ -779,6 +787,8 @@ enum DeviceColumn: Int, SQLColumns {
         case .address: "address"
         case .platform: "platform"
         case .timeZone: "time_zone"
+        case .locale: "locale"
+        case .preferences: "preferences"
         }
     }
 }
@@ -787,7 +797,7 @@ enum DeviceColumn: Int, SQLColumns {
 /// columns of the statement before them.
 enum WorkColumn: Int, SQLColumns {
     case status, app, payload, pushType, priority, expiration, collapseID, badgeMode, deadline, audienceKind, audience, activityType,
-        platformOptions, schedule
+        platformOptions, schedule, content
 
     var sqlName: String {
         switch self {
@@ -805,6 +815,7 @@ enum WorkColumn: Int, SQLColumns {
         case .activityType: "activity_type"
         case .platformOptions: "platform_options"
         case .schedule: "schedule"
+        case .content: "content"
         }
     }
 }

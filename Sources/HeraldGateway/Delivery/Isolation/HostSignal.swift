@@ -27,7 +27,7 @@ enum HostSignal: Sendable, Hashable {
         case .retry(let reason, let notBefore):
             guard Self.hostFailures.contains(reason) else { return nil }
             self = .failed(notBefore: notBefore)
-        case .failed:
+        case .failed, .skipped:
             return nil
         }
     }

@@ -350,6 +350,48 @@ enum SQLiteSchema {
             "CREATE TABLE app_definitions_version (id INTEGER PRIMARY KEY, version INTEGER NOT NULL)",
             "INSERT INTO app_definitions_version (id, version) VALUES (1, 0)",
         ],
+        // 18: what people want to get (docs/gateway.md, "Templates, preferences, caps and
+        // digests"): a device's language and own choices per category; a notification's content
+        // (category, template as it was then, digest) and its devices not sent, by why; each
+        // app's templates; each user's choices per category and platform (-1: every platform);
+        // what each user (or device without one) was sent of a category lately, one row each,
+        // which a cap's check locks; and each user's digest per key (the last one's holder and
+        // what it held kept beside the open one, for its devices still to send).
+        [
+            "ALTER TABLE devices ADD COLUMN locale TEXT",
+            "ALTER TABLE devices ADD COLUMN preferences TEXT",
+            "ALTER TABLE notifications ADD COLUMN content TEXT",
+            "ALTER TABLE notifications ADD COLUMN opted_out INTEGER NOT NULL DEFAULT 0",
+            "ALTER TABLE notifications ADD COLUMN capped INTEGER NOT NULL DEFAULT 0",
+            "ALTER TABLE notifications ADD COLUMN digested INTEGER NOT NULL DEFAULT 0",
+            """
+            CREATE TABLE templates (
+                app TEXT NOT NULL, name TEXT NOT NULL, version INTEGER NOT NULL, body TEXT NOT NULL, updated_at INTEGER NOT NULL,
+                PRIMARY KEY (app, name)
+            ) WITHOUT ROWID
+            """,
+            """
+            CREATE TABLE user_preferences (
+                app TEXT NOT NULL, user_id TEXT NOT NULL, category TEXT NOT NULL, platform INTEGER NOT NULL, enabled INTEGER NOT NULL,
+                updated_at INTEGER NOT NULL,
+                PRIMARY KEY (app, user_id, category, platform)
+            ) WITHOUT ROWID
+            """,
+            """
+            CREATE TABLE frequency (
+                app TEXT NOT NULL, subject TEXT NOT NULL, category TEXT NOT NULL, sends TEXT NOT NULL, updated_at INTEGER NOT NULL,
+                PRIMARY KEY (app, category, subject)
+            ) WITHOUT ROWID
+            """,
+            """
+            CREATE TABLE digests (
+                app TEXT NOT NULL, user_id TEXT NOT NULL, key TEXT NOT NULL, holder TEXT NOT NULL, state INTEGER NOT NULL,
+                closes_at INTEGER NOT NULL, count INTEGER NOT NULL, items TEXT NOT NULL,
+                last_holder TEXT NOT NULL DEFAULT '', last_count INTEGER NOT NULL DEFAULT 0, last_items TEXT NOT NULL DEFAULT '',
+                PRIMARY KEY (app, user_id, key)
+            ) WITHOUT ROWID
+            """,
+        ],
     ]
 
     /// Before migration 6: gives every device without a hash (stored before migration 4, and
