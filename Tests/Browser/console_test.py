@@ -3,8 +3,9 @@
 
 Starts `herald mock` (with a provider key of its own) and `herald serve` with two apps and two
 API keys in a temporary directory, seeds devices through the API, then drives headless Chromium
-through sign-in, the overview, a notification's live progress, its deliveries, device search and
-the send form, taking a screenshot of each view (console.png, the overview down to the activity
+through sign-in, the overview, a notification's live progress, its deliveries, device search,
+the send form, templates and their preview, the app's categories, a user's preferences and a
+notification held back by them, taking a screenshot of each view (console.png, the overview down to the activity
 chart, is docs/console.png: scripts/console-screenshot.sh copies it). Everything it starts it stops, by PID.
 
     python3 Tests/Browser/console_test.py --herald .build/debug/herald --screenshots /tmp/shots
@@ -45,6 +46,21 @@ KEY_B = "hk_console-test-B-" + os.urandom(8).hex()  # may use "shop" and "other"
 CSP = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
        "frame-ancestors 'none'; base-uri 'none'; form-action 'none'")
 XSS_USER = "<img src=x onerror=alert(1)>"
+# App shop's categories (its configuration's): one always sent, one capped, one opt-in.
+CATEGORIES = {
+    "orders": {"transactional": True},
+    "marketing": {"commercial": True, "caps": [{"count": 3, "windowSeconds": 86400}, {"count": 1, "windowSeconds": 600}]},
+    "news": {"optIn": True},
+}
+# A template in two languages stored through the API; its body is markup, which must stay text.
+TEMPLATE = {
+    "defaultLanguage": "en",
+    "variants": {
+        "en": {"title": "Order {{order}} shipped", "body": XSS_USER},
+        "de": {"title": "Bestellung {{order}} ist unterwegs", "subtitle": "Danke, {{name | default: \"Kunde\"}}", "body": XSS_USER},
+    },
+    "data": {"orderID": "{{order}}"},
+}
 
 
 def token(name):
@@ -245,7 +261,7 @@ def write_configuration(directory, mock_url, p8, vapid, fcm_url, fcm_ca):
     configuration = {
         "listen": "127.0.0.1:0",
         "database": "sqlite:" + os.path.join(directory, "herald.db"),
-        "apps": [dict(app("shop"), webPush={"vapidKeyFile": vapid, "subject": "mailto:ops@example.com",
+        "apps": [dict(app("shop"), categories=CATEGORIES, defaultLanguage="en", webPush={"vapidKeyFile": vapid, "subject": "mailto:ops@example.com",
                                             "defaultURL": "https://shop.example.com/", "caFile": os.path.join(directory, "webpush-ca.pem"),
                                             # The mock push service is on 127.0.0.1.
                                             "allowPrivateAddresses": True},
@@ -832,6 +848,153 @@ class Run:
         by("send-submit").click()
         expect(by("notification-status")).to_have_text("done")
         expect(page.locator("[data-testid=platform-outcomes][data-platform=fcm]")).to_have_text("fcm: 1 accepted, 0 rejected, 0 failed")
+
+        self.step("templates: one stored through the API in two languages is listed with its languages and variables; its "
+                  "markup body is shown as text")
+        status, answer, _ = call(self.base, KEY_A, "PUT", "/v1/apps/shop/templates/shipping", json.dumps(TEMPLATE))
+        check(status == 200 and answer.get("version") == 1 and answer.get("languages") == ["de", "en"], f"PUT template: {status} {answer}")
+        by("nav-templates").click()
+        expect(by("templates-view")).to_be_visible()
+        template_row = page.locator("[data-testid=template-row][data-name=shipping]")
+        expect(template_row).to_have_count(1)
+        expect(template_row.get_by_test_id("template-row-languages")).to_have_text("de, en")
+        expect(template_row.get_by_test_id("template-row-variables").locator(".tag")).to_have_text(["name", "order"])
+        expect(template_row.locator("td").nth(1)).to_have_text("v1")
+        self.shot(page, "templates.png")
+        template_row.get_by_test_id("template-row-name").click()
+        expect(by("template-view")).to_be_visible()
+        expect(by("template-name")).to_have_text("shipping")
+        expect(by("template-version")).to_have_text("v1")
+        expect(by("template-field-requiredVariables")).to_have_text("order")
+        variants = page.locator("[data-testid=template-variant]")
+        expect(variants).to_have_count(2)
+        for language in ("de", "en"):
+            body_cell = page.locator(f"[data-testid=template-variant][data-language={language}] [data-testid=template-variant-body]")
+            expect(body_cell).to_have_text(XSS_USER)
+            check(body_cell.locator("img").count() == 0, f"an img element in the {language} variant's body")
+        expect(page.locator("[data-testid=template-variant][data-language=de] [data-testid=template-variant-title]")).to_have_text(
+            "Bestellung {{order}} ist unterwegs")
+        check(page.locator("img").count() == 0, "an img element on the template's page")
+
+        self.step("templates: a preview without its required variable shows the API's message; in de it renders the German "
+                  "title, subtitle and the markup body as text, and the payload; a free-text locale picks its variant")
+        by("template-preview-language").select_option("de")
+        by("template-preview-data").fill("{}")
+        by("template-preview-submit").click()
+        status, answer, _ = call(self.base, KEY_A, "POST", "/v1/apps/shop/templates/shipping/preview", json.dumps({"locale": "de", "data": {}}))
+        check(status == 400, f"a preview without its variable: {status} {answer}")
+        expect(by("template-preview-error")).to_have_text(answer["error"]["message"])
+        expect(by("template-preview-result")).to_be_hidden()
+        by("template-preview-data").fill('{"order": "A-17"}')
+        by("template-preview-submit").click()
+        expect(by("template-preview-error")).to_be_hidden()
+        expect(by("template-preview-title")).to_have_text("Bestellung A-17 ist unterwegs")
+        expect(by("template-preview-subtitle")).to_have_text("Danke, Kunde")
+        expect(by("template-preview-body")).to_have_text(XSS_USER)
+        expect(by("template-preview-used")).to_contain_text("de variant")
+        shown = json.loads(by("template-preview-payload").text_content())
+        check(shown == {"aps": {"alert": {"title": "Bestellung A-17 ist unterwegs", "subtitle": "Danke, Kunde", "body": XSS_USER}}, "orderID": "A-17"},
+              f"the payload shown: {shown}")
+        check(page.locator("img").count() == 0, "an img element on the page after the preview")
+        self.shot(page, "template-preview.png")
+        for locale, title in (("de-AT", "Bestellung A-17 ist unterwegs"), ("pt-BR", "Order A-17 shipped")):
+            by("template-preview-locale").fill(locale)
+            by("template-preview-submit").click()
+            expect(by("template-preview-title")).to_have_text(title)
+        by("template-preview-locale").fill("not a locale")
+        by("template-preview-submit").click()
+        expect(by("template-preview-error")).to_contain_text("is not a BCP 47 language tag")
+        by("template-preview-locale").fill("")
+        by("template-preview-data").fill("[1")
+        by("template-preview-submit").click()
+        expect(by("template-preview-error")).to_have_text('Data: must be a JSON object of the variables, e.g. {"order": "1234"}')
+
+        self.step("overview: the categories panel lists the app's categories, kind, consent and caps ('at most 3 per day')")
+        by("nav-overview").click()
+        expect(by("overview-view")).to_be_visible()
+        category = lambda name: page.locator(f"[data-testid=category-row][data-category={name}]")
+        expect(page.locator("[data-testid=category-row]")).to_have_count(3)
+        expect(category("marketing").get_by_test_id("category-caps")).to_have_text("at most 3 per day; at most 1 per 10 minutes")
+        expect(category("marketing").get_by_test_id("category-kind")).to_have_text("commercial")
+        expect(category("marketing").get_by_test_id("category-consent")).to_have_text("opt-out")
+        expect(category("orders").get_by_test_id("category-kind")).to_have_text("transactional")
+        expect(category("orders").get_by_test_id("category-consent")).to_have_text("always sent")
+        expect(category("orders").get_by_test_id("category-caps")).to_have_text("no cap")
+        expect(category("news").get_by_test_id("category-consent")).to_have_text("opt-in")
+        expect(by("categories-language")).to_have_text("Default language: en")
+        by("categories-card").scroll_into_view_if_needed()
+        self.shot(page, "categories.png", full_page=False)
+
+        self.step("a user's preferences put through the API are shown with each category's default; the form changes one")
+        status, answer, _ = call(self.base, KEY_A, "PUT", "/v1/apps/shop/users/alice/preferences",
+                                 json.dumps({"categories": {"marketing": False, "news": {"webpush": True}}}))
+        check(status == 200 and answer.get("categories", {}).get("marketing") is False, f"PUT preferences: {status} {answer}")
+        by("nav-users").click()
+        expect(by("users-view")).to_be_visible()
+        by("user-search-value").fill("alice")
+        by("user-search-submit").click()
+        expect(by("user-name")).to_have_text("alice")
+        choice = lambda name: page.locator(f"[data-testid=user-category][data-category={name}]")
+        expect(choice("marketing").get_by_test_id("user-choice")).to_have_text("opted out")
+        expect(choice("marketing").get_by_test_id("user-default")).to_have_text("received (opt-out)")
+        expect(choice("news").get_by_test_id("user-choice")).to_have_text("webpush: receives")
+        expect(choice("news").get_by_test_id("user-default")).to_have_text("not received (opt-in)")
+        expect(choice("orders").get_by_test_id("user-default")).to_have_text("always sent")
+        expect(choice("orders").locator("select")).to_have_count(0)
+        self.shot(page, "user-preferences.png")
+        choice("news").locator("select").select_option("on")
+        by("user-save").click()
+        expect(by("user-saved")).to_have_text("Saved.")
+        expect(choice("news").get_by_test_id("user-choice")).to_have_text("receives")
+        status, answer, _ = call(self.base, KEY_A, "GET", "/v1/apps/shop/users/alice/preferences")
+        check(status == 200 and answer["categories"] == {"marketing": False, "news": True}, f"after the form's PUT: {status} {answer}")
+
+        self.step("a notification in category marketing, from the template, to alice (opted out): its page shows optedOut 1, "
+                  "its category and template; the deliveries filter offers optedOut and lists her device")
+        status, answer, _ = call(self.base, KEY_A, "POST", "/v1/apps/shop/notifications", json.dumps({
+            "to": {"users": ["alice"]}, "payload": {"aps": {"sound": "default"}}, "category": "marketing",
+            "template": "shipping", "data": {"order": "B-2"}}))
+        check(status == 202, f"send in category marketing: {status} {answer}")
+        held_back = answer["id"]
+        done = wait_done(self.base, held_back)
+        check(done.get("optedOut") == 1 and done.get("accepted") == 0, f"the notification to alice: {done}")
+        page.goto(self.base + f"/console#/apps/shop/notifications/{held_back}")
+        expect(by("notification-status")).to_have_text("done")
+        expect(by("notification-count-optedOut")).to_have_text("1")
+        expect(by("notification-count-capped")).to_have_text("0")
+        expect(by("notification-count-digested")).to_have_text("0")
+        expect(by("notification-count-accepted")).to_have_text("0")
+        expect(by("notification-progress")).to_have_attribute("aria-valuenow", "100")
+        expect(by("notification-category")).to_have_text("marketing")
+        expect(by("notification-template")).to_have_text("shipping v1")
+        self.shot(page, "notification-opted-out.png")
+        by("notification-deliveries-link").click()
+        expect(by("deliveries-view")).to_be_visible()
+        outcomes = page.locator("#deliveries-outcome option").evaluate_all("options => options.map(option => option.value)")
+        check(outcomes == ["", "accepted", "rejected", "failed", "optedOut", "capped", "digested"], f"the outcome filter offers {outcomes}")
+        by("deliveries-outcome").select_option("optedOut")
+        expect(page).to_have_url(re.compile(r"[?]outcome=optedOut$"))
+        row = page.locator(f"[data-testid=delivery-row][data-token='{ALICE}']")
+        expect(row).to_have_attribute("data-outcome", "optedOut")
+        expect(row.locator(".badge")).to_have_text("optedOut")
+        by("deliveries-outcome").select_option("capped")
+        expect(page.locator("#deliveries-list .empty")).to_have_text("No capped devices.")
+        by("nav-overview").click()
+        by("notifications-status").select_option("")  # the filter an earlier step left on cancelled
+        listed = page.locator(f"[data-testid=notification-row][data-id='{held_back}']")
+        expect(listed.get_by_test_id("notification-row-optedOut")).to_have_text("1")
+        expect(listed.get_by_test_id("notification-row-capped")).to_have_text("0")
+
+        self.step("a digest to users with no devices: its page shows the digest's key")
+        status, answer, _ = call(self.base, KEY_A, "POST", "/v1/apps/shop/notifications", json.dumps({
+            "to": {"users": ["nobody-here"]}, "payload": {"aps": {"alert": "news"}}, "category": "news",
+            "digest": {"key": "daily-news", "windowSeconds": 5, "item": XSS_USER}}))
+        check(status == 202, f"send a digest: {status} {answer}")
+        page.goto(self.base + f"/console#/apps/shop/notifications/{answer['id']}")
+        expect(by("notification-digest")).to_have_text("daily-news")
+        expect(by("notification-digest-item")).to_have_text(XSS_USER)
+        expect(by("notification-category")).to_have_text("news")
+        check(page.locator("img").count() == 0, "an img element on the digest's page")
 
         self.step("the key is in sessionStorage only: not in the URL, localStorage, cookies or any request URL")
         stored = page.evaluate("sessionStorage.getItem('herald.apiKey')")

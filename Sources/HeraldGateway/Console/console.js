@@ -22,6 +22,10 @@
   const STATUSES = ['active', 'unregistered', 'invalid'];
   const ENVIRONMENTS = ['production', 'sandbox'];
   const PLATFORMS = ['apns', 'webpush', 'fcm', 'hms'];
+  // How a device ended: sent (accepted, rejected, failed), or held back without a fault.
+  const OUTCOMES = ['accepted', 'rejected', 'failed', 'optedOut', 'capped', 'digested'];
+  const SKIPS = ['optedOut', 'capped', 'digested'];
+  const OUTCOME_NAMES = { optedOut: 'opted-out', capped: 'capped', digested: 'digested' };
 
   const state = {
     apps: [],
@@ -117,13 +121,41 @@
     return el('time', { datetime: iso, title: iso }, text);
   }
 
+  function badgeClass(status) {
+    return `badge badge-${String(status).toLowerCase().replace(/[^a-z]/g, '')}`;
+  }
+
   function badge(status) {
-    return el('span', { class: `badge badge-${String(status).replace(/[^a-z]/g, '')}` }, status);
+    return el('span', { class: badgeClass(status) }, status);
   }
 
   function setBadge(node, status) {
-    node.className = `badge badge-${String(status).replace(/[^a-z]/g, '')}`;
+    node.className = badgeClass(status);
     setText(node, status);
+  }
+
+  /// A value from the API shown as indented JSON, as text.
+  function jsonBlock(value, attributes) {
+    return el('pre', { class: 'json', ...(attributes || {}) }, JSON.stringify(value, null, 2));
+  }
+
+  /// A window of seconds in words: "day", "10 minutes", "90 seconds".
+  function windowText(seconds) {
+    const value = Number(seconds);
+    if (!Number.isFinite(value) || value <= 0) return `${seconds} seconds`;
+    for (const [unit, size] of [['day', 86400], ['hour', 3600], ['minute', 60], ['second', 1]]) {
+      if (value % size === 0) {
+        const amount = value / size;
+        return amount === 1 ? unit : `${count(amount)} ${unit}s`;
+      }
+    }
+    return `${count(value)} seconds`;
+  }
+
+  /// A category's caps: "at most 3 per day; at most 1 per 10 minutes".
+  function capsText(caps) {
+    const list = Array.isArray(caps) ? caps.filter((cap) => cap && typeof cap === 'object') : [];
+    return list.map((cap) => `at most ${count(cap.count)} per ${windowText(cap.windowSeconds)}`).join('; ');
   }
 
   /// A device token, shortened for tables; the whole token is in the title and in the link.
@@ -529,7 +561,7 @@
   }
 
   // ---------------------------------------------------------------------------------------
-  // Routing: #/apps/APP[/notifications/ID[/deliveries] | /devices[/TOKEN] | /send]
+  // Routing: #/apps/APP[/notifications/ID[/deliveries] | /devices[/TOKEN] | /templates[/NAME] | /users[/USER] | /send]
 
   function route() {
     const hash = location.hash.replace(/^#\/?/, '');
@@ -575,13 +607,22 @@
     } else if (rest[0] === 'devices') {
       active = 'devices';
       showDevices(query);
+    } else if (rest[0] === 'templates' && rest[1]) {
+      active = 'templates';
+      showTemplate(rest[1]);
+    } else if (rest[0] === 'templates') {
+      active = 'templates';
+      showTemplates();
+    } else if (rest[0] === 'users') {
+      active = 'users';
+      showUser(rest[1] || '');
     } else if (rest[0] === 'send') {
       active = 'send';
       showSend(query);
     } else {
       showOverview();
     }
-    for (const name of ['overview', 'devices', 'send']) {
+    for (const name of ['overview', 'devices', 'templates', 'users', 'send']) {
       const link = $(`nav-${name}`);
       if (name === active) link.setAttribute('aria-current', 'page');
       else link.removeAttribute('aria-current');
@@ -602,6 +643,8 @@
     setText($('app-info'), app && app.topic ? `${app.topic} · ${app.environment || ''}${reach}` : reach);
     $('nav-overview').setAttribute('href', href('apps', id));
     $('nav-devices').setAttribute('href', href('apps', id, 'devices'));
+    $('nav-templates').setAttribute('href', href('apps', id, 'templates'));
+    $('nav-users').setAttribute('href', href('apps', id, 'users'));
     $('nav-send').setAttribute('href', href('apps', id, 'send'));
     $('brand').setAttribute('href', href('apps', id));
     document.title = `${id} · Herald console`;
@@ -619,6 +662,7 @@
     show($('overview-view'), true);
     const generation = state.generation;
     loadSummary(generation);
+    loadCategories(generation);
     overview.status = $('notifications-status').value;
     loadNotifications(generation, false);
   }
@@ -635,6 +679,46 @@
     if (summary.status === 'fulfilled') renderSummary(summary.value || {});
     if (activity.status === 'fulfilled') renderActivity((activity.value && activity.value.minutes) || []);
     later(() => loadSummary(generation), OVERVIEW_REFRESH_MS);
+  }
+
+  /// The app's categories (its configuration's): each one's kind, consent and caps.
+  async function loadCategories(generation) {
+    const list = $('categories-list');
+    let answer;
+    try {
+      answer = await api(['apps', state.app, 'categories']);
+    } catch (error) {
+      if (current(generation)) showError($('categories-error'), error.message);
+      return;
+    }
+    if (!current(generation)) return;
+    showError($('categories-error'), '');
+    renderCategories(list, answer || {});
+  }
+
+  function renderCategories(container, answer) {
+    clear(container);
+    const language = typeof answer.defaultLanguage === 'string' ? answer.defaultLanguage : null;
+    setText($('categories-language'), language ? `Default language: ${language}` : 'No default language: each template\'s own');
+    const categories = answer.categories && typeof answer.categories === 'object' ? Object.entries(answer.categories) : [];
+    if (categories.length === 0) {
+      container.appendChild(el('p', { class: 'empty', 'data-testid': 'categories-empty' },
+        'No categories: they are set in the app\'s entry of the gateway\'s configuration (categories).'));
+      return;
+    }
+    const rows = categories.map(([name, category]) => {
+      const value = category && typeof category === 'object' ? category : {};
+      const kind = value.transactional ? 'transactional' : value.commercial ? 'commercial' : 'neither';
+      const consent = value.transactional ? 'always sent' : value.optIn ? 'opt-in' : 'opt-out';
+      const caps = capsText(value.caps);
+      return el('tr', { 'data-testid': 'category-row', 'data-category': name },
+        cell(el('code', { 'data-testid': 'category-name' }, name)),
+        cell(el('span', { 'data-testid': 'category-kind', class: `kind kind-${kind}` }, kind)),
+        cell(el('span', { 'data-testid': 'category-consent' }, consent)),
+        cell(caps ? el('span', { 'data-testid': 'category-caps' }, caps) : el('span', { class: 'muted', 'data-testid': 'category-caps' }, 'no cap')));
+    });
+    container.appendChild(table([{ title: 'Category' }, { title: 'Kind' }, { title: 'Users' }, { title: 'Caps (per user)' }], rows,
+      { 'data-testid': 'categories-table' }));
   }
 
   function countList(node, prefix, entries) {
@@ -775,6 +859,10 @@
     return text.length > 16 ? `${text.slice(0, 8)}…${text.slice(-6)}` : text;
   }
 
+  function skippedTotal(notification) {
+    return SKIPS.reduce((sum, skip) => sum + (Number(notification[skip]) || 0), 0);
+  }
+
   function rejectedTotal(notification) {
     const rejected = notification.rejected && typeof notification.rejected === 'object' ? notification.rejected : {};
     return Object.values(rejected).reduce((sum, value) => sum + (Number(value) || 0), 0);
@@ -816,7 +904,8 @@
       cell(count(notification.targeted), true),
       cell(count(notification.accepted), true),
       cell(count(rejectedTotal(notification)), true),
-      cell(count(notification.failed), true));
+      cell(count(notification.failed), true),
+      SKIPS.map((skip) => el('td', { class: 'num', 'data-testid': `notification-row-${skip}` }, count(Number(notification[skip]) || 0))));
     return row;
   }
 
@@ -893,7 +982,8 @@
     setBadge($('notification-status'), notification.status);
     const targeted = Number(notification.targeted) || 0;
     const rejected = rejectedTotal(notification);
-    const finished = (Number(notification.accepted) || 0) + rejected + (Number(notification.failed) || 0);
+    // Devices held back (opted out, capped, digested) are done too: nothing more happens to them.
+    const finished = (Number(notification.accepted) || 0) + rejected + (Number(notification.failed) || 0) + skippedTotal(notification);
     const percent = targeted > 0 ? Math.min(100, Math.round((finished / targeted) * 100)) : (notification.status === 'done' ? 100 : 0);
     const bar = $('notification-progress-bar');
     bar.style.width = `${percent}%`;
@@ -907,6 +997,7 @@
     setText($('notification-count-accepted'), count(notification.accepted));
     setText($('notification-count-rejected'), count(rejected));
     setText($('notification-count-failed'), count(notification.failed));
+    for (const skip of SKIPS) setText($(`notification-count-${skip}`), count(Number(notification[skip]) || 0));
     setText($('notification-count-pending'), count(notification.pending));
     show($('notification-cancel'), ['queued', 'scheduled', 'sending'].includes(notification.status));
 
@@ -924,9 +1015,24 @@
       schedule.respectQuietHours ? ['outside quiet hours'] : null,
       schedule.ratePerSecond ? [`at most ${count(schedule.ratePerSecond)} a second`] : null,
     ] : []).filter(Boolean).flatMap((part, index) => (index === 0 ? part : ['; ', ...part]));
+    const template = notification.template && typeof notification.template === 'object' ? notification.template : null;
+    const digest = notification.digest && typeof notification.digest === 'object' ? notification.digest : null;
     const rows = [
       ['App', notification.app],
       ['Push type', notification.pushType],
+      ['Category', typeof notification.category === 'string'
+        ? el('span', {}, el('code', { 'data-testid': 'notification-category' }, notification.category),
+          notification.critical ? el('span', { class: 'muted', 'data-testid': 'notification-critical' }, ' · critical: passes its caps') : null)
+        : null],
+      ['Template', template
+        ? el('a', { href: href('apps', state.app, 'templates', String(template.name)), 'data-testid': 'notification-template' },
+          `${template.name} v${template.version}`)
+        : null],
+      ['Digest', digest
+        ? el('span', {}, el('code', { 'data-testid': 'notification-digest' }, String(digest.key)),
+          ` · gathers for ${windowText(digest.windowSeconds)}`,
+          typeof digest.item === 'string' ? [' · item ', el('span', { class: 'user', 'data-testid': 'notification-digest-item' }, digest.item)] : null)
+        : null],
       ['Audience', audience ? `${audience.type}${audience.type === 'all' ? '' : ` (${count(audience.count)} named)`}` : '–'],
       ['Named', audience && Array.isArray(audience.sample) && audience.sample.length
         ? el('ul', { class: 'sample' }, audience.sample.map((value) => el('li', {}, audience.type === 'tokens' ? el('code', { class: 'token-full' }, String(value)) : String(value))),
@@ -985,7 +1091,7 @@
     if (!appendRows || !body) {
       clear(container);
       if (deliveries.length === 0) {
-        container.appendChild(el('p', { class: 'empty' }, outcome ? `No ${outcome} devices.` : 'No deliveries recorded yet.'));
+        container.appendChild(el('p', { class: 'empty' }, outcome ? `No ${OUTCOME_NAMES[outcome] || outcome} devices.` : 'No deliveries recorded yet.'));
         return;
       }
       container.appendChild(table([
@@ -1052,7 +1158,7 @@
     setText($('deliveries-id'), id);
     $('deliveries-back').setAttribute('href', href('apps', state.app, 'notifications', id));
     const select = $('deliveries-outcome');
-    select.value = ['accepted', 'rejected', 'failed'].includes(outcome) ? outcome : '';
+    select.value = OUTCOMES.includes(outcome) ? outcome : '';
     showError($('deliveries-error'), '');
     const container = $('deliveries-list');
     clear(container);
@@ -1240,6 +1346,337 @@
   }
 
   // ---------------------------------------------------------------------------------------
+  // Templates
+
+  function showTemplates() {
+    show($('templates-view'), true);
+    showError($('templates-error'), '');
+    const container = $('templates-list');
+    clear(container);
+    container.appendChild(el('p', { class: 'muted' }, 'Loading…'));
+    const generation = state.generation;
+    const load = async (cursor) => {
+      try {
+        const answer = await api(['apps', state.app, 'templates'], { query: { limit: 50, cursor } });
+        if (current(generation)) renderTemplateList(container, answer, Boolean(cursor), load);
+      } catch (error) {
+        if (current(generation)) {
+          clear(container);
+          showError($('templates-error'), error.message);
+        }
+      }
+    };
+    load(null);
+  }
+
+  function listText(values) {
+    const list = Array.isArray(values) ? values.map(String) : [];
+    return list.length ? list.join(', ') : el('span', { class: 'muted' }, '–');
+  }
+
+  function renderTemplateList(container, answer, appendRows, loadMore) {
+    const templates = Array.isArray(answer && answer.templates) ? answer.templates.filter((t) => t && typeof t.name === 'string') : [];
+    let body = container.querySelector('tbody');
+    if (!appendRows || !body) {
+      clear(container);
+      if (templates.length === 0) {
+        container.appendChild(el('p', { class: 'empty', 'data-testid': 'templates-empty' }, `App ${state.app} has no templates yet.`));
+        return;
+      }
+      container.appendChild(table([
+        { title: 'Name' }, { title: 'Version', numeric: true }, { title: 'Languages' }, { title: 'Variables' }, { title: 'Updated' },
+      ], [], { 'data-testid': 'templates-table' }));
+      body = container.querySelector('tbody');
+    }
+    for (const template of templates) {
+      const link = href('apps', state.app, 'templates', template.name);
+      const required = new Set(Array.isArray(template.requiredVariables) ? template.requiredVariables.map(String) : []);
+      const variables = Array.isArray(template.variables) ? template.variables.map(String) : [];
+      body.appendChild(el('tr', { class: 'clickable', 'data-testid': 'template-row', 'data-name': template.name, 'data-href': link },
+        cell(el('a', { href: link, 'data-testid': 'template-row-name' }, template.name)),
+        cell(`v${template.version}`, true),
+        cell(el('span', { 'data-testid': 'template-row-languages' }, listText(template.languages))),
+        cell(variables.length
+          ? el('span', { class: 'tags', 'data-testid': 'template-row-variables' }, variables.map((name) =>
+            el('span', { class: required.has(name) ? 'tag tag-required' : 'tag', title: required.has(name) ? 'required' : 'has a default' }, name)))
+          : el('span', { class: 'muted', 'data-testid': 'template-row-variables' }, '–')),
+        cell(time(template.updatedAt))));
+    }
+    const old = container.querySelector('.more');
+    if (old) old.remove();
+    if (answer.next) {
+      const button = el('button', { type: 'button', class: 'button button-quiet more', 'data-testid': 'templates-more' }, 'More');
+      button.addEventListener('click', () => {
+        button.disabled = true;
+        loadMore(answer.next);
+      });
+      container.appendChild(button);
+    }
+  }
+
+  // The template shown, for its preview.
+  const templateDetail = { name: null, request: 0 };
+
+  async function showTemplate(name) {
+    show($('template-view'), true);
+    show($('template-body'), false);
+    show($('template-preview-result'), false);
+    showError($('template-error'), '');
+    showError($('template-preview-error'), '');
+    setText($('template-name'), name);
+    setBadge($('template-version'), '');
+    $('template-back').setAttribute('href', href('apps', state.app, 'templates'));
+    templateDetail.name = name;
+    const generation = state.generation;
+    try {
+      const template = await api(['apps', state.app, 'templates', name]);
+      if (!current(generation)) return;
+      renderTemplate(template || {});
+    } catch (error) {
+      if (current(generation)) showError($('template-error'), error.message);
+    }
+  }
+
+  function renderTemplate(template) {
+    const version = $('template-version');
+    version.className = 'badge';
+    setText(version, `v${template.version}`);
+    const languages = Array.isArray(template.languages) ? template.languages.map(String) : [];
+    const required = Array.isArray(template.requiredVariables) ? template.requiredVariables.map(String) : [];
+    const fields = $('template-fields');
+    clear(fields);
+    const rows = [
+      ['defaultLanguage', 'Default language', template.defaultLanguage],
+      ['languages', 'Languages', listText(languages)],
+      ['variables', 'Variables', listText(template.variables)],
+      ['requiredVariables', 'Required variables', listText(required)],
+      ['updatedAt', 'Updated', time(template.updatedAt)],
+    ];
+    for (const [key, name, value] of rows) {
+      fields.appendChild(el('div', { class: 'field-row' }, el('dt', {}, name), el('dd', { 'data-testid': `template-field-${key}` }, value)));
+    }
+
+    const stored = template.template && typeof template.template === 'object' ? template.template : {};
+    const variants = stored.variants && typeof stored.variants === 'object' ? Object.entries(stored.variants) : [];
+    const names = ['title', 'subtitle', 'body', 'navigate', 'clickAction'];
+    const container = $('template-variants');
+    clear(container);
+    container.appendChild(table([{ title: 'Language' }, ...names.map((name) => ({ title: name }))],
+      variants.map(([language, variant]) => {
+        const value = variant && typeof variant === 'object' ? variant : {};
+        return el('tr', { 'data-testid': 'template-variant', 'data-language': language },
+          cell(el('code', {}, language), false),
+          names.map((name) => el('td', { class: 'template-text', 'data-testid': `template-variant-${name}` },
+            typeof value[name] === 'string' ? value[name] : el('span', { class: 'muted' }, '–'))));
+      }), { 'data-testid': 'template-variants-table' }));
+    const data = stored.data && typeof stored.data === 'object' ? stored.data : null;
+    setText($('template-data'), data ? JSON.stringify(data, null, 2) : '');
+    show($('template-data-wrap'), Boolean(data));
+
+    const picker = $('template-preview-language');
+    clear(picker);
+    picker.appendChild(el('option', { value: '' }, 'none (a device without a locale)'));
+    for (const language of languages) picker.appendChild(el('option', { value: language }, language));
+    picker.value = languages.includes(template.defaultLanguage) ? template.defaultLanguage : '';
+    $('template-preview-locale').value = '';
+    // The required variables, to fill in.
+    const sample = {};
+    for (const name of required) sample[name] = '';
+    $('template-preview-data').value = JSON.stringify(sample, null, 2);
+    show($('template-body'), true);
+  }
+
+  async function submitPreview(event) {
+    event.preventDefault();
+    const typed = $('template-preview-locale').value.trim();
+    const locale = typed || $('template-preview-language').value;
+    const text = $('template-preview-data').value;
+    let data;
+    try {
+      data = text.trim() === '' ? {} : JSON.parse(text);
+    } catch (error) {
+      data = undefined;
+    }
+    if (!data || typeof data !== 'object' || Array.isArray(data)) {
+      showError($('template-preview-error'), 'Data: must be a JSON object of the variables, e.g. {"order": "1234"}');
+      show($('template-preview-result'), false);
+      return;
+    }
+    showError($('template-preview-error'), '');
+    const body = { data };
+    if (locale) body.locale = locale;
+    const button = $('template-preview-submit');
+    button.disabled = true;
+    const generation = state.generation;
+    const request = ++templateDetail.request;
+    const latest = () => current(generation) && request === templateDetail.request;
+    try {
+      const answer = await api(['apps', state.app, 'templates', templateDetail.name, 'preview'], { method: 'POST', body: JSON.stringify(body) });
+      if (latest()) renderPreview(answer || {}, locale);
+    } catch (error) {
+      if (latest()) {
+        show($('template-preview-result'), false);
+        showError($('template-preview-error'), error.message);
+      }
+    } finally {
+      if (request === templateDetail.request) button.disabled = false;
+    }
+  }
+
+  function renderPreview(answer, locale) {
+    const payload = answer.payload && typeof answer.payload === 'object' ? answer.payload : {};
+    const aps = payload.aps && typeof payload.aps === 'object' ? payload.aps : {};
+    const alert = aps.alert && typeof aps.alert === 'object' ? aps.alert : (typeof aps.alert === 'string' ? { body: aps.alert } : {});
+    setText($('template-preview-used'), `· ${answer.language} variant${locale ? ` for ${locale}` : ''}`);
+    for (const name of ['title', 'subtitle', 'body']) {
+      const node = $(`template-preview-${name}`);
+      setText(node, typeof alert[name] === 'string' ? alert[name] : '');
+      show(node, typeof alert[name] === 'string');
+    }
+    setText($('template-preview-payload'), JSON.stringify(payload, null, 2));
+    const options = $('template-preview-options');
+    clear(options);
+    if (answer.webPush !== undefined) options.appendChild(el('div', {}, el('h3', {}, 'Web Push options'), jsonBlock(answer.webPush, { 'data-testid': 'template-preview-webpush' })));
+    if (answer.fcm !== undefined) options.appendChild(el('div', {}, el('h3', {}, 'FCM options'), jsonBlock(answer.fcm, { 'data-testid': 'template-preview-fcm' })));
+    show($('template-preview-result'), true);
+  }
+
+  // ---------------------------------------------------------------------------------------
+  // A user's preferences
+
+  // The user shown and what the API answered for them, for the form's Save.
+  const userDetail = { user: null, preferences: null, known: {} };
+
+  function submitUserSearch(event) {
+    event.preventDefault();
+    const user = $('user-search-value').value.trim();
+    if (!user) {
+      showError($('user-error'), 'Enter a user ID, as devices register it.');
+      return;
+    }
+    const target = href('apps', state.app, 'users', user);
+    // The same user again (to refresh) does not change the hash, so show it directly.
+    if (location.hash === target) render();
+    else location.hash = target;
+  }
+
+  async function showUser(user) {
+    show($('users-view'), true);
+    show($('user-preferences'), false);
+    showError($('user-error'), '');
+    showError($('user-save-error'), '');
+    showError($('user-saved'), '');
+    $('user-search-value').value = user;
+    userDetail.user = user || null;
+    userDetail.preferences = null;
+    userDetail.known = {};
+    if (!user) {
+      $('user-search-value').focus();
+      return;
+    }
+    const generation = state.generation;
+    const [preferences, categories] = await Promise.allSettled([
+      api(['apps', state.app, 'users', user, 'preferences']),
+      api(['apps', state.app, 'categories']),
+    ]);
+    if (!current(generation)) return;
+    if (preferences.status === 'rejected') {
+      showError($('user-error'), preferences.reason.message);
+      return;
+    }
+    const known = categories.status === 'fulfilled' && categories.value && typeof categories.value.categories === 'object'
+      ? categories.value.categories : {};
+    userDetail.known = known;
+    renderPreferences(preferences.value || {}, known);
+  }
+
+  /// A choice as the API gives it (true, false, or {"all"?, "webpush"?, …}) in words.
+  function choiceText(choice) {
+    if (choice === true) return 'receives';
+    if (choice === false) return 'opted out';
+    if (!choice || typeof choice !== 'object') return '–';
+    return Object.entries(choice).map(([platform, enabled]) =>
+      `${platform === 'all' ? 'every platform' : platform}: ${enabled ? 'receives' : 'opted out'}`).join(', ');
+  }
+
+  function renderPreferences(preferences, known) {
+    userDetail.preferences = preferences;
+    setText($('user-name'), preferences.user);
+    setText($('user-updated'), preferences.updatedAt ? '' : 'No choices stored: every category is at its default.');
+    if (preferences.updatedAt) append($('user-updated'), ['Choices last set ', time(preferences.updatedAt), '.']);
+    const choices = preferences.categories && typeof preferences.categories === 'object' ? preferences.categories : {};
+    const defaults = preferences.defaults && typeof preferences.defaults === 'object' ? preferences.defaults : {};
+    const names = [...new Set([...Object.keys(known), ...Object.keys(defaults), ...Object.keys(choices)])].sort();
+    const container = $('user-categories');
+    clear(container);
+    if (names.length === 0) {
+      container.appendChild(el('p', { class: 'empty' }, 'The app has no categories to choose.'));
+      show($('user-save'), false);
+      show($('user-preferences'), true);
+      return;
+    }
+    const rows = names.map((name) => {
+      const category = known[name] && typeof known[name] === 'object' ? known[name] : {};
+      const transactional = Boolean(category.transactional) && !(name in defaults);
+      const has = Object.prototype.hasOwnProperty.call(choices, name);
+      const choice = choices[name];
+      const fallback = defaults[name];
+      let control;
+      if (transactional) {
+        control = el('span', { class: 'muted' }, 'transactional: always sent');
+      } else {
+        const select = el('select', { 'data-testid': 'user-choice-select', 'data-category': name, 'aria-label': `Choice for ${name}` },
+          el('option', { value: 'default' }, `default (${fallback === false ? 'not received' : 'received'})`),
+          el('option', { value: 'on' }, 'receives'),
+          el('option', { value: 'off' }, 'opted out'),
+          has && typeof choice === 'object' && choice !== null ? el('option', { value: 'custom' }, `as stored: ${choiceText(choice)}`) : null);
+        select.value = !has ? 'default' : choice === true ? 'on' : choice === false ? 'off' : 'custom';
+        control = select;
+      }
+      return el('tr', { 'data-testid': 'user-category', 'data-category': name },
+        cell(el('code', {}, name)),
+        cell(el('span', { 'data-testid': 'user-choice' }, has ? choiceText(choice) : el('span', { class: 'muted' }, 'no choice'))),
+        cell(el('span', { 'data-testid': 'user-default' },
+          transactional ? 'always sent' : fallback === undefined ? '–' : fallback ? 'received (opt-out)' : 'not received (opt-in)')),
+        cell(control));
+    });
+    container.appendChild(table([{ title: 'Category' }, { title: 'Choice' }, { title: 'Default' }, { title: 'Change' }], rows,
+      { 'data-testid': 'user-categories-table' }));
+    show($('user-save'), true);
+    show($('user-preferences'), true);
+  }
+
+  async function submitPreferences(event) {
+    event.preventDefault();
+    const preferences = userDetail.preferences;
+    if (!preferences || !userDetail.user) return;
+    const stored = preferences.categories && typeof preferences.categories === 'object' ? preferences.categories : {};
+    const categories = {};
+    for (const select of $('user-categories').querySelectorAll('select[data-category]')) {
+      const name = select.getAttribute('data-category');
+      if (select.value === 'on') categories[name] = true;
+      else if (select.value === 'off') categories[name] = false;
+      else if (select.value === 'custom' && Object.prototype.hasOwnProperty.call(stored, name)) categories[name] = stored[name];
+    }
+    const button = $('user-save');
+    button.disabled = true;
+    showError($('user-save-error'), '');
+    showError($('user-saved'), '');
+    const generation = state.generation;
+    const user = userDetail.user;
+    try {
+      const answer = await api(['apps', state.app, 'users', user, 'preferences'], { method: 'PUT', body: JSON.stringify({ categories }) });
+      if (!current(generation)) return;
+      renderPreferences(answer || {}, userDetail.known);
+      showError($('user-saved'), 'Saved.');
+    } catch (error) {
+      if (current(generation)) showError($('user-save-error'), error.message);
+    } finally {
+      button.disabled = false;
+    }
+  }
+
+  // ---------------------------------------------------------------------------------------
   // Send a test notification
 
   function showSend(query) {
@@ -1387,6 +1824,10 @@
     });
     $('device-search-form').addEventListener('submit', submitDeviceSearch);
     $('send-form').addEventListener('submit', submitSend);
+    $('templates-refresh').addEventListener('click', () => render());
+    $('template-preview-form').addEventListener('submit', submitPreview);
+    $('user-search-form').addEventListener('submit', submitUserSearch);
+    $('user-preferences').addEventListener('submit', submitPreferences);
     $('send-target-type').addEventListener('change', updateTargetLabel);
     document.addEventListener('click', openRow);
     window.addEventListener('hashchange', render);
