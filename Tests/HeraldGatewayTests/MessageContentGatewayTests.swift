@@ -126,6 +126,37 @@ struct MessageContentGatewayTests {
         }
     }
 
+    @Test("categories in the file: read as given; a cap of 0, a window over the retention, transactional with caps or opt-in, an unknown field are refused by path")
+    func categoriesConfiguration() throws {
+        let scratch = try ScratchDirectory()
+        try scratch.write("AuthKey.p8", ProviderKey.generate(keyID: "KEY1234567", teamID: "TEAM123456").pemRepresentation)
+        func load(_ categories: String, queue: String = "") throws -> GatewayConfiguration.App {
+            let file = try scratch.write(
+                "herald.json",
+                #"{"database": "sqlite:h.db", \#(queue)"apps": [{"id": "shop", "topic": "com.example.shop", "environment": "production", "authKey": {"file": "AuthKey.p8", "keyID": "KEY1234567", "teamID": "TEAM123456"}, "defaultLanguage": "pt-BR", "categories": \#(categories)}], "apiKeys": []}"#)
+            return try #require(try GatewayConfiguration.load(file: file).apps.first)
+        }
+        let app = try load(#"{"orders": {"transactional": true}, "marketing": {"commercial": true, "caps": [{"count": 1, "windowSeconds": 600}, {"count": 3, "windowSeconds": 86400}]}, "news": {"commercial": true, "optIn": true}}"#)
+        #expect(app.defaultLanguage == "pt-BR")
+        #expect(app.categories["marketing"]?.caps == [FrequencyCap(count: 1, windowSeconds: 600), FrequencyCap(count: 3, windowSeconds: 86400)])
+        #expect(app.categories["orders"]?.transactional == true && app.categories["news"]?.optIn == true)
+        for (categories, queue, expected) in [
+            (#"{"m": {"caps": [{"count": 0, "windowSeconds": 60}]}}"#, "", "categories.m.caps[0].count"),
+            (#"{"m": {"caps": [{"count": 1, "windowSeconds": 7200}]}}"#, #""queue": {"retentionSeconds": 3600}, "#, "apps[0].categories.m.caps[0].windowSeconds"),
+            (#"{"o": {"transactional": true, "caps": [{"count": 1, "windowSeconds": 60}]}}"#, "", "categories.o.caps"),
+            (#"{"o": {"transactional": true, "optIn": true}}"#, "", "categories.o.optIn"),
+            (#"{"m": {"commercial": true, "limit": 3}}"#, "", "categories.m.limit"),
+            (#"{"Bad Name": {}}"#, "", "categories"),
+        ] {
+            do {
+                _ = try load(categories, queue: queue)
+                Issue.record("\(categories) was taken")
+            } catch {
+                #expect("\(error)".contains(expected), "\(error)")
+            }
+        }
+    }
+
     @Test("bad input names the field: unknown template, missing variable, unknown category, digest not to users, critical without a category", arguments: [Backend.sqlite])
     func refusals(backend: Backend) async throws {
         try await GatewayHarness.run(backend, gateway: Self.configure) { harness in

@@ -377,6 +377,35 @@ struct ContentStoreTests {
         }
     }
 
+    @Test("a digest whose holder was cancelled takes nothing more: the next notification opens a digest of its own", arguments: Backend.allCases)
+    func digestHolderCancelled(backend: Backend) async throws {
+        try await withStore(backend) { store in
+            try await store.register(try registration(1, user: "u1"), app: app)
+            func digest(_ item: String) -> NotificationContent { NotificationContent(digest: DigestRequest(key: "c:3", windowSeconds: 60, item: item)) }
+            let first = try await store.enqueue(Self.request(.users(["u1"]), content: digest("Ann")), now: Self.start).notification
+            _ = try await store.cancel(id: first.id, now: Self.start.addingTimeInterval(5))
+            let next = try await store.enqueue(Self.request(.users(["u1"]), content: digest("Bob")), now: Self.start.addingTimeInterval(10)).notification
+            #expect(next.status == .queued && next.counts.skipped.isEmpty, "not folded into a digest that will never be sent")
+            let batch = try await Self.onlyBatch(of: next.id, store: store, now: Self.start.addingTimeInterval(70))
+            #expect(try await store.screen(batch, rules: nil, now: Self.start.addingTimeInterval(70)).digests == ["u1": DigestSummary(count: 1, items: ["Bob"])])
+        }
+    }
+
+    @Test("the store refuses a digest key or item out of bounds, and a window that outlasts the notification's expiration", arguments: [Backend.sqlite])
+    func digestBounds(backend: Backend) async throws {
+        try await withStore(backend) { store in
+            for request in [
+                DigestRequest(key: String(repeating: "k", count: 129), windowSeconds: 60), DigestRequest(key: "a\nb", windowSeconds: 60),
+                DigestRequest(key: "k", windowSeconds: 60, item: "two\nlines"), DigestRequest(key: "k", windowSeconds: 60, item: String(repeating: "i", count: 257)),
+            ] {
+                await #expect(throws: StoreError.self, "\(request)") { try await store.enqueue(Self.request(.users(["u1"]), content: NotificationContent(digest: request))) }
+            }
+            var expiring = Self.request(.users(["u1"]), content: NotificationContent(digest: DigestRequest(key: "k", windowSeconds: 120)))
+            expiring.expiration = try PushExpiration(unixSeconds: Int(Date().timeIntervalSince1970) + 60)
+            await #expect(throws: StoreError.self) { try await store.enqueue(expiring) }
+        }
+    }
+
     // MARK: Caps across processes
 
     @Test("PostgreSQL: two processes screening one user's 20 notifications at once under a cap of 3 send exactly 3")
