@@ -243,12 +243,14 @@ extension QueueEngine {
 }
 
 /// What one subject (a user, or a device without one) was sent of a category lately, as its
-/// `frequency.sends` holds it: `ms id` for each notification counted, `!ms id` for each refused
-/// (so every device of the user gets the same answer), comma-separated, oldest first.
+/// `frequency.sends` holds it: `ms.key` for each notification counted, `!ms.key` for each
+/// refused (so every device of the user gets the same answer), comma-separated, oldest first;
+/// `key` is 8 hex digits of the notification ID's hash. A broadcast reads and writes one such
+/// row per user, so it is short, and read without splitting strings.
 struct FrequencyRecord: Hashable {
     struct Entry: Hashable {
         var at: Int64
-        var notification: String
+        var key: UInt32
         var allowed: Bool
     }
 
@@ -256,32 +258,81 @@ struct FrequencyRecord: Hashable {
 
     /// The most refusals remembered per subject: a retry of an older one decides afresh.
     static let maximumRefusals = 16
+    /// The most entries read from a row (a row holds at most the largest cap's count of
+    /// acceptances, and ``maximumRefusals``): what is beyond is dropped.
+    static let maximumEntries = 10_000 + maximumRefusals
 
     init(_ stored: String) {
-        entries = stored.split(separator: ",").compactMap { text in
-            var text = Substring(text)
-            let allowed = !text.hasPrefix("!")
-            if !allowed { text = text.dropFirst() }
-            guard let space = text.firstIndex(of: " "), let at = Int64(text[..<space]) else { return nil }
-            return Entry(at: at, notification: String(text[text.index(after: space)...]), allowed: allowed)
+        entries = []
+        var utf8 = stored.utf8.makeIterator()
+        var at: Int64 = 0
+        var key: UInt32 = 0
+        var allowed = true
+        var inKey = false
+        var valid = true
+        func finish() {
+            if valid, inKey, entries.count < Self.maximumEntries { entries.append(Entry(at: at, key: key, allowed: allowed)) }
+            (at, key, allowed, inKey, valid) = (0, 0, true, false, true)
         }
+        var any = false
+        while let byte = utf8.next() {
+            any = true
+            switch byte {
+            case UInt8(ascii: ","): finish()
+            case UInt8(ascii: "!"): allowed = false
+            case UInt8(ascii: "."): inKey = true
+            case UInt8(ascii: "0")...UInt8(ascii: "9"):
+                if inKey {
+                    key = key &<< 4 | UInt32(byte - UInt8(ascii: "0"))
+                } else {
+                    let (times, overflow) = at.multipliedReportingOverflow(by: 10)
+                    if overflow { valid = false } else { at = times &+ Int64(byte - UInt8(ascii: "0")) }
+                }
+            case UInt8(ascii: "a")...UInt8(ascii: "f") where inKey: key = key &<< 4 | UInt32(byte - UInt8(ascii: "a") + 10)
+            default: valid = false
+            }
+        }
+        if any { finish() }
     }
 
-    var stored: String { entries.map { "\($0.allowed ? "" : "!")\($0.at) \($0.notification)" }.joined(separator: ",") }
+    var stored: String {
+        var text = ""
+        text.reserveCapacity(entries.count * 24)
+        for (index, entry) in entries.enumerated() {
+            if index > 0 { text += "," }
+            if !entry.allowed { text += "!" }
+            text += String(entry.at)
+            text += "."
+            text += String(entry.key, radix: 16)
+        }
+        return text
+    }
+
+    /// The key a notification is remembered by: 32 bits of its ID's FNV-1a hash.
+    static func key(_ notification: String) -> UInt32 {
+        var hash: UInt32 = 2_166_136_261
+        for byte in notification.utf8 { hash = (hash ^ UInt32(byte)) &* 16_777_619 }
+        return hash
+    }
 
     /// Whether `notification` may be sent under `caps` at `now` (milliseconds), and whether the
     /// record changed: the notification counted (or refused) once, entries older than the
     /// longest window dropped.
     mutating func admit(_ notification: String, caps: [FrequencyCap], now: Int64) -> (allowed: Bool, changed: Bool) {
-        if let earlier = entries.first(where: { $0.notification == notification }) { return (earlier.allowed, false) }
+        let key = Self.key(notification)
+        if let earlier = entries.first(where: { $0.key == key }) { return (earlier.allowed, false) }
         let longest = Int64(caps.map(\.windowSeconds).max() ?? 0) * 1000
         entries.removeAll { $0.at <= now - longest }
         let allowed = caps.allSatisfy { cap in
-            entries.lazy.filter { $0.allowed && $0.at > now - Int64(cap.windowSeconds) * 1000 }.count < cap.count
+            let since = now - Int64(cap.windowSeconds) * 1000
+            var count = 0
+            for entry in entries where entry.allowed && entry.at > since { count += 1 }
+            return count < cap.count
         }
-        entries.append(Entry(at: now, notification: notification, allowed: allowed))
-        let refusals = entries.indices.filter { !entries[$0].allowed }
-        if refusals.count > Self.maximumRefusals { entries.remove(at: refusals[0]) }
+        entries.append(Entry(at: now, key: key, allowed: allowed))
+        if !allowed, let oldest = entries.firstIndex(where: { !$0.allowed }), entries.lazy.filter({ !$0.allowed }).count > Self.maximumRefusals {
+            entries.remove(at: oldest)
+        }
         return (allowed, true)
     }
 }
