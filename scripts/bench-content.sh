@@ -33,6 +33,8 @@ cd "$(dirname "$0")/.."
 
 COUNT=${1:-300000}
 ROUNDS=${ROUNDS:-2}
+DEFAULT_CAPS='[ { "count": 10, "windowSeconds": 600 }, { "count": 50, "windowSeconds": 86400 } ]'
+CAPS_JSON=${CAPS:-$DEFAULT_CAPS}
 OPTOUT_CONCURRENCY=${OPTOUT_CONCURRENCY:-16}
 MOCK_PORT=18744
 API_PORT=18780
@@ -55,7 +57,7 @@ config() {  # DATABASE PORT
               "authKey": { "file": "$WORK/AuthKey_BENCHKEY01.p8", "keyID": "BENCHKEY01", "teamID": "BENCHTEAM1" },
               "defaultLanguage": "en",
               "categories": { "marketing": { "commercial": true,
-                                             "caps": ${CAPS:-[ { "count": 10, "windowSeconds": 600 }, { "count": 50, "windowSeconds": 86400 } ]} } } } ],
+                                             "caps": $CAPS_JSON } } } ],
   "apiKeys": [ { "name": "bench", "sha256": "$DIGEST", "apps": ["bench"] } ] }
 EOF
 }

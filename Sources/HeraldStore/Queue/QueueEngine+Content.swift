@@ -97,18 +97,26 @@ extension QueueEngine {
         let counts = !(rules?.caps.isEmpty ?? true)
         let body: @Sendable (any SQLConnection) async throws -> Screening = { [self] connection in
             var screening = Screening()
+            // The devices' own choices, and their users' (by platform code, -1 for every one).
             var choices: [String: [String: Bool]] = [:]
+            var byUser: [String: [Int64: Bool]] = [:]
+            let honors = rules?.honorsPreferences == true
             let tokens = batch.items.map(\.token)
             for part in Self.chunks(tokens) {
-                for row in try await connection.query(sql.deviceTraits, [.text(app), .devices(part)]) {
+                let rows = honors
+                    ? try await connection.query(sql.deviceTraitsAndChoices, [.text(app), .devices(part), .text(rules?.category ?? "")])
+                    : try await connection.query(sql.deviceTraits, [.text(app), .devices(part)])
+                for row in rows {
                     guard let token = row.text(0) else { continue }
                     let user = row.text(1).flatMap { $0.isEmpty ? nil : $0 }
                     screening.traits[token] = DeviceTraits(user: user, locale: row.text(2).flatMap { $0.isEmpty ? nil : $0 })
-                    if rules?.honorsPreferences == true, let own = row.text(3), !own.isEmpty { choices[token] = PreferenceList.decode(own) }
+                    guard honors else { continue }
+                    if let own = row.text(3), !own.isEmpty { choices[token] = PreferenceList.decode(own) }
+                    if let user, let platform = row.int(4) { byUser[user, default: [:]][platform] = row.int(5, default: 1) != 0 }
                 }
             }
             if let rules {
-                try await screenPreferences(batch, rules: rules, choices: choices, into: &screening, on: connection)
+                Self.screenPreferences(batch, rules: rules, choices: choices, users: byUser, into: &screening)
                 if counts { try await screenCaps(batch, rules: rules, into: &screening, now: now, on: connection) }
             }
             if let digest {
@@ -133,17 +141,10 @@ extension QueueEngine {
 
     /// Marks the devices that opted out: the device's own choice, else its user's for the
     /// device's platform, else its user's for every platform, else the category's default.
-    private func screenPreferences(
-        _ batch: WorkBatch, rules: ScreeningRules, choices: [String: [String: Bool]], into screening: inout Screening, on connection: any SQLConnection
-    ) async throws {
+    private static func screenPreferences(
+        _ batch: WorkBatch, rules: ScreeningRules, choices: [String: [String: Bool]], users byUser: [String: [Int64: Bool]], into screening: inout Screening
+    ) {
         guard rules.honorsPreferences else { return }
-        let users = Set(screening.traits.values.compactMap(\.user)).sorted()
-        var byUser: [String: [Int64: Bool]] = [:]
-        for part in Self.chunks(users) {
-            for row in try await connection.query(sql.preferencesOfUsers, [.text(batch.notification.app), .text(rules.category), .texts(Array(part))]) {
-                byUser[row.text(0) ?? "", default: [:]][row.int(1) ?? Self.everyPlatform] = row.int(2, default: 1) != 0
-            }
-        }
         for item in batch.items {
             let user = screening.traits[item.token]?.user.flatMap { byUser[$0] }
             let receives = choices[item.token]?[rules.category] ?? user?[Int64(item.platform.code)] ?? user?[Self.everyPlatform] ?? rules.receivesByDefault

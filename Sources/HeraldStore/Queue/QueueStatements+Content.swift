@@ -48,6 +48,19 @@ extension QueueStatements {
         return "SELECT l.\(column), f.* FROM json_array_elements_text($\(list)::json) AS l(\(column)) CROSS JOIN LATERAL (\(row) OFFSET 0) AS f"
     }
 
+    /// As ``deviceTraits``, and each device's user's choices for category $3 (`platform`,
+    /// `enabled`: a row each, none for a user without a choice): one statement, not two.
+    var deviceTraitsAndChoices: String {
+        let choices = "SELECT platform, enabled FROM user_preferences p WHERE p.app = $1 AND p.user_id = devices.user_id AND p.category = $3"
+        let join = d.forUpdate.isEmpty
+            ? "LEFT JOIN user_preferences p ON p.app = $1 AND p.user_id = devices.user_id AND p.category = $3"
+            : "LEFT JOIN LATERAL (\(choices) OFFSET 0) AS p ON true"
+        return """
+            SELECT devices.token, devices.user_id, devices.locale, devices.preferences, p.platform, p.enabled FROM devices \(join)
+            WHERE devices.app = $1 AND \(d.devices("devices", in: 2, hashAt: 1))
+            """
+    }
+
     /// The user, locale and own choices of the devices $2 (rows `[token, hash]`) of app $1.
     var deviceTraits: String {
         "SELECT token, user_id, locale, preferences FROM devices WHERE app = $1 AND \(d.devices("devices", in: 2, hashAt: 1))"
