@@ -82,9 +82,22 @@ struct BatchPreparation {
         }
         var groups: [Key: [WorkItem]] = [:]
         var order: [Key] = []
+        // A batch's devices have a few locales between them: each is matched to a variant once.
+        var languages: [String: String] = [:]
+        let fallback = template.language(for: nil, appLanguage: app.defaultLanguage)
         for item in kept {
             let traits = screening.traits[item.token]
-            let language = template.language(for: traits?.locale, appLanguage: app.defaultLanguage)
+            let language: String
+            if let locale = traits?.locale {
+                if let known = languages[locale] {
+                    language = known
+                } else {
+                    language = template.language(for: locale, appLanguage: app.defaultLanguage)
+                    languages[locale] = language
+                }
+            } else {
+                language = fallback
+            }
             let user = traits?.user.flatMap { byUser[$0] != nil || screening.digests[$0] != nil ? $0 : nil }
             let key = Key(language: language, user: user)
             if groups[key] == nil { order.append(key) }
