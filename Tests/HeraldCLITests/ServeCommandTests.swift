@@ -26,7 +26,8 @@ struct ServeCommandTests {
         /// - Parameters:
         ///   - delay: how long the mock takes to answer each request.
         ///   - streams: the mock's SETTINGS_MAX_CONCURRENT_STREAMS (its answers a connection waits for at once).
-        init(database: String, leaseSeconds: Int = 2, delay: Duration = .milliseconds(10), streams: Int = 100) async throws {
+        ///   - app: more fields of the app's entry (`, "categories": {…}`).
+        init(database: String, leaseSeconds: Int = 2, delay: Duration = .milliseconds(10), streams: Int = 100, app: String = "") async throws {
             scratch = try ScratchDirectory()
             let key = ProviderKey.generate()
             var configuration = MockAPNSServer.Configuration()
@@ -44,7 +45,7 @@ struct ServeCommandTests {
                 """
                 { "listen": "127.0.0.1:0", "database": "\(database)",
                   "apps": [ { "id": "shop", "topic": "\(ServeCommandTests.topic)", "environment": "\(mock.url)", "caFile": "\(ca)", "connections": 1,
-                              "authKey": { "file": "\(keyFile)", "keyID": "\(key.keyID)", "teamID": "\(key.teamID)" } } ],
+                              "authKey": { "file": "\(keyFile)", "keyID": "\(key.keyID)", "teamID": "\(key.teamID)" }\(app) } ],
                   "apiKeys": [ { "name": "tests", "sha256": "\(digest)", "apps": ["shop"] } ],
                   "queue": { "leaseSeconds": \(leaseSeconds), "retryInitialSeconds": 1, "retryMaximumSeconds": 2 },
                   "workers": { "count": 2, "batchSize": 250 } }
@@ -200,6 +201,48 @@ struct ServeCommandTests {
             #expect(sent > 0 && sent < 4000, "\(process.arguments): \(sent) sent")
             #expect(await process.stop() == 0)
         }
+        try await setup.mock.shutdown()
+    }
+
+    @Test("two processes on one PostgreSQL, 20 notifications at once to one user whose category allows 2 in 10 minutes: exactly 2 reach each of the user's devices")
+    func capAcrossProcesses() async throws {
+        if let reason = PostgresCluster.unavailableReason, !PostgresCluster.isRequired { try Test.cancel(Comment(rawValue: reason)) }
+        let scratch = try ScratchDirectory()
+        let setup = try await Setup(
+            database: try await Backend.postgres.storeURL(scratch: scratch), leaseSeconds: 30, delay: .milliseconds(5),
+            app: #", "categories": {"marketing": {"commercial": true, "caps": [{"count": 2, "windowSeconds": 600}]}}"#)
+        let (one, base) = try await setup.serve()
+        let (two, other) = try await setup.serve()
+        for number in 0..<2 {
+            let (status, answer) = try await Self.call("PUT", "\(base)/v1/apps/shop/devices/\(Self.token(number))", body: #"{"user": "ann"}"#)
+            #expect(status == 201, "\(answer?.jsonString ?? "")")
+        }
+        let ids = try await withThrowingTaskGroup(of: String?.self) { group in
+            for round in 0..<20 {
+                group.addTask {
+                    let (status, answer) = try await Self.call(
+                        "POST", "\(round.isMultiple(of: 2) ? base : other)/v1/apps/shop/notifications",
+                        body: #"{"to": {"users": ["ann"]}, "category": "marketing", "payload": {"aps": {"alert": "offer \#(round)"}}}"#)
+                    #expect(status == 202, "\(answer?.jsonString ?? "")")
+                    return answer?["id"]?.stringValue
+                }
+            }
+            return try await group.reduce(into: [String]()) { if let id = $1 { $0.append(id) } }
+        }
+        #expect(ids.count == 20)
+        var accepted = 0
+        var capped = 0
+        for id in ids {
+            let done = try await Self.waitUntilDone(base, id)
+            accepted += done?["accepted"]?.intValue ?? 0
+            capped += done?["capped"]?.intValue ?? 0
+        }
+        #expect(accepted == 4 && capped == 36, "2 notifications × 2 devices sent, the other 18 capped on both: \(accepted) accepted, \(capped) capped")
+        let sent = Dictionary(grouping: setup.mock.accepted, by: \.token).mapValues(\.count)
+        #expect(sent == [Self.token(0): 2, Self.token(1): 2], "\(sent)")
+        #expect(Set(setup.mock.accepted.map(\.payload)).count == 2, "both devices got the same two")
+        #expect(await one.stop() == 0)
+        #expect(await two.stop() == 0)
         try await setup.mock.shutdown()
     }
 
