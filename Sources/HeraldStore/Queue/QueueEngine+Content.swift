@@ -122,10 +122,12 @@ extension QueueEngine {
             if let digest {
                 let users = Set(batch.items.compactMap { screening.skipped[$0.token] == nil ? screening.traits[$0.token]?.user : nil }).sorted()
                 for part in Self.chunks(users) {
+                    var rows = Array(part)
                     if !database.dialect.forUpdate.isEmpty {
-                        try await connection.query(sql.lockDigests, [.text(app), .text(digest.key), .texts(Array(part))])
+                        rows = try await connection.query(sql.lockDigests, [.text(app), .text(digest.key), .texts(rows)]).compactMap { $0.text(1) }
+                        if rows.isEmpty { continue }
                     }
-                    for row in try await connection.query(sql.closeDigests, [.text(app), .text(digest.key), .text(batch.notification.id), .texts(Array(part))]) {
+                    for row in try await connection.query(sql.closeDigests, [.text(app), .text(digest.key), .text(batch.notification.id), .texts(rows)]) {
                         let items = (row.text(2) ?? "").split(separator: "\n").map(String.init)
                         screening.digests[row.text(0) ?? ""] = DigestSummary(count: row.int(1, default: 1), items: items)
                     }

@@ -136,22 +136,26 @@ extension QueueStatements {
     var deleteStaleDigests: String {
         "DELETE FROM digests WHERE (app, user_id, key) IN (SELECT app, user_id, key FROM digests WHERE closes_at < $1 LIMIT $2) RETURNING app"
     }
-    /// Locks the digests of users $3 of app $1 and key $2 in user order, as a fold locks them,
-    /// before ``closeDigests`` changes them.
+    /// PostgreSQL: locks the digests of users $3 of app $1 and key $2, in user order as a fold
+    /// locks them, and returns each one's `ctid` for ``closeDigests`` to change it by.
     var lockDigests: String {
         keyed(
             "SELECT user_id FROM digests WHERE app = $1 AND key = $2 AND user_id IN (\(d.list(3, .text))) ORDER BY user_id",
-            each: 3, as: "user_id", from: "SELECT holder FROM digests WHERE app = $1 AND key = $2 AND user_id = l.user_id FOR UPDATE")
+            each: 3, as: "user_id", from: "SELECT ctid::text AS row FROM digests WHERE app = $1 AND key = $2 AND user_id = l.user_id FOR UPDATE")
     }
     /// Closes the digests of users $4 of app $1 and key $2 that notification $3 holds, returning
     /// what they hold: a digest closed before (by another of the user's devices) as well, and the
-    /// last one when a new one opened since its window ended (its holder not yet sent then).
+    /// last one when a new one opened since its window ended (its holder not yet sent then). On
+    /// PostgreSQL $4 is the rows ``lockDigests`` locked, by `ctid`: found by their address, whatever
+    /// the table's statistics would make of a list of users.
     var closeDigests: String {
-        """
-        UPDATE digests SET state = CASE WHEN holder = $3 THEN \(DigestState.closed) ELSE state END
-        WHERE app = $1 AND key = $2 AND (holder = $3 OR last_holder = $3) AND user_id IN (\(d.list(4, .text)))
-        RETURNING user_id, CASE WHEN holder = $3 THEN count ELSE last_count END, CASE WHEN holder = $3 THEN items ELSE last_items END
-        """
+        let rows = d.forUpdate.isEmpty
+            ? "user_id IN (\(d.list(4, .text)))" : "ctid = ANY(ARRAY(SELECT e.value::tid FROM json_array_elements_text($4::json) AS e(value)))"
+        return """
+            UPDATE digests SET state = CASE WHEN holder = $3 THEN \(DigestState.closed) ELSE state END
+            WHERE app = $1 AND key = $2 AND (holder = $3 OR last_holder = $3) AND \(rows)
+            RETURNING user_id, CASE WHEN holder = $3 THEN count ELSE last_count END, CASE WHEN holder = $3 THEN items ELSE last_items END
+            """
     }
 }
 
