@@ -475,6 +475,12 @@ public final class HeraldStore: Service, Sendable {
         try await backend.retireStale(app: app, platform: platform, notUpdatedSince: cutoff, limit: limit, now: now)
     }
 
+    /// Deletes at most `limit` rows of what frequency caps counted and digests held that no
+    /// window reaches since `cutoff`; returns how many went.
+    package func purgeScreening(before cutoff: Date, limit: Int = 1000) async throws -> Int {
+        try await backend.purgeScreening(before: cutoff, limit: max(1, limit))
+    }
+
     package func purgeRetiredDevices(before cutoff: Date, limit: Int = 1000) async throws -> Int {
         try await backend.purgeRetiredDevices(before: cutoff, limit: max(1, limit))
     }

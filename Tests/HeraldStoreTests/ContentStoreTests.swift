@@ -1,6 +1,6 @@
 import Foundation
 import HeraldCore
-import HeraldStore
+@testable import HeraldStore
 import HeraldTestSupport
 import Testing
 
@@ -403,6 +403,29 @@ struct ContentStoreTests {
             var expiring = Self.request(.users(["u1"]), content: NotificationContent(digest: DigestRequest(key: "k", windowSeconds: 120)))
             expiring.expiration = try PushExpiration(unixSeconds: Int(Date().timeIntervalSince1970) + 60)
             await #expect(throws: StoreError.self) { try await store.enqueue(expiring) }
+        }
+    }
+
+    @Test("retention: what caps counted and digests held, older than any window, is deleted; what is newer is kept", arguments: Backend.allCases)
+    func purgeScreening(backend: Backend) async throws {
+        try await withStore(backend) { store in
+            try await store.register(try registration(1, user: "ann"), app: app)
+            try await store.register(try registration(2, user: "bob"), app: app)
+            let rules = ScreeningRules(category: "promo", receivesByDefault: true, honorsPreferences: true, caps: [FrequencyCap(count: 1, windowSeconds: 600)])
+            let old = try await store.enqueue(Self.request(.users(["ann"]), content: NotificationContent(category: "promo")), now: Self.start).notification
+            let oldBatch = try await Self.onlyBatch(of: old.id, store: store, now: Self.start)
+            try await Self.complete(oldBatch, try await store.screen(oldBatch, rules: rules, now: Self.start), store: store, now: Self.start)
+            let digest = NotificationContent(digest: DigestRequest(key: "k", windowSeconds: 60))
+            _ = try await store.enqueue(Self.request(.users(["ann"]), content: digest), now: Self.start)
+
+            let later = Self.start.addingTimeInterval(2 * 86400)
+            let recent = try await store.enqueue(Self.request(.users(["bob"]), content: NotificationContent(category: "promo")), now: later).notification
+            let recentBatch = try await Self.onlyBatch(of: recent.id, store: store, now: later)
+            try await Self.complete(recentBatch, try await store.screen(recentBatch, rules: rules, now: later), store: store, now: later)
+
+            #expect(try await store.purgeScreening(before: Self.start.addingTimeInterval(86400)) == 2, "ann's count and ann's digest")
+            #expect(try await store.purgeScreening(before: Self.start.addingTimeInterval(86400)) == 0, "bob's count is newer")
+            #expect(try await store.purgeScreening(before: later.addingTimeInterval(1)) == 1)
         }
     }
 

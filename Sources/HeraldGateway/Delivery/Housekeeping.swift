@@ -18,7 +18,8 @@ import Foundation
 ///   ``HousekeepingSettings/purgeBatchSize`` rows, with a pause between them, so no long
 ///   transaction or lock stalls sending. Rows purged are counted in `herald_purged_rows_total`.
 /// - Each day, a certificate within 30 days of its expiry is warned of (``CredentialExpiry``).
-/// - Every ``HousekeepingSettings/staleInterval``, each app's devices not registered again for
+/// - Every ``HousekeepingSettings/staleInterval``, what frequency caps counted and digests held
+///   that no window reaches any more is deleted (``purgeScreening(now:)``), and each app's devices not registered again for
 ///   longer than it keeps a silent device of their platform (`staleDeviceDays`: FCM's 270 days
 ///   by default) are retired as `Stale` (``retireStale(now:)``).
 ///
@@ -55,6 +56,7 @@ struct Housekeeping: Service {
             }
             if now >= nextStale {
                 await retireStale()
+                await purgeScreening()
                 nextStale = clock.now + settings.staleInterval
             }
             let wake = min(nextStatistics, nextPurge, nextCredentialCheck, nextStale)
@@ -109,6 +111,30 @@ struct Housekeeping: Service {
         } catch {
             logger.debug("cannot read the queue's statistics", metadata: ["error": "\(error)"])
         }
+    }
+
+    /// Deletes what frequency caps counted and digests held that is older than the retention (no
+    /// window reaches it), batch by batch; returns how many rows went. Hourly, with the stale
+    /// devices: finding them reads the whole of both tables.
+    @discardableResult
+    func purgeScreening(now: Date = Date()) async -> Int {
+        let (whole, fraction) = retention.components
+        let cutoff = now.addingTimeInterval(-(Double(whole) + Double(fraction) / 1e18))
+        var total = 0
+        for _ in 0..<settings.maximumBatchesPerRun {
+            if Task.isShuttingDownGracefully || Task.isCancelled { break }
+            do {
+                let purged = try await store.purgeScreening(before: cutoff, limit: settings.purgeBatchSize)
+                metrics.recordPurged(purged)
+                total += purged
+                if purged < settings.purgeBatchSize { break }
+            } catch {
+                logger.warning("cannot purge what caps counted; retrying at the next interval", metadata: ["error": "\(error)"])
+                break
+            }
+            try? await Task.sleep(for: settings.purgePause)
+        }
+        return total
     }
 
     /// Purges everything that fell due, batch by batch; returns how many rows went.

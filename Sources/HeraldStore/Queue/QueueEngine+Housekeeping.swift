@@ -32,11 +32,28 @@ extension QueueEngine {
                     purged += ids.count
                 }
             }
-            // What a cap counted and a digest held, older than any window can reach (a cap's
-            // window is at most the retention; a digest's at most a day).
-            if purged < limit { purged += try await connection.query(sql.deleteStaleFrequency, [time, .int(limit - purged)]).count }
-            if purged < limit { purged += try await connection.query(sql.deleteStaleDigests, [time, .int(limit - purged)]).count }
             return purged
+        }
+    }
+
+    /// Deletes up to `limit` rows of what caps counted and digests held, not written since
+    /// `cutoff`: older than any window reaches (a cap's window is at most the retention, a
+    /// digest's at most a day). Found by a read, which takes no writer's turn however long the
+    /// tables are (no index orders them by time), then deleted by key if still stale; returns how many.
+    func purgeScreening(before cutoff: Date, limit: Int) async throws -> Int {
+        let time: SQLValue = .int(cutoff.milliseconds)
+        let (frequency, digests) = try await database.read { [self] connection in
+            (
+                try await connection.query(sql.staleFrequency, [time, .int(limit)]).map { [$0[0], $0[1], $0[2]] },
+                try await connection.query(sql.staleDigests, [time, .int(limit)]).map { [$0[0], $0[1], $0[2]] }
+            )
+        }
+        guard !frequency.isEmpty || !digests.isEmpty else { return 0 }
+        return try await database.write(.durable) { [self] connection in
+            var deleted = 0
+            if !frequency.isEmpty { deleted += try await connection.query(sql.deleteFrequencyRows, [time, .rows(frequency)]).count }
+            if !digests.isEmpty { deleted += try await connection.query(sql.deleteDigestRows, [time, .rows(digests)]).count }
+            return deleted
         }
     }
 

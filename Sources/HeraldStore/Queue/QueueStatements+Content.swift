@@ -89,9 +89,15 @@ extension QueueStatements {
         ON CONFLICT (app, category, subject) DO UPDATE SET sends = excluded.sends, updated_at = excluded.updated_at
         """
     }
-    /// Rows not written since $1: whatever they held is older than any window.
-    var deleteStaleFrequency: String {
-        "DELETE FROM frequency WHERE (app, category, subject) IN (SELECT app, category, subject FROM frequency WHERE updated_at < $1 LIMIT $2) RETURNING app"
+    /// At most $2 rows `[app, category, subject]` not written since $1: whatever they hold is
+    /// older than any window.
+    var staleFrequency: String { "SELECT app, category, subject FROM frequency WHERE updated_at < $1 LIMIT $2" }
+    /// The rows `[app, category, subject]` $2 still not written since $1.
+    var deleteFrequencyRows: String {
+        """
+        DELETE FROM frequency WHERE (app, category, subject) IN (SELECT \(e(0, .text)), \(e(1, .text)), \(e(2, .text)) FROM \(d.rows(2)) AS j)
+            AND updated_at < $1 RETURNING app
+        """
     }
 
     // MARK: Digests
@@ -132,9 +138,14 @@ extension QueueStatements {
             last_items = excluded.last_items
         """
     }
-    /// Digests closed before $1, at most $2.
-    var deleteStaleDigests: String {
-        "DELETE FROM digests WHERE (app, user_id, key) IN (SELECT app, user_id, key FROM digests WHERE closes_at < $1 LIMIT $2) RETURNING app"
+    /// At most $2 digests `[app, user, key]` whose window ended before $1.
+    var staleDigests: String { "SELECT app, user_id, key FROM digests WHERE closes_at < $1 LIMIT $2" }
+    /// The digests `[app, user, key]` $2 whose window still ended before $1.
+    var deleteDigestRows: String {
+        """
+        DELETE FROM digests WHERE (app, user_id, key) IN (SELECT \(e(0, .text)), \(e(1, .text)), \(e(2, .text)) FROM \(d.rows(2)) AS j)
+            AND closes_at < $1 RETURNING app
+        """
     }
     /// PostgreSQL: locks the digests of users $3 of app $1 and key $2, in user order as a fold
     /// locks them, and returns each one's `ctid` for ``closeDigests`` to change it by.
