@@ -394,7 +394,7 @@ extension QueueEngine {
         if case .success(var queued) = notification, options != nil || schedule != nil || content != nil {
             queued.platformOptions = PlatformOptions.decode(options)
             queued.schedule = DeliverySchedule(stored: schedule)
-            queued.content = StoredContent.decode(content)
+            queued.content = StoredContent.decode(content, template: row.text(Column.template, after: first))
             notification = queued.schedule != nil && queued.deadline <= now ? .failure(.expired) : .success(queued)
         }
         let audienceKind = row.int(Column.audienceKind, after: first)

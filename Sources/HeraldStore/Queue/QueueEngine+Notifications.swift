@@ -128,13 +128,14 @@ extension QueueEngine {
                 schedule = planned
             }
             let audience = AudienceKind.encode(request.audience)
+            let content = StoredContent.encode(request.content)
             let inserted = try await connection.query(sql.insertNotification, [
                 .text(id), .text(request.app), .code(audience.kind), .text(audience.values), .blob(request.payload),
                 .text(request.pushType.rawValue), .int(request.priority.map { Int64($0.rawValue) }),
                 .int(request.expiration.map { Int64($0.unixSeconds) }), .text(request.collapseID), .code(BadgeCode(request.badge)),
                 .text(request.idempotencyKey), .int(targeted), .int(deadline.milliseconds), .int(time), .text(request.activityType),
                 .text(PlatformOptions.encode(request.platformOptions)),
-                schedule.map { .text($0.stored) } ?? .null, .text(StoredContent.encode(request.content)),
+                schedule.map { .text($0.stored) } ?? .null, .text(content.content), .text(content.template),
             ])
             if inserted.isEmpty, let existing = try await existing(request, on: connection) { return (existing, false) }
             // A digest (once the notification is stored: a second request with its idempotency key

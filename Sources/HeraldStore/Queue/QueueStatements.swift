@@ -154,8 +154,8 @@ struct QueueStatements: Sendable {
     var insertNotification: String {
         """
         INSERT INTO notifications (id, app, audience_kind, audience, payload, push_type, priority, expiration, collapse_id,
-            badge_mode, idempotency_key, status, targeted, deadline, created_at, activity_type, platform_options, schedule, content)
-        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, \(NotificationState.queued), $12, $13, $14, $15, $16, $17, $18)
+            badge_mode, idempotency_key, status, targeted, deadline, created_at, activity_type, platform_options, schedule, content, template)
+        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, \(NotificationState.queued), $12, $13, $14, $15, $16, $17, $18, $19)
         ON CONFLICT (app, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
         RETURNING id
         """
@@ -797,7 +797,7 @@ enum DeviceColumn: Int, SQLColumns {
 /// columns of the statement before them.
 enum WorkColumn: Int, SQLColumns {
     case status, app, payload, pushType, priority, expiration, collapseID, badgeMode, deadline, audienceKind, audience, activityType,
-        platformOptions, schedule, content
+        platformOptions, schedule, content, template
 
     var sqlName: String {
         switch self {
@@ -816,6 +816,7 @@ enum WorkColumn: Int, SQLColumns {
         case .platformOptions: "platform_options"
         case .schedule: "schedule"
         case .content: "content"
+        case .template: "template"
         }
     }
 }

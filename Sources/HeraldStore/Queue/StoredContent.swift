@@ -1,11 +1,13 @@
 import HeraldCore
 
-/// A notification's ``NotificationContent`` as its `content` column holds it: a JSON object,
-/// the template and its data kept as the JSON they were given in.
+/// A notification's ``NotificationContent`` as two columns hold it: `content`, a small JSON
+/// object (category, critical, the template's name and version, digest) read with the
+/// notification wherever it is shown; and `template`, the template itself and its data as they
+/// were given (up to the API's body size), read only by the workers that render it.
 enum StoredContent {
-    static func encode(_ content: NotificationContent?) -> String? {
-        guard let content, !content.isEmpty else { return nil }
-        var writer = JSONWriter(capacity: 256 + (content.template?.body.count ?? 0))
+    static func encode(_ content: NotificationContent?) -> (content: String?, template: String?) {
+        guard let content, !content.isEmpty else { return (nil, nil) }
+        var writer = JSONWriter(capacity: 256)
         writer.beginObject()
         if let category = content.category {
             writer.key("category")
@@ -15,24 +17,29 @@ enum StoredContent {
             writer.key("critical")
             writer.bool(true)
         }
-        if let template = content.template {
+        var template: String?
+        if let use = content.template {
             writer.key("template")
             writer.beginObject()
             writer.key("name")
-            writer.string(template.name)
+            writer.string(use.name)
             writer.key("version")
-            writer.int(template.version)
-            writer.key("body")
-            writer.rawJSON(template.body)
-            if let data = template.data {
-                writer.key("data")
-                writer.rawJSON(data)
-            }
-            if let data = template.dataByUser {
-                writer.key("dataByUser")
-                writer.rawJSON(data)
-            }
+            writer.int(use.version)
             writer.endObject()
+            var parts = JSONWriter(capacity: 256 + use.body.count + (use.data?.count ?? 0) + (use.dataByUser?.count ?? 0))
+            parts.beginObject()
+            parts.key("body")
+            parts.rawJSON(use.body)
+            if let data = use.data {
+                parts.key("data")
+                parts.rawJSON(data)
+            }
+            if let data = use.dataByUser {
+                parts.key("dataByUser")
+                parts.rawJSON(data)
+            }
+            parts.endObject()
+            template = String(decoding: parts.bytes, as: UTF8.self)
         }
         if let digest = content.digest {
             writer.key("digest")
@@ -48,17 +55,22 @@ enum StoredContent {
             writer.endObject()
         }
         writer.endObject()
-        return String(decoding: writer.bytes, as: UTF8.self)
+        return (String(decoding: writer.bytes, as: UTF8.self), template)
     }
 
-    /// The content stored as `text`; `nil` for none, or for text this Herald never writes.
-    static func decode(_ text: String?) -> NotificationContent? {
+    /// The content stored as `text` (and, where read, its template as `template`: without it,
+    /// a template's ``TemplateUse/body`` is empty); `nil` for none, or for text this Herald never writes.
+    static func decode(_ text: String?, template: String? = nil) -> NotificationContent? {
         guard let text, case .object(let members)? = try? JSONValue(parsing: text) else { return nil }
         var content = NotificationContent(category: members["category"]?.stringValue, critical: members["critical"] == .bool(true))
-        if case .object(let template)? = members["template"], let name = template["name"]?.stringValue, let body = template["body"] {
-            content.template = TemplateUse(
-                name: name, version: template["version"]?.intValue ?? 0, body: Self.bytes(body), data: template["data"].map(Self.bytes),
-                dataByUser: template["dataByUser"].map(Self.bytes))
+        if case .object(let use)? = members["template"], let name = use["name"]?.stringValue {
+            var stored = TemplateUse(name: name, version: use["version"]?.intValue ?? 0, body: [])
+            if let template, case .object(let parts)? = try? JSONValue(parsing: template) {
+                stored.body = parts["body"].map(Self.bytes) ?? []
+                stored.data = parts["data"].map(Self.bytes)
+                stored.dataByUser = parts["dataByUser"].map(Self.bytes)
+            }
+            content.template = stored
         }
         if case .object(let digest)? = members["digest"], let key = digest["key"]?.stringValue, let window = digest["windowSeconds"]?.intValue {
             content.digest = DigestRequest(key: key, windowSeconds: window, item: digest["item"]?.stringValue)

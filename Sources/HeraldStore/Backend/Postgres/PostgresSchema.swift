@@ -339,6 +339,8 @@ enum PostgresSchema {
             "ALTER TABLE devices ADD COLUMN locale TEXT",
             "ALTER TABLE devices ADD COLUMN preferences TEXT",
             "ALTER TABLE notifications ADD COLUMN content TEXT",
+            // The template a notification was queued with, and its data: read by workers only.
+            "ALTER TABLE notifications ADD COLUMN template TEXT",
             "ALTER TABLE notifications ADD COLUMN opted_out BIGINT NOT NULL DEFAULT 0",
             "ALTER TABLE notifications ADD COLUMN capped BIGINT NOT NULL DEFAULT 0",
             "ALTER TABLE notifications ADD COLUMN digested BIGINT NOT NULL DEFAULT 0",

@@ -361,6 +361,8 @@ enum SQLiteSchema {
             "ALTER TABLE devices ADD COLUMN locale TEXT",
             "ALTER TABLE devices ADD COLUMN preferences TEXT",
             "ALTER TABLE notifications ADD COLUMN content TEXT",
+            // The template a notification was queued with, and its data: read by workers only.
+            "ALTER TABLE notifications ADD COLUMN template TEXT",
             "ALTER TABLE notifications ADD COLUMN opted_out INTEGER NOT NULL DEFAULT 0",
             "ALTER TABLE notifications ADD COLUMN capped INTEGER NOT NULL DEFAULT 0",
             "ALTER TABLE notifications ADD COLUMN digested INTEGER NOT NULL DEFAULT 0",
