@@ -355,7 +355,10 @@ enum SQLiteSchema {
         // (category, template as it was then, digest) and its devices not sent, by why; each
         // app's templates; each user's choices per category and platform (-1: every platform);
         // what each user (or device without one) was sent of a category lately, one row each,
-        // which a cap's check locks; and each user's digest per key (the last one's holder and
+        // which a cap's check locks (a rowid table: a broadcast rewrites its users' rows on the
+        // pages they were first written to together, in the order it reads devices again, where
+        // rows kept in key order would put each of a batch's users on a page of its own); and
+        // each user's digest per key (the last one's holder and
         // what it held kept beside the open one, for its devices still to send).
         [
             "ALTER TABLE devices ADD COLUMN locale TEXT",
@@ -383,7 +386,7 @@ enum SQLiteSchema {
             CREATE TABLE frequency (
                 app TEXT NOT NULL, subject TEXT NOT NULL, category TEXT NOT NULL, sends TEXT NOT NULL, updated_at INTEGER NOT NULL,
                 PRIMARY KEY (app, category, subject)
-            ) WITHOUT ROWID
+            )
             """,
             """
             CREATE TABLE digests (
