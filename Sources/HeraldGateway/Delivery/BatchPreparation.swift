@@ -44,6 +44,11 @@ struct BatchPreparation {
                 logger.warning("a notification's category is no longer the app's; sending it unscreened", metadata: ["category": "\(name)"])
             }
         }
+        // Nothing to screen or render (a transactional category, a category the configuration
+        // dropped): the batch goes as it is, without a read.
+        if content.template == nil, content.digest == nil, rules.map({ $0.caps.isEmpty && !$0.honorsPreferences }) ?? true {
+            return BatchPreparation(unchanged: batch)
+        }
         let screening = try await store.screen(batch, rules: rules)
         var outcomes: [DeliveryOutcome] = []
         var kept: [WorkItem] = []
