@@ -284,7 +284,10 @@ struct GatewayDeliveryTests {
                     let late = try MockAPNSServer(configuration: mockConfiguration)
                     try await late.start()
                     defer { Task { try? await late.shutdown() } }
-                    let done = try await gateway.waitUntilDone(id)
+                    // The host's circuit is open by now: its devices are held until a probe finds
+                    // APNs back, and probes back off (1, 2, 4 … 60 s). On a loaded machine the first
+                    // probes may fail too (a CI run saw the 60 s default run out): up to 3 minutes.
+                    let done = try await gateway.waitUntilDone(id, timeout: .seconds(180))
                     #expect(done.count("accepted") == 20, "\(done.jsonString)")
                     #expect(Set(late.accepted.map(\.token)) == Set((0..<20).map(token)))
                     try await late.shutdown()
