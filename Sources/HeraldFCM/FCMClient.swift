@@ -153,7 +153,11 @@ public final class FCMClient: Sendable {
     /// The first attempts go to the pool together, as many at once as its in-flight bound lets
     /// (one wake of its connections per group, not one per message); what needs a retry is then
     /// retried as ``send(_:)`` retries. For the gateway's batches and the benchmark.
-    public func send(_ message: FCMMessage, toEach tokens: [String]) async -> [Result<FCMReceipt, FCMSendError>] {
+    ///
+    /// With `varying`, each token's message has a data entry of its own: `varying.key` with
+    /// the value at the token's index in `varying.values` (a value per token, which must need no
+    /// JSON escaping: 1 to 64 letters, digits, `-` and `_`; any other is left out of the message).
+    public func send(_ message: FCMMessage, toEach tokens: [String], varying: FCMDataEntry? = nil) async -> [Result<FCMReceipt, FCMSendError>] {
         guard !isShutDown.load(ordering: .relaxed) else {
             return tokens.map { _ in .failure(FCMSendError(.shutdown, reason: "the client was shut down")) }
         }
@@ -162,14 +166,22 @@ public final class FCMClient: Sendable {
         bodies.reserveCapacity(tokens.count)
         // The message is the same for every token: checked and written once, each body that
         // one with the token put in (a token's alphabet needs no JSON escaping).
-        let template = FCMBodyTemplate(message)
+        // A message too large for the varying entry (or raw) is sent without it.
+        var varies = varying.map { $0.values.count == tokens.count } ?? false
+        var template = varies ? FCMBodyTemplate(message, varying: varying?.key) : nil
+        if template == nil {
+            varies = false
+            template = FCMBodyTemplate(message)
+        }
         var each = message
         for (index, token) in tokens.enumerated() {
-            if let template, FCMRegistrationToken.isValid(token) {
-                bodies.append((index, template.body(for: token)))
+            let value = varies ? varying.map { $0.values[index] } : nil
+            if let template, FCMRegistrationToken.isValid(token), value.map(FCMDataEntry.needsNoEscaping) ?? true {
+                bodies.append((index, template.body(for: token, value: value ?? "")))
                 continue
             }
             each.token = token
+            if let varying, let value, FCMDataEntry.needsNoEscaping(value) { each.setData(.string(value), forKey: varying.key) }
             do throws(FCMError) {
                 bodies.append((index, try each.requestBody()))
             } catch {
@@ -315,4 +327,22 @@ public func withFCMClient<Result: Sendable>(
 ) async throws -> Result {
     let client = try FCMClient(configuration: configuration, logger: logger)
     return try await withShutdown(of: client, shutdown: { try await $0.shutdown() }, body)
+}
+
+/// A data entry whose value differs for each token a message is sent to
+/// (``FCMClient/send(_:toEach:varying:)``).
+public struct FCMDataEntry: Sendable, Hashable {
+    public var key: String
+    /// One value per token, in the tokens' order.
+    public var values: [String]
+
+    public init(key: String, values: [String]) {
+        self.key = key
+        self.values = values
+    }
+
+    /// Letters, digits, `-` and `_` only, 1 to 64 of them.
+    static func needsNoEscaping(_ value: String) -> Bool {
+        (1...64).contains(value.utf8.count) && value.utf8.allSatisfy { Base64URL.isAlphabet($0) }
+    }
 }

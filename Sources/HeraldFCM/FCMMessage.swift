@@ -114,9 +114,23 @@ public struct FCMMessage: Sendable, Hashable {
         self.raw = object
     }
 
-    /// Sets a data value: a string as it is, anything else as its JSON text (FCM takes strings only).
+    /// Sets a data value: a string as it is, anything else as its JSON text (FCM takes strings
+    /// only). On a raw message, in its `data` object (made when it has none); a raw message whose
+    /// `data` is not an object is left as it is.
     public mutating func setData(_ value: JSONValue, forKey key: String) {
-        data[key] = Self.dataString(value)
+        guard var object = raw else {
+            data[key] = Self.dataString(value)
+            return
+        }
+        var data: [String: JSONValue] = [:]
+        switch object["data"] {
+        case nil, .null?: break
+        case .object(let members)?: data = members
+        default: return
+        }
+        data[key] = .string(Self.dataString(value))
+        object["data"] = .object(data)
+        raw = object
     }
 
     static func dataString(_ value: JSONValue) -> String {
@@ -181,37 +195,73 @@ public struct FCMMessage: Sendable, Hashable {
 /// each token, the bytes before it, the token and the bytes after it. `nil` when the message is
 /// not valid or the stand-in is not found exactly once (each body is then written on its own).
 struct FCMBodyTemplate {
-    private let prefix: [UInt8]
-    private let suffix: [UInt8]
+    /// The body in pieces: the token goes between the first two, the varying data value (when
+    /// there is one) between the other two, in the order the body has them.
+    private let pieces: [[UInt8]]
+    /// Whether the data value comes before the token in the body.
+    private let valueFirst: Bool
 
     /// A token no registration token shares a body with: FCM's alphabet, checked like any token.
     static let standIn = "HERALD-TOKEN:0f8b6c1e9d2a47b3a5c4e6f7a8b9c0d1"
+    /// A data value no caller's shares a body with, as long as the longest value a template
+    /// takes (64 bytes): a message that fits with it fits with any.
+    static let valueStandIn = "HERALD-VALUE:5b2e7d9c1a3f48e6b0d4c8a2f6e1b9d3a7c5e0f2b4d6a8c1e3f"
 
-    init?(_ message: FCMMessage) {
+    /// The template of `message`; with `key`, its data has an entry `key` whose value each body
+    /// gives (``body(for:value:)``). `nil` when the message cannot be made so (it is invalid,
+    /// or raw with a `data` that is not an object).
+    init?(_ message: FCMMessage, varying key: String? = nil) {
         var standing = message
         standing.token = Self.standIn
-        guard let body = try? standing.requestBody() else { return nil }
-        let needle = Array("\"token\":\"\(Self.standIn)\"".utf8)
-        var found: Int?
-        var start = 0
-        while let range = body[start...].firstRange(of: needle) {
-            guard found == nil else { return nil }
-            found = range.lowerBound
-            start = range.upperBound
+        if let key {
+            if let data = message.raw?["data"], data.objectValue == nil, data != .null { return nil }
+            standing.setData(.string(Self.valueStandIn), forKey: key)
         }
-        guard let at = found else { return nil }
-        let tokenStart = at + needle.count - Self.standIn.utf8.count - 1
-        prefix = Array(body[..<tokenStart])
-        suffix = Array(body[(tokenStart + Self.standIn.utf8.count)...])
+        guard let body = try? standing.requestBody() else { return nil }
+        func find(_ needle: [UInt8], _ text: String) -> Int? {
+            var found: Int?
+            var start = 0
+            while let range = body[start...].firstRange(of: needle) {
+                guard found == nil else { return nil }
+                found = range.lowerBound
+                start = range.upperBound
+            }
+            return found.map { $0 + needle.count - text.utf8.count - 1 }
+        }
+        guard let tokenAt = find(Array("\"token\":\"\(Self.standIn)\"".utf8), Self.standIn) else { return nil }
+        var cuts = [(tokenAt, Self.standIn.utf8.count)]
+        if let key {
+            var escaped = JSONWriter(capacity: key.utf8.count + 8)
+            escaped.string(key)
+            guard let valueAt = find(escaped.bytes + Array(":\"\(Self.valueStandIn)\"".utf8), Self.valueStandIn) else { return nil }
+            cuts.append((valueAt, Self.valueStandIn.utf8.count))
+        }
+        valueFirst = cuts.count == 2 && cuts[1].0 < cuts[0].0
+        cuts.sort { $0.0 < $1.0 }
+        var pieces: [[UInt8]] = []
+        var from = 0
+        for (at, length) in cuts {
+            pieces.append(Array(body[from..<at]))
+            from = at + length
+        }
+        pieces.append(Array(body[from...]))
+        self.pieces = pieces
     }
 
-    /// The body for `token`, which must pass ``FCMRegistrationToken/isValid(_:)``.
-    func body(for token: String) -> [UInt8] {
+    /// The body for `token`, which must pass ``FCMRegistrationToken/isValid(_:)``, and the
+    /// varying data value (which must need no JSON escaping) when the template has one.
+    func body(for token: String, value: String = "") -> [UInt8] {
         var body = [UInt8]()
-        body.reserveCapacity(prefix.count + token.utf8.count + suffix.count)
-        body += prefix
-        body += token.utf8
-        body += suffix
+        body.reserveCapacity(pieces.reduce(0) { $0 + $1.count } + token.utf8.count + value.utf8.count)
+        body += pieces[0]
+        if pieces.count == 2 {
+            body += token.utf8
+        } else {
+            body += valueFirst ? value.utf8 : token.utf8
+            body += pieces[1]
+            body += valueFirst ? token.utf8 : value.utf8
+        }
+        body += pieces[pieces.count - 1]
         return body
     }
 }

@@ -156,6 +156,19 @@ final class GatewayMetrics: Sendable {
         batchDuration.record(duration: duration)
     }
 
+    /// A receipt stored (the first of its device, event and action).
+    func recordReceipt(app: String, platform: DevicePlatform, event: ReceiptEvent) {
+        Metrics.Counter(
+            label: "herald_receipts_total", dimensions: [("app", appLabels.label(app)), ("platform", platform.rawValue), ("event", event.rawValue)],
+            factory: factory
+        ).increment()
+    }
+
+    /// A receipt refused, by why (no app label: a forged token names no app to trust).
+    func recordReceiptRefused(_ refusal: ReceiptToken.Refusal) {
+        Metrics.Counter(label: "herald_receipts_refused_total", dimensions: [("reason", refusal.rawValue)], factory: factory).increment()
+    }
+
     func recordEnqueued() {
         enqueued.increment()
     }

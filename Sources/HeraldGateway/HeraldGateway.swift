@@ -151,7 +151,7 @@ public final class HeraldGateway: Service, Sendable {
         // The APNs clients close after the workers and the API, draining what is in flight.
         services.append(ClientsService(live: live))
         if roles.contains(.workers) {
-            let workers = DeliveryWorkers(store: store, live: live, metrics: metrics, logger: logger, stopGrace: stopGrace)
+            let workers = DeliveryWorkers(store: store, live: live, metrics: metrics, logger: logger, stopGrace: stopGrace, receiptKeys: api.receiptKeys)
             services.append(AfterMigration(gate: migrated, service: workers))
         }
         let housekeeping = Housekeeping(

@@ -128,7 +128,13 @@ public final class WebPushClient: Sendable {
     /// at once as the pool's in-flight bound lets (one wake of its connections per group, not one
     /// per message: measurably cheaper than a `send` each); what needs a retry is then retried as
     /// ``send(_:to:)`` retries. For the gateway's batches and the benchmark.
-    public func send(_ message: WebPushMessage, toEach subscriptions: [WebPushSubscription]) async -> [Result<WebPushReceipt, WebPushSendError>] {
+    ///
+    /// With `payloads` (one per subscription, in their order), each subscription is sent its own
+    /// payload in place of the message's, with the message's headers; a payload over
+    /// ``WebPushEncryption/maximumPlaintextCount`` fails that subscription only.
+    public func send(
+        _ message: WebPushMessage, toEach subscriptions: [WebPushSubscription], payloads: [[UInt8]]? = nil
+    ) async -> [Result<WebPushReceipt, WebPushSendError>] {
         var results = [Result<WebPushReceipt, WebPushSendError>?](repeating: nil, count: subscriptions.count)
         guard !isShutDown.load(ordering: .relaxed) else {
             return subscriptions.map { _ in .failure(WebPushSendError(.shutdown, reason: "the client was shut down")) }
@@ -149,7 +155,8 @@ public final class WebPushClient: Sendable {
                 continue
             }
             do throws(WebPushError) {
-                bodies[index] = message.payload.isEmpty ? [] : try WebPushEncryption.encrypt(message.payload, for: subscription)
+                let payload = payloads.map { $0.count == subscriptions.count ? $0[index] : message.payload } ?? message.payload
+                bodies[index] = payload.isEmpty ? [] : try WebPushEncryption.encrypt(payload, for: subscription)
             } catch {
                 results[index] = .failure(WebPushSendError(.invalidRequest, reason: error.message))
                 continue

@@ -18,6 +18,10 @@ public struct GatewayAPI: Sendable {
     let backlog: AppBacklog
     /// The file's and the admin API's apps, which the admin routes change.
     let sources: AppSources?
+    /// Each app's receipt keys, for checking receipts.
+    let receiptKeys: ReceiptKeyring
+    /// Checks and stores receipts, many requests' at once.
+    let receipts: ReceiptIngester
 
     init(live: LiveConfiguration, store: HeraldStore, metrics: GatewayMetrics, sources: AppSources? = nil) {
         self.live = live
@@ -27,6 +31,8 @@ public struct GatewayAPI: Sendable {
         let configuration = live.configuration
         backlog = AppBacklog()
         limiter = RateLimiter(requestsPerSecond: configuration.limits.requestsPerSecondPerKey, burst: configuration.limits.requestBurstPerKey)
+        receiptKeys = ReceiptKeyring(store: store)
+        receipts = ReceiptIngester(store: store, live: live, keyring: receiptKeys, metrics: metrics, logger: Logger(label: "herald.receipts"))
     }
 
     /// The router: the whole API, or (`includesV1` false, for a workers-only process) only the
@@ -38,6 +44,9 @@ public struct GatewayAPI: Sendable {
         ProbeRoutes(api: self).add(to: router)
         if includesV1 {
             ConsoleRoutes().add(to: router)
+            // Public: devices report with their receipt alone, and pages load the kit.
+            ReceiptRoutes(api: self, ingester: receipts).add(to: router)
+            SDKRoutes().add(to: router)
             let v1 = router.group("v1").add(middleware: AuthenticationMiddleware(live: live, limiter: limiter))
             AppRoutes(api: self).add(to: v1)
             DeviceRoutes(api: self).add(to: v1)
@@ -48,6 +57,7 @@ public struct GatewayAPI: Sendable {
             PreferenceRoutes(api: self).add(to: v1)
             WebPushRoutes(api: self).add(to: v1)
             AdminRoutes(api: self).add(to: v1)
+            FunnelRoutes(api: self, keyring: receiptKeys).add(to: v1)
             // The Matrix Push Gateway API: no key (homeservers send none), its own error shape.
             MatrixRoutes(api: self).add(to: router)
         }

@@ -79,7 +79,19 @@ struct NotificationRoutes {
 
     @Sendable func read(request: Request, context: GatewayContext) async throws -> Response {
         let notification = try await authorizedNotification(context)
-        return JSONBody.object { Self.write(notification, to: &$0) }
+        let receipts = try await api.store.receiptCounts(notification: notification.id)
+        return JSONBody.object { writer in
+            Self.write(notification, to: &writer)
+            Self.writeReceipts(receipts, to: &writer)
+        }
+    }
+
+    /// What its devices reported (`POST /v1/receipts`), each device, event and action once.
+    static func writeReceipts(_ counts: ReceiptCounts, to writer: inout JSONWriter) {
+        writer.key("receipts")
+        writer.beginObject()
+        for event in ReceiptEvent.allCases { writer.member(event.rawValue, counts.total(event)) }
+        writer.endObject()
     }
 
     /// An app's notifications, newest first, a page at a time, optionally by status.
@@ -153,7 +165,7 @@ struct NotificationRoutes {
     }
 
     /// The notification named in the path, if the key may see its app.
-    private func authorizedNotification(_ context: GatewayContext) async throws -> StoredNotification {
+    func authorizedNotification(_ context: GatewayContext) async throws -> StoredNotification {
         let id = try context.parameters.require("id")
         guard let notification = try await api.store.notification(id: id) else {
             throw APIError.notFound("no notification \(PeerText(id, limit: 64))")

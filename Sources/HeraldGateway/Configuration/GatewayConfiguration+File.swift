@@ -102,6 +102,11 @@ extension GatewayConfiguration {
         // A cap counts what was sent within its window; what is older than the retention is forgotten.
         let retention = Int(self.queue.retention.components.seconds)
         for (index, app) in self.apps.enumerated() {
+            if let lifetime = app.receipts.lifetimeSeconds, lifetime > retention {
+                throw FieldError(
+                    "apps[\(index)].receipts.lifetimeSeconds",
+                    "must be at most the queue's retention (queue.retentionSeconds, \(retention)): a receipt for a notification no longer kept is refused")
+            }
             for (name, category) in app.categories.sorted(by: { $0.key < $1.key }) {
                 if let cap = category.caps.firstIndex(where: { $0.windowSeconds > retention }) {
                     throw FieldError(
@@ -192,7 +197,7 @@ extension GatewayConfiguration.App {
     init(_ fields: JSONFields, directory: String, environment: [String: String]) throws(FieldError) {
         let platformKeys = GatewayPlatforms.all.compactMap { $0.configurationKey }
         try fields.only(
-            ["id", "apns", "defaultTimeZone", "quietHours", "maximumRatePerSecond", "webhooks", "matrix", "staleDeviceDays", "categories", "defaultLanguage"]
+            ["id", "apns", "defaultTimeZone", "quietHours", "maximumRatePerSecond", "webhooks", "matrix", "staleDeviceDays", "categories", "defaultLanguage", "receipts"]
                 + platformKeys + Self.apnsFields)
         let id = try fields.requiredString("id")
         guard Self.isValidID(id) else { throw FieldError(fields.at("id"), "must be 1 to 64 of a-z 0-9 . _ - (it is part of the API's paths)") }
@@ -316,6 +321,7 @@ extension GatewayConfiguration.App {
         if let categories = try fields.object("categories") {
             self.categories = try NotificationCategory.parse(categories, maximumWindowSeconds: 365 * 86400)
         }
+        if let receipts = try fields.object("receipts") { self.receipts = try ReceiptSettings(receipts) }
         if let language = try fields.string("defaultLanguage") {
             guard DeviceRegistration.isLocale(language) else {
                 throw FieldError(fields.at("defaultLanguage"), "must be a BCP 47 language tag (en, pt-BR): the language of devices that registered none")

@@ -70,6 +70,8 @@ public struct GatewayConfiguration: Sendable {
         /// The language of devices that registered none, when a template has it (`defaultLanguage`
         /// in the file, a BCP 47 tag); `nil`: each template's own default.
         public var defaultLanguage: String?
+        /// Whether its deliveries carry receipts, and for how long they are taken (`receipts`).
+        public var receipts = ReceiptSettings()
         /// Hours of each device's day when a notification with `respectQuietHours` is held.
         public var quietHours: QuietHours?
         /// A ceiling on all the app's sending, shared by every worker and every process: each

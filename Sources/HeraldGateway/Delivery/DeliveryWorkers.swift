@@ -35,8 +35,13 @@ final class DeliveryWorkers: Service, Sendable {
     /// The push-service hosts that keep failing, backed off per app and platform: kept across
     /// reloads (docs/gateway.md, "Isolation").
     let circuits: HostCircuits
+    /// Each app's receipt keys, which sign its deliveries' receipts.
+    let receiptKeys: ReceiptKeyring
 
-    init(store: HeraldStore, live: LiveConfiguration, metrics: GatewayMetrics, logger: Logger, stopGrace: Duration = .seconds(20)) {
+    init(
+        store: HeraldStore, live: LiveConfiguration, metrics: GatewayMetrics, logger: Logger, stopGrace: Duration = .seconds(20),
+        receiptKeys: ReceiptKeyring? = nil
+    ) {
         self.store = store
         self.live = live
         workers = live.configuration.workers
@@ -45,6 +50,8 @@ final class DeliveryWorkers: Service, Sendable {
         self.metrics = metrics
         self.logger = logger
         self.stopGrace = stopGrace
+        // The API's, when it runs in this process: a rotation there signs here at once.
+        self.receiptKeys = receiptKeys ?? ReceiptKeyring(store: store)
         // A host that answers again: the devices held for it go at once, in every process.
         circuits = HostCircuits(logger: logger, metrics: metrics, closed: { [store, logger] key in
             Task {
@@ -128,6 +135,18 @@ final class DeliveryWorkers: Service, Sendable {
     }
 
     /// Sends one batch and records its outcomes.
+    /// The key `app`'s receipts are signed with: its newest. Without one (the store cannot be
+    /// read), its devices are sent without receipts rather than not at all.
+    private func receiptKey(of app: GatewayConfiguration.App, logger: Logger) async -> ReceiptKey? {
+        guard app.receipts.enabled else { return nil }
+        do {
+            return try await receiptKeys.keys(app: app.id).signing
+        } catch {
+            logger.warning("cannot read the app's receipt keys; sending without receipts", metadata: ["error": "\(error)"])
+            return nil
+        }
+    }
+
     private func deliver(_ batch: WorkBatch, worker: Int) async {
         // The apps in force when the batch starts; a reload meanwhile leaves this batch the
         // clients it took, which close once it and the others that took them are done.
@@ -163,11 +182,12 @@ final class DeliveryWorkers: Service, Sendable {
             await record(batch, batch.items.map { DeliveryOutcome(token: $0.token, result: .retry(reason: .gateway(.storeUnavailable))) }, logger: logger, start: start)
             return
         }
+        let receiptKey = await receiptKey(of: app, logger: logger)
         var outcomes = prepared.outcomes
         if prepared.parts.count == 1, let part = prepared.parts.first {
             outcomes += await Self.outcomes(
                 of: part, grace: grace, circuits: circuits,
-                part: { devices, collector in DeliveryPart(batch: devices, app: app, store: store, logger: logger, outcomes: collector) },
+                part: { devices, collector in DeliveryPart(batch: devices, app: app, store: store, logger: logger, outcomes: collector, receiptKey: receiptKey) },
                 delivery: { clients.delivery(for: $0, app: app) })
         } else if !prepared.parts.isEmpty {
             // One part per rendering, sent at once.
@@ -177,7 +197,7 @@ final class DeliveryWorkers: Service, Sendable {
                     group.addTask {
                         await Self.outcomes(
                             of: part, grace: grace, circuits: circuits,
-                            part: { devices, collector in DeliveryPart(batch: devices, app: app, store: store, logger: logger, outcomes: collector) },
+                            part: { devices, collector in DeliveryPart(batch: devices, app: app, store: store, logger: logger, outcomes: collector, receiptKey: receiptKey) },
                             delivery: { clients.delivery(for: $0, app: app) })
                     }
                 }

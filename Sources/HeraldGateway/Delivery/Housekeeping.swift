@@ -124,7 +124,9 @@ struct Housekeeping: Service {
         for _ in 0..<settings.maximumBatchesPerRun {
             if Task.isShuttingDownGracefully || Task.isCancelled { break }
             do {
+                // What caps counted and digests held, and the event stream's lines, older than the retention.
                 let purged = try await store.purgeScreening(before: cutoff, limit: settings.purgeBatchSize)
+                    + store.purgeEvents(before: cutoff, limit: settings.purgeBatchSize)
                 metrics.recordPurged(purged)
                 total += purged
                 if purged < settings.purgeBatchSize { break }

@@ -84,6 +84,9 @@ struct DeliveryPart: Sendable {
     var positions: [Int]? = nil
     /// The circuit of the devices' push-service host, told each outcome (`nil`: none).
     var host: HostWatch? = nil
+    /// The key the part's receipts are signed with; `nil`: its deliveries carry none (the app
+    /// turned them off, or its keys could not be read).
+    var receiptKey: ReceiptKey? = nil
 
     /// The devices, in the batch's order: an outcome is recorded at a device's index here.
     var items: [WorkItem] { batch.items }
@@ -105,6 +108,13 @@ struct DeliveryPart: Sendable {
     /// notification makes no message for it).
     func recordEach(_ result: DeliveryOutcome.Result) {
         for index in batch.items.indices { record(result, at: index) }
+    }
+
+    /// What makes each device's receipt token (`"herald"` in its message), made at `now`; `nil`
+    /// when the part's deliveries carry none.
+    func receiptMaker(now: Date = Date()) -> ReceiptMaker? {
+        guard let key = receiptKey, let platform = batch.items.first?.platform else { return nil }
+        return ReceiptMaker(app: app.id, notification: batch.notification.id, platform: platform, key: key, now: now)
     }
 
     /// Whether the devices' host was backed off since this part began to be sent (its failures

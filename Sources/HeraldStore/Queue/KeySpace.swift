@@ -2,7 +2,7 @@
 /// splits into parts of even size whatever the addresses look like (APNs tokens that share a
 /// prefix, Web Push endpoint URLs, FCM registration tokens), and any number of workers, in any
 /// number of processes, can each take a part.
-enum KeySpace {
+package enum KeySpace {
     /// Keys run over 0..<size.
     static let size: Int64 = 1 << 32
 
@@ -10,7 +10,7 @@ enum KeySpace {
     /// finaliser (FNV alone leaves addresses that differ only in their last characters close
     /// together), its top 32 bits. Hashes are stored with each device: this function must never
     /// change.
-    static func hash(_ address: String) -> Int64 {
+    package static func hash(_ address: String) -> Int64 {
         func fnv(_ bytes: some Sequence<UInt8>) -> UInt64 {
             var hash = fnvBasis
             for byte in bytes {

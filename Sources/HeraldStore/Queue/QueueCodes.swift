@@ -252,3 +252,45 @@ enum EnvironmentCode: Int, StoredCode {
     /// A stored environment, `nil` for NULL (the app's) or a code this Herald never writes.
     static func environment(_ code: Int64?) -> TokenEnvironment? { EnvironmentCode(code: code)?.environment }
 }
+
+/// An event's type as the tables hold it (`events.type`, and `receipts.event` for the four a
+/// device reports).
+enum EventCode: Int, StoredCode {
+    case queued = 0
+    case accepted = 1
+    case rejected = 2
+    case failed = 3
+    case retired = 4
+    case completed = 5
+    case received = 6
+    case opened = 7
+    case dismissed = 8
+    case clicked = 9
+
+    init(_ type: StreamEventType) {
+        switch type {
+        case .queued: self = .queued
+        case .accepted: self = .accepted
+        case .rejected: self = .rejected
+        case .failed: self = .failed
+        case .retired: self = .retired
+        case .completed: self = .completed
+        case .received: self = .received
+        case .opened: self = .opened
+        case .dismissed: self = .dismissed
+        case .clicked: self = .clicked
+        }
+    }
+
+    init(_ event: ReceiptEvent) {
+        switch event {
+        case .received: self = .received
+        case .opened: self = .opened
+        case .dismissed: self = .dismissed
+        case .clicked: self = .clicked
+        }
+    }
+
+    var type: StreamEventType { StreamEventType.allCases.first { EventCode($0) == self } ?? .queued }
+    var receiptEvent: ReceiptEvent? { ReceiptEvent.allCases.first { EventCode($0) == self } }
+}

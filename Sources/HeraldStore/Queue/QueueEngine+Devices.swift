@@ -112,7 +112,7 @@ extension QueueEngine {
         for part in Self.chunks(bad) {
             retired += try await connection.query(sql.invalidateDevices, [.text(app), .rows(part.map { [.text($0.token), .text($0.reason), .int(KeySpace.hash($0.token))] })])
         }
-        if !retired.isEmpty, !webhookInterest.hooks(app: app, event: .deviceRetired).isEmpty {
+        if !retired.isEmpty {
             let reports = Dictionary(reports.map { ($0.token, $0) }, uniquingKeysWith: { first, _ in first })
             try await recordRetired(app: app, retired, reports: reports, now: now, on: connection)
         }

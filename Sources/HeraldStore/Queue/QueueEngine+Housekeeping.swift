@@ -63,7 +63,7 @@ extension QueueEngine {
         try await database.write(.durable) { [self] connection in
             let retired = try await connection.query(
                 sql.retireStaleDevices, [.text(app), .code(PlatformCode(platform)), .int(cutoff.milliseconds), .int(now.milliseconds), .int(limit)])
-            if !retired.isEmpty, !webhookInterest.hooks(app: app, event: .deviceRetired).isEmpty {
+            if !retired.isEmpty {
                 let reason = DeliveryReason.gateway(.stale).description
                 let reports = Dictionary(
                     retired.compactMap { $0.text(0) }.map { ($0, Invalidation(token: $0, reason: reason, timestamp: now)) }, uniquingKeysWith: { first, _ in first })

@@ -138,6 +138,14 @@ extension QueueEngine {
                 schedule.map { .text($0.stored) } ?? .null, .text(content.content), .text(content.template),
             ])
             if inserted.isEmpty, let existing = try await existing(request, on: connection) { return (existing, false) }
+            try await appendEvents(app: request.app, [(.queued, Self.eventData { writer in
+                writer.key("notification")
+                writer.string(id)
+                writer.key("pushType")
+                writer.string(request.pushType.rawValue)
+                writer.key("targeted")
+                writer.int(targeted)
+            })], now: now, on: connection)
             // A digest (once the notification is stored: a second request with its idempotency key
             // folds nothing): the users whose open digest takes this notification have their devices
             // end digested; the others' are due when the digest they now hold closes.

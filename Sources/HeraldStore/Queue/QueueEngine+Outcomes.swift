@@ -38,8 +38,11 @@ extension QueueEngine {
             // Browsers' and Android devices' outcomes, counted apart: the rest are APNs devices'.
             var others = OtherPlatforms()
             // Devices that ended rejected or failed, for `delivery.failed` (kept only when a webhook wants them).
-            let reportsFailures = !webhookInterest.hooks(app: batch.notification.app, event: .deliveryFailed).isEmpty
+            // (and for the app's event stream, always).
+            let reportsFailures = true
             var failures: [FailedDevice] = []
+            // The devices accepted, by platform, for the event stream's `accepted` line.
+            var acceptedTokens: [DevicePlatform: [String]] = [:]
             switch batch.source {
             case .deliveries(let ids):
                 // Only rows this worker still leases count: a lease taken over is counted by its new holder.
@@ -60,6 +63,7 @@ extension QueueEngine {
                         if let token = finished.text(2) {
                             let platform = PlatformCode.platform(finished.int(3))
                             others.count(platform, state)
+                            if state == .accepted { acceptedTokens[platform, default: []].append(token) }
                             if reportsFailures, let state { failures.append(FailedDevice(token: token, state: state, reason: finished.text(1), platform: platform)) }
                         }
                     }
@@ -96,10 +100,11 @@ extension QueueEngine {
                     if reportsFailures { failures.append(FailedDevice(token: row.token, state: row.state, reason: row.reason, platform: platforms[row.token] ?? .apns)) }
                 }
                 // Accepted range devices keep no row: counted from the outcomes.
-                if !platforms.isEmpty {
-                    for index in outcomes.indices {
-                        if case .accepted = outcomes[index].result { others.count(platforms[outcomes[index].token] ?? .apns, .accepted) }
-                    }
+                for outcome in outcomes {
+                    guard case .accepted = outcome.result else { continue }
+                    let platform = platforms.isEmpty ? .apns : platforms[outcome.token] ?? .apns
+                    if !platforms.isEmpty { others.count(platform, .accepted) }
+                    acceptedTokens[platform, default: []].append(outcome.token)
                 }
             }
             let rejectedCount = rejected.values.reduce(0, +)
@@ -116,6 +121,7 @@ extension QueueEngine {
             if !rejected.isEmpty {
                 try await connection.query(sql.addReasons, [.text(id), .rows(rejected.sorted { $0.key < $1.key }.map { [.text($0.key), .int($0.value)] })])
             }
+            try await recordAccepted(app: batch.notification.app, notification: id, acceptedTokens, now: now, on: connection)
             if !failures.isEmpty { try await recordFailures(app: batch.notification.app, notification: id, failures, now: now, on: connection) }
             _ = try await invalidate(app: batch.notification.app, plan.invalidations, now: now, on: connection)
             // An update token APNs says is gone is forgotten by its activity.

@@ -21,6 +21,21 @@ extension QueueEngine {
 
     /// Writes `delivery.failed` for each of `devices` (those rejected or failed) of notification `id`.
     func recordFailures(app: String, notification id: String, _ devices: [FailedDevice], now: Date, on connection: any SQLConnection) async throws {
+        // The app's event stream: a `rejected` or `failed` line each.
+        let lines: [(StreamEventType, String)] = devices.compactMap { device in
+            guard device.state == .rejected || device.state == .failed else { return nil }
+            return (device.state == .rejected ? .rejected : .failed, Self.eventData { writer in
+                writer.key("notification")
+                writer.string(id)
+                writer.key("device")
+                writer.string(device.token)
+                writer.key("platform")
+                writer.string(device.platform.rawValue)
+                writer.key("reason")
+                if let reason = device.reason { writer.string(reason) } else { writer.null() }
+            })
+        }
+        try await appendEvents(app: app, lines, now: now, on: connection)
         let hooks = webhookInterest.hooks(app: app, event: .deliveryFailed)
         guard !hooks.isEmpty else { return }
         let events = devices.filter { $0.state == .rejected || $0.state == .failed }.map { device in
@@ -43,6 +58,18 @@ extension QueueEngine {
     /// Writes `device.retired` for each device an invalidation retired (rows `[token, kind, platform]`
     /// its statement returned).
     func recordRetired(app: String, _ retired: [SQLRow], reports: [String: Invalidation], now: Date, on connection: any SQLConnection) async throws {
+        let lines: [(StreamEventType, String)] = retired.compactMap { row in
+            guard let token = row.text(0) else { return nil }
+            return (.retired, Self.eventData { writer in
+                writer.key("device")
+                writer.string(token)
+                writer.key("platform")
+                writer.string(PlatformCode.platform(row.int(2)).rawValue)
+                writer.key("reason")
+                if let reason = reports[token]?.reason { writer.string(reason) } else { writer.null() }
+            })
+        }
+        try await appendEvents(app: app, lines, now: now, on: connection)
         let hooks = webhookInterest.hooks(app: app, event: .deviceRetired)
         guard !hooks.isEmpty, !retired.isEmpty else { return }
         let events = retired.compactMap { row -> (id: String, body: String)? in
@@ -72,7 +99,18 @@ extension QueueEngine {
     /// Writes `notification.completed` for notification `id` of `app`, just finished.
     func recordCompleted(app: String, notification id: String, now: Date, on connection: any SQLConnection) async throws {
         let hooks = webhookInterest.hooks(app: app, event: .notificationCompleted)
-        guard !hooks.isEmpty, let counts = try await connection.query(sql.completedCounts, [.text(id)]).first else { return }
+        guard let counts = try await connection.query(sql.completedCounts, [.text(id)]).first else { return }
+        try await appendEvents(app: app, [(.completed, Self.eventData { writer in
+            writer.key("notification")
+            writer.string(id)
+            writer.key("targeted")
+            writer.int(counts.int(0, default: 0))
+            for (index, name) in ["accepted", "rejected", "failed", "optedOut", "capped", "digested"].enumerated() {
+                writer.key(name)
+                writer.int(counts.int(index + 1, default: 0))
+            }
+        })], now: now, on: connection)
+        guard !hooks.isEmpty else { return }
         var reasons: [DeliveryState: [(String, Int)]] = [:]
         for row in try await connection.query(sql.failureCounts, [.text(id)]) {
             guard let state = DeliveryState(code: row.int(0)) else { continue }
@@ -107,6 +145,35 @@ extension QueueEngine {
             writer.endObject()
         }
         try await write([completed], type: .notificationCompleted, app: app, hooks: hooks, now: now, on: connection)
+    }
+
+    /// One `accepted` line per platform of a completed batch: its devices accepted, in one line
+    /// (a broadcast's batch is thousands; a line each would cost the send a row each).
+    func recordAccepted(app: String, notification id: String, _ tokens: [DevicePlatform: [String]], now: Date, on connection: any SQLConnection) async throws {
+        let lines: [(StreamEventType, String)] = tokens.sorted { $0.key.code < $1.key.code }.map { platform, devices in
+            (.accepted, Self.eventData(capacity: 64 + devices.count * 70) { writer in
+                writer.key("notification")
+                writer.string(id)
+                writer.key("platform")
+                writer.string(platform.rawValue)
+                writer.key("count")
+                writer.int(devices.count)
+                writer.key("devices")
+                writer.beginArray()
+                for device in devices { writer.string(device) }
+                writer.endArray()
+            })
+        }
+        try await appendEvents(app: app, lines, now: now, on: connection)
+    }
+
+    /// An event line's `data` object, written by `body`.
+    static func eventData(capacity: Int = 160, _ body: (inout JSONWriter) -> Void) -> String {
+        var writer = JSONWriter(capacity: capacity)
+        writer.beginObject()
+        body(&writer)
+        writer.endObject()
+        return String(decoding: writer.bytes, as: UTF8.self)
     }
 
     private func event(_ type: WebhookEventType, app: String, now: Date, data: (inout JSONWriter) -> Void) -> (id: String, body: String) {

@@ -91,6 +91,8 @@ extension QueueStatements {
             RETURNING app
             """,
             "DELETE FROM digests WHERE app = $1 AND (user_id, key) IN (SELECT user_id, key FROM digests WHERE app = $1 LIMIT $2) RETURNING app",
+            "DELETE FROM receipt_keys WHERE app = $1 AND slot IN (SELECT slot FROM receipt_keys WHERE app = $1 LIMIT $2) RETURNING app",
+            "DELETE FROM events WHERE seq IN (SELECT seq FROM events WHERE app = $1 LIMIT $2) RETURNING seq",
         ]
     }
 }

@@ -675,6 +675,8 @@ struct QueueStatements: Sendable {
         [
             "DELETE FROM notification_reasons WHERE notification_id IN (\(d.list(1, .text)))",
             "DELETE FROM notification_platforms WHERE notification_id IN (\(d.list(1, .text)))",
+            "DELETE FROM receipts WHERE notification_id IN (\(d.list(1, .text)))",
+            "DELETE FROM receipt_counts WHERE notification_id IN (\(d.list(1, .text)))",
             "DELETE FROM segments WHERE notification_id IN (\(d.list(1, .text)))",
             "DELETE FROM notifications WHERE id IN (\(d.list(1, .text)))",
         ]

@@ -29,7 +29,7 @@ struct APNSDelivery: PlatformDelivery {
         }
         let messages: BatchNotifications
         do {
-            messages = try BatchNotifications(for: part.batch, topic: topic)
+            messages = try BatchNotifications(for: part.batch, topic: topic, receipts: part.receiptMaker())
         } catch {
             part.recordEach(.failed(reason: .gateway(.payloadInvalid)))
             return

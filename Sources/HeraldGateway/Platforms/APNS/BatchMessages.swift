@@ -17,6 +17,9 @@ struct BatchNotifications: Sendable {
     private let shared: EncodedPayload
     /// Each token's own payload when the badge increments and it has one (else empty).
     private let badged: [EncodedPayload?]
+    /// What makes each device's receipt, and the devices' IDs (as the store keeps them) in the
+    /// order of ``tokens``; `nil` when the notification carries none.
+    private let receipts: (maker: ReceiptMaker, ids: [String], limit: Int)?
 
     /// One notification per device of `batch`.
     ///
@@ -24,7 +27,7 @@ struct BatchNotifications: Sendable {
     /// a device that gets the notification twice (its first send was in flight when a worker
     /// died) shows it once. Both copies must carry it for APNs to collapse them (apns-spec §1.5,
     /// `apns-collapse-id`).
-    init(for batch: WorkBatch, topic bundleID: String) throws(PayloadError) {
+    init(for batch: WorkBatch, topic bundleID: String, receipts maker: ReceiptMaker? = nil) throws(PayloadError) {
         let queued = batch.notification
         headers = PushHeaders(
             pushType: queued.pushType, topic: queued.pushType.topic(forBundleID: bundleID), priority: queued.priority,
@@ -55,13 +58,24 @@ struct BatchNotifications: Sendable {
         self.tokens = tokens
         self.badged = badged
         self.invalid = invalid
+        // A payload that has a `herald` key of its own keeps it, and carries no receipt.
+        if let maker, shared.json.objectValue?[ReceiptToken.payloadKey] == nil {
+            let invalid = Set(invalid)
+            receipts = (maker, batch.items.indices.filter { !invalid.contains($0) }.map { batch.items[$0].token }, queued.pushType.maximumPayloadSize)
+        } else {
+            receipts = nil
+        }
     }
 
     var count: Int { tokens.count }
 
     /// The notification to the `index`th valid token.
     subscript(index: Int) -> PushNotification {
-        PushNotification(token: tokens[index], headers: headers, payload: badged.isEmpty ? shared : badged[index] ?? shared)
+        let payload = badged.isEmpty ? shared : badged[index] ?? shared
+        guard let receipts else { return PushNotification(token: tokens[index], headers: headers, payload: payload) }
+        return PushNotification(
+            token: tokens[index], headers: headers,
+            payload: BatchMessages.withReceipt(receipts.maker.receipt(for: receipts.ids[index]), payload, limit: receipts.limit))
     }
 
     /// The notifications at `indices` (every one when `nil`), in that order; once `stop` says
@@ -125,6 +139,11 @@ enum BatchMessages {
         var writer = JSONWriter(capacity: payload.count + 32)
         writer.value(.object(members))
         return EncodedPayload(unchecked: writer.bytes)
+    }
+
+    /// The payload with the device's receipt in it (``ReceiptToken/inserted(_:into:limit:)``).
+    static func withReceipt(_ receipt: String, _ payload: EncodedPayload, limit: Int) -> EncodedPayload {
+        ReceiptToken.inserted(receipt, into: payload.bytes, limit: limit).map { EncodedPayload(unchecked: $0) } ?? payload
     }
 
     /// How one APNs outcome is recorded in the store.

@@ -57,7 +57,12 @@ struct FCMDelivery: PlatformDelivery {
             indices.append(index)
             registrationTokens.append(address.registrationToken)
         }
-        let results = await client.send(message, toEach: registrationTokens)
+        // Each device's receipt in `data`, beside the caller's keys (absent when the message has
+        // no room for it, or is raw).
+        let receipts = part.receiptMaker(now: now).map { maker in
+            FCMDataEntry(key: ReceiptToken.payloadKey, values: indices.map { maker.receipt(for: items[$0].token) })
+        }
+        let results = await client.send(message, toEach: registrationTokens, varying: receipts)
         let answered = Date()
         for (index, result) in zip(indices, results) {
             part.record(AndroidMessages.outcome(result, now: answered), at: index)

@@ -98,8 +98,18 @@ struct WebPushDelivery: PlatformDelivery {
                 part.record(.failed(reason: BrowserMessages.reason(refusing: error)), at: index)
             }
         }
+        // Each browser's receipt in its message (none when the message has no room for it, or
+        // already has a `herald` member of its own).
+        let maker = part.receiptMaker(now: now)
         for (_, group) in groups {
-            let results = await client.send(group.message, toEach: group.subscriptions)
+            var payloads: [[UInt8]]?
+            if let maker, let members = try? JSONValue(parsing: group.message.payload).objectValue, members[ReceiptToken.payloadKey] == nil {
+                payloads = group.indices.map { index in
+                    ReceiptToken.inserted(maker.receipt(for: items[index].token), into: group.message.payload, limit: WebPushEncryption.maximumPlaintextCount)
+                        ?? group.message.payload
+                }
+            }
+            let results = await client.send(group.message, toEach: group.subscriptions, payloads: payloads)
             let answered = Date()
             for (index, result) in zip(group.indices, results) {
                 part.record(BrowserMessages.outcome(result, now: answered), at: index)

@@ -372,6 +372,43 @@ enum PostgresSchema {
             )
             """,
         ],
+        // 18: receipts (docs/receipts.md): each app's receipt keys (a slot each, 0 to 15; the newest
+        // signs, an older one verifies until it expires); each receipt once per device, event and
+        // action, with how long after the send it came; their counts per notification, platform
+        // and event; and each app's event stream, read in order from a cursor.
+        // A reader takes only events of transactions older than every one still running (their
+        // xid below the snapshot's xmin), in (xid, seq) order: a sequence number taken by a
+        // transaction that commits later never lands behind a cursor already handed out.
+        [
+            """
+            CREATE TABLE receipt_keys (
+                app TEXT NOT NULL, slot SMALLINT NOT NULL, generation INTEGER NOT NULL, secret TEXT NOT NULL,
+                created_at BIGINT NOT NULL, expires_at BIGINT,
+                PRIMARY KEY (app, slot)
+            )
+            """,
+            """
+            CREATE TABLE receipts (
+                notification_id TEXT NOT NULL, token TEXT NOT NULL, event SMALLINT NOT NULL, action TEXT NOT NULL,
+                platform SMALLINT NOT NULL, at BIGINT NOT NULL, latency BIGINT NOT NULL,
+                PRIMARY KEY (notification_id, token, event, action)
+            )
+            """,
+            """
+            CREATE TABLE receipt_counts (
+                notification_id TEXT NOT NULL, platform SMALLINT NOT NULL, event SMALLINT NOT NULL, count BIGINT NOT NULL,
+                PRIMARY KEY (notification_id, platform, event)
+            )
+            """,
+            """
+            CREATE TABLE events (
+                seq BIGSERIAL PRIMARY KEY, xid xid8 NOT NULL DEFAULT pg_current_xact_id(), app TEXT NOT NULL, type SMALLINT NOT NULL,
+                at BIGINT NOT NULL, data TEXT NOT NULL
+            )
+            """,
+            "CREATE INDEX events_app ON events (app, xid, seq)",
+            "CREATE INDEX events_at ON events (at)",
+        ],
     ]
 
     static let createVersions = "CREATE TABLE IF NOT EXISTS herald_schema (version INTEGER PRIMARY KEY, applied_at BIGINT NOT NULL)"

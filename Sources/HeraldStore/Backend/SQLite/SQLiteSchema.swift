@@ -397,6 +397,36 @@ enum SQLiteSchema {
             ) WITHOUT ROWID
             """,
         ],
+        // 19: receipts (docs/receipts.md): each app's receipt keys (a slot each, 0 to 15; the newest
+        // signs, an older one verifies until it expires); each receipt once per device, event and
+        // action, with how long after the send it came; their counts per notification, platform
+        // and event; and each app's event stream, read in order from a cursor.
+        [
+            """
+            CREATE TABLE receipt_keys (
+                app TEXT NOT NULL, slot INTEGER NOT NULL, generation INTEGER NOT NULL, secret TEXT NOT NULL,
+                created_at INTEGER NOT NULL, expires_at INTEGER,
+                PRIMARY KEY (app, slot)
+            ) WITHOUT ROWID
+            """,
+            """
+            CREATE TABLE receipts (
+                notification_id TEXT NOT NULL, token TEXT NOT NULL, event INTEGER NOT NULL, action TEXT NOT NULL,
+                platform INTEGER NOT NULL, at INTEGER NOT NULL, latency INTEGER NOT NULL,
+                PRIMARY KEY (notification_id, token, event, action)
+            ) WITHOUT ROWID
+            """,
+            """
+            CREATE TABLE receipt_counts (
+                notification_id TEXT NOT NULL, platform INTEGER NOT NULL, event INTEGER NOT NULL, count INTEGER NOT NULL,
+                PRIMARY KEY (notification_id, platform, event)
+            ) WITHOUT ROWID
+            """,
+            // AUTOINCREMENT: a sequence number is never given twice, even once every row is purged.
+            "CREATE TABLE events (seq INTEGER PRIMARY KEY AUTOINCREMENT, app TEXT NOT NULL, type INTEGER NOT NULL, at INTEGER NOT NULL, data TEXT NOT NULL)",
+            "CREATE INDEX events_app ON events (app, seq)",
+            "CREATE INDEX events_at ON events (at)",
+        ],
     ]
 
     /// Before migration 6: gives every device without a hash (stored before migration 4, and

@@ -1,0 +1,161 @@
+import HeraldStore
+import Logging
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
+/// Takes receipts from `POST /v1/receipts`: checks each token (its form, age, app and MAC
+/// against the device its hash finds) and stores those that pass, many requests' receipts in one
+/// read and one transaction. While one group is being stored the next gathers: under load each
+/// commit carries hundreds of receipts, at rest one request's. What waits is bounded
+/// (``maximumWaiting``): past it a request is refused at once, and the sender retries.
+actor ReceiptIngester {
+    /// A receipt as a device sent it.
+    struct Incoming: Sendable {
+        var receipt: String
+        var event: ReceiptEvent
+        var action: String
+    }
+
+    /// How one receipt ended.
+    enum Verdict: Sendable, Equatable {
+        /// Stored, or stored before (counted once).
+        case taken
+        case refused(ReceiptToken.Refusal)
+    }
+
+    /// The most receipts waiting to be stored, across every request: a flood past it is refused
+    /// with 429 and `Retry-After` rather than queued without end.
+    static let maximumWaiting = 20_000
+    /// The most receipts one transaction stores.
+    static let maximumPerGroup = 2_000
+    /// How far ahead of this gateway's clock a token's time may be (another process's clock).
+    static let clockSkew: TimeInterval = 300
+
+    private let store: HeraldStore
+    private let live: LiveConfiguration
+    private let keyring: ReceiptKeyring
+    private let metrics: GatewayMetrics
+    private let logger: Logger
+
+    private var waiting: [(items: [Incoming], continuation: CheckedContinuation<[Verdict], any Error>)] = []
+    private var waitingCount = 0
+    private var storing = false
+
+    init(store: HeraldStore, live: LiveConfiguration, keyring: ReceiptKeyring, metrics: GatewayMetrics, logger: Logger) {
+        self.store = store
+        self.live = live
+        self.keyring = keyring
+        self.metrics = metrics
+        self.logger = logger
+    }
+
+    /// Whether `count` more receipts would pass the bound of those waiting.
+    func hasRoom(for count: Int) -> Bool { waitingCount + count <= Self.maximumWaiting }
+
+    /// Checks and stores `items`, with others sent meanwhile; each one's verdict, in order.
+    /// Throws when the store cannot be written (nothing of the group is stored) or the bound of
+    /// receipts waiting is reached (`ReceiptBacklogFull`).
+    func take(_ items: [Incoming]) async throws -> [Verdict] {
+        guard waitingCount + items.count <= Self.maximumWaiting else { throw ReceiptBacklogFull() }
+        waitingCount += items.count
+        return try await withCheckedThrowingContinuation { continuation in
+            waiting.append((items, continuation))
+            if !storing {
+                storing = true
+                Task { await self.drain() }
+            }
+        }
+    }
+
+    private func drain() async {
+        while !waiting.isEmpty {
+            var group: [(items: [Incoming], continuation: CheckedContinuation<[Verdict], any Error>)] = []
+            var count = 0
+            while let first = waiting.first, group.isEmpty || count + first.items.count <= Self.maximumPerGroup {
+                group.append(waiting.removeFirst())
+                count += first.items.count
+            }
+            waitingCount -= count
+            do {
+                let verdicts = try await check(group.flatMap(\.items))
+                var offset = 0
+                for (items, continuation) in group {
+                    continuation.resume(returning: Array(verdicts[offset..<(offset + items.count)]))
+                    offset += items.count
+                }
+            } catch {
+                for (_, continuation) in group { continuation.resume(throwing: error) }
+            }
+        }
+        storing = false
+    }
+
+    /// The verdict of each of `items`, storing those taken.
+    private func check(_ items: [Incoming]) async throws -> [Verdict] {
+        let now = Date()
+        let configuration = live.configuration
+        var verdicts = [Verdict?](repeating: nil, count: items.count)
+        var parsed: [(index: Int, token: ReceiptToken)] = []
+        for (index, item) in items.enumerated() {
+            do throws(ReceiptTokenError) {
+                let token = try ReceiptToken(parsing: item.receipt)
+                if token.issuedAt.timeIntervalSince(now) > Self.clockSkew {
+                    verdicts[index] = .refused(.forged)
+                } else {
+                    parsed.append((index, token))
+                }
+            } catch {
+                verdicts[index] = .refused(error.refusal)
+            }
+        }
+        var records: [ReceiptRecord] = []
+        var recordIndices: [Int] = []
+        if !parsed.isEmpty {
+            let lookup = try await store.receiptLookup(parsed.map { ($0.token.notification, $0.token.deviceHash) })
+            for (index, token) in parsed {
+                // Forged and gone are told apart from nothing: the same refusal either way.
+                guard let appID = lookup.apps[token.notification], let app = configuration.app(appID) else {
+                    verdicts[index] = .refused(.forged)
+                    continue
+                }
+                guard app.receipts.enabled else {
+                    verdicts[index] = .refused(.disabled)
+                    continue
+                }
+                if now.timeIntervalSince(token.issuedAt) > app.receipts.lifetime(retention: configuration.queue.retention) {
+                    verdicts[index] = .refused(.expired)
+                    continue
+                }
+                guard let key = try? await keyring.keys(app: appID).bySlot[token.slot],
+                    let device = lookup.devices[DeviceHashKey(app: appID, hash: token.deviceHash)]?.first(where: { token.verify(app: appID, device: $0, key: key) })
+                else {
+                    verdicts[index] = .refused(.forged)
+                    continue
+                }
+                let item = items[index]
+                records.append(
+                    ReceiptRecord(
+                        app: appID, notification: token.notification, device: device, platform: token.platform, event: item.event,
+                        action: item.event == .clicked ? item.action : "", issuedAt: token.issuedAt))
+                recordIndices.append(index)
+            }
+        }
+        if !records.isEmpty {
+            let stored = try await store.recordReceipts(records, now: now)
+            for record in stored { metrics.recordReceipt(app: record.app, platform: record.platform, event: record.event) }
+            for index in recordIndices { verdicts[index] = .taken }
+        }
+        return verdicts.map { verdict in
+            let verdict = verdict ?? .refused(.forged)
+            if case .refused(let refusal) = verdict { metrics.recordReceiptRefused(refusal) }
+            return verdict
+        }
+    }
+}
+
+/// Too many receipts are waiting to be stored: the request is refused, to be sent again later.
+struct ReceiptBacklogFull: Error {}
