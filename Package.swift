@@ -3,7 +3,7 @@ import PackageDescription
 
 let package = Package(
     name: "Herald",
-    platforms: [.macOS(.v15)],
+    platforms: [.macOS(.v15), .iOS(.v16)],
     products: [
         // Transport-free APNs model: payloads, headers, device tokens, errors, provider tokens.
         .library(name: "HeraldCore", targets: ["HeraldCore"]),
@@ -35,6 +35,9 @@ let package = Package(
         .library(name: "HeraldStore", targets: ["HeraldStore"]),
         // The push gateway (`herald serve`): HTTP API, delivery workers and metrics over the store.
         .library(name: "HeraldGateway", targets: ["HeraldGateway"]),
+        // For the apps themselves (iOS, macOS, and its Notification Service Extension): registers
+        // the device through the app's backend and reports receipts to the gateway. Foundation only.
+        .library(name: "HeraldDeviceKit", targets: ["HeraldDeviceKit"]),
         .executable(name: "herald", targets: ["herald"]),
     ],
     dependencies: [
@@ -364,7 +367,7 @@ let package = Package(
             // test; and the console's page, script and style, served at /console.
             resources: [
                 .embedInCode("OpenAPI/openapi.json"), .embedInCode("Console/index.html"), .embedInCode("Console/console.js"),
-                .embedInCode("Console/console.css"),
+                .embedInCode("Console/console.css"), .embedInCode("SDK/herald-sw.js"), .embedInCode("SDK/herald-page.js"),
             ]
         ),
         .target(
@@ -417,6 +420,11 @@ let package = Package(
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ],
             path: "Tests/HeraldHostilePeers"
+        ),
+        .target(name: "HeraldDeviceKit"),
+        .testTarget(
+            name: "HeraldDeviceKitTests",
+            dependencies: ["HeraldDeviceKit"]
         ),
         .testTarget(
             name: "HeraldCoreTests",
