@@ -42,7 +42,7 @@ struct WebhookConfigurationTests {
         let configuration = try GatewayConfiguration.load(file: file, environment: Self.environment)
         let hooks = configuration.apps[0].webhooks
         #expect(hooks.map(\.url) == ["https://hooks.example.com/herald", "http://10.0.0.5:8080/in"])
-        #expect(hooks[0].secret.bytes == Array(Self.secret.utf8) && hooks[0].events == Set(WebhookEventType.allCases))
+        #expect(hooks[0].secret.bytes == Array(Self.secret.utf8) && hooks[0].events == WebhookEventType.byDefault)
         #expect(hooks[0].giveUpAfter == .seconds(86_400) && hooks[1].giveUpAfter == .seconds(600) && hooks[1].events == [.deviceRetired])
         #expect(configuration.webhookSender.initialRetryDelay == .seconds(2) && configuration.webhookSender.timeout == .seconds(5))
         let interest = configuration.webhookInterest

@@ -12,7 +12,7 @@ extension GatewayConfiguration {
         /// The HMAC-SHA256 key of `Herald-Signature` (`secretEnv` in the file names the
         /// environment variable that holds it).
         public var secret: WebhookSecret
-        /// The events it wants (`events` in the file; all of them when absent).
+        /// The events it wants (`events` in the file; when absent, all but `delivery.receipt`).
         public var events: Set<WebhookEventType>
         /// How long after an event was written it is still retried (`giveUpAfterSeconds` in the
         /// file). Default 24 hours.
@@ -20,7 +20,7 @@ extension GatewayConfiguration {
 
         public static let defaultGiveUpAfter: Duration = .seconds(24 * 3600)
 
-        public init(url: String, secret: WebhookSecret, events: Set<WebhookEventType> = Set(WebhookEventType.allCases)) {
+        public init(url: String, secret: WebhookSecret, events: Set<WebhookEventType> = WebhookEventType.byDefault) {
             self.url = url
             self.secret = secret
             self.events = events
@@ -114,7 +114,7 @@ extension GatewayConfiguration.App {
             case .inline:
                 secret = try hook.requiredString("secret")
             }
-            var events = Set(WebhookEventType.allCases)
+            var events = WebhookEventType.byDefault
             if let names = try hook.strings("events") {
                 guard !names.isEmpty else { throw FieldError(hook.at("events"), "list at least one event, or leave events out for all of them") }
                 events = []

@@ -123,6 +123,7 @@ extension QueueEngine {
                     return (EventCode(receipt.event).type, String(decoding: writer.bytes, as: UTF8.self))
                 }
                 try await appendEvents(app: app, events, now: now, on: connection)
+                try await recordReceiptWebhooks(app: app, receipts, latencies: latencies, now: now, on: connection)
             }
             return stored
         }

@@ -147,6 +147,30 @@ extension QueueEngine {
         try await write([completed], type: .notificationCompleted, app: app, hooks: hooks, now: now, on: connection)
     }
 
+    /// Writes `delivery.receipt` for each of `receipts` (just stored, of `app`), for the webhooks
+    /// that want it.
+    func recordReceiptWebhooks(app: String, _ receipts: [ReceiptRecord], latencies: [ReceiptRecord: Int64], now: Date, on connection: any SQLConnection) async throws {
+        let hooks = webhookInterest.hooks(app: app, event: .deliveryReceipt)
+        guard !hooks.isEmpty else { return }
+        let events = receipts.map { receipt in
+            event(.deliveryReceipt, app: app, now: now) { writer in
+                for (key, value) in [
+                    ("notification", receipt.notification), ("token", receipt.device), ("platform", receipt.platform.rawValue), ("event", receipt.event.rawValue),
+                ] {
+                    writer.key(key)
+                    writer.string(value)
+                }
+                if !receipt.action.isEmpty {
+                    writer.key("action")
+                    writer.string(receipt.action)
+                }
+                writer.key("latencyMs")
+                writer.int(Int(latencies[receipt] ?? 0))
+            }
+        }
+        try await write(events, type: .deliveryReceipt, app: app, hooks: hooks, now: now, on: connection)
+    }
+
     /// One `accepted` line per platform of a completed batch: its devices accepted, in one line
     /// (a broadcast's batch is thousands; a line each would cost the send a row each).
     func recordAccepted(app: String, notification id: String, _ tokens: [DevicePlatform: [String]], now: Date, on connection: any SQLConnection) async throws {

@@ -62,12 +62,14 @@ enum WebhookTypeCode: Int, StoredCode {
     case notificationCompleted = 0
     case deviceRetired = 1
     case deliveryFailed = 2
+    case deliveryReceipt = 3
 
     init(_ type: WebhookEventType) {
         switch type {
         case .notificationCompleted: self = .notificationCompleted
         case .deviceRetired: self = .deviceRetired
         case .deliveryFailed: self = .deliveryFailed
+        case .deliveryReceipt: self = .deliveryReceipt
         }
     }
 
@@ -76,6 +78,7 @@ enum WebhookTypeCode: Int, StoredCode {
         case .notificationCompleted: .notificationCompleted
         case .deviceRetired: .deviceRetired
         case .deliveryFailed: .deliveryFailed
+        case .deliveryReceipt: .deliveryReceipt
         }
     }
 }

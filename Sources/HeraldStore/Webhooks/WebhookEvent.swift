@@ -14,6 +14,13 @@ public enum WebhookEventType: String, Sendable, Hashable, CaseIterable, Comparab
     case deviceRetired = "device.retired"
     /// A device of a notification ended rejected or failed.
     case deliveryFailed = "delivery.failed"
+    /// A device reported a notification received, opened, dismissed or clicked (docs/receipts.md).
+    /// One event per receipt: only for webhooks that list it.
+    case deliveryReceipt = "delivery.receipt"
+
+    /// The events a webhook that lists none wants: all but receipts, which come one per device
+    /// and are asked for by name.
+    public static let byDefault: Set<WebhookEventType> = Set(allCases).subtracting([.deliveryReceipt])
 
     public static func < (lhs: Self, rhs: Self) -> Bool { lhs.rawValue < rhs.rawValue }
 }
