@@ -27,9 +27,9 @@ actor ReceiptIngester {
         case refused(ReceiptToken.Refusal)
     }
 
-    /// The most receipts waiting to be stored, across every request: a flood past it is refused
-    /// with 429 and `Retry-After` rather than queued without end.
-    static let maximumWaiting = 20_000
+    /// The most receipts waiting to be stored, across every request, by default: a flood past it
+    /// is refused with 429 and `Retry-After` rather than queued without end.
+    static let defaultMaximumWaiting = 20_000
     /// The most receipts one transaction stores.
     static let maximumPerGroup = 2_000
     /// How far ahead of this gateway's clock a token's time may be (another process's clock).
@@ -40,12 +40,18 @@ actor ReceiptIngester {
     private let keyring: ReceiptKeyring
     private let metrics: GatewayMetrics
     private let logger: Logger
+    /// The most receipts waiting to be stored (``defaultMaximumWaiting``).
+    let maximumWaiting: Int
 
     private var waiting: [(items: [Incoming], continuation: CheckedContinuation<[Verdict], any Error>)] = []
     private var waitingCount = 0
     private var storing = false
 
-    init(store: HeraldStore, live: LiveConfiguration, keyring: ReceiptKeyring, metrics: GatewayMetrics, logger: Logger) {
+    init(
+        store: HeraldStore, live: LiveConfiguration, keyring: ReceiptKeyring, metrics: GatewayMetrics, logger: Logger,
+        maximumWaiting: Int = ReceiptIngester.defaultMaximumWaiting
+    ) {
+        self.maximumWaiting = maximumWaiting
         self.store = store
         self.live = live
         self.keyring = keyring
@@ -54,13 +60,13 @@ actor ReceiptIngester {
     }
 
     /// Whether `count` more receipts would pass the bound of those waiting.
-    func hasRoom(for count: Int) -> Bool { waitingCount + count <= Self.maximumWaiting }
+    func hasRoom(for count: Int) -> Bool { waitingCount + count <= maximumWaiting }
 
     /// Checks and stores `items`, with others sent meanwhile; each one's verdict, in order.
     /// Throws when the store cannot be written (nothing of the group is stored) or the bound of
     /// receipts waiting is reached (`ReceiptBacklogFull`).
     func take(_ items: [Incoming]) async throws -> [Verdict] {
-        guard waitingCount + items.count <= Self.maximumWaiting else { throw ReceiptBacklogFull() }
+        guard waitingCount + items.count <= maximumWaiting else { throw ReceiptBacklogFull() }
         waitingCount += items.count
         return try await withCheckedThrowingContinuation { continuation in
             waiting.append((items, continuation))
