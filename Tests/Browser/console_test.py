@@ -5,8 +5,13 @@ Starts `herald mock` (with a provider key of its own) and `herald serve` with tw
 API keys in a temporary directory, seeds devices through the API, then drives headless Chromium
 through sign-in, the overview, a notification's live progress, its deliveries, device search,
 the send form, templates and their preview, the app's categories, a user's preferences and a
-notification held back by them, taking a screenshot of each view (console.png, the overview down to the activity
-chart, is docs/console.png: scripts/console-screenshot.sh copies it). Everything it starts it stops, by PID.
+notification held back by them, a notification's funnel and the overview's receipts per day, taking a screenshot of
+each view (console.png, the overview down to the activity chart, is docs/console.png: scripts/console-screenshot.sh
+copies it). Everything it starts it stops, by PID.
+
+Receipts: `herald mock` keeps what it is sent in its own process, so one browser (user rita) is subscribed at a push
+service of the test's own (a few lines of Python: TLS, HTTP/1.1, RFC 8291 decryption), which reads the receipt the
+gateway put in the message; the test reports it to POST /v1/receipts as the browser kit would.
 
     python3 Tests/Browser/console_test.py --herald .build/debug/herald --screenshots /tmp/shots
 """
@@ -14,6 +19,9 @@ chart, is docs/console.png: scripts/console-screenshot.sh copies it). Everything
 import argparse
 import base64
 import hashlib
+import hmac
+import http.server
+import ipaddress
 import json
 import os
 import re
@@ -28,11 +36,14 @@ import time
 import urllib.error
 import ssl
 import urllib.request
-from datetime import datetime
+from datetime import datetime, timedelta, timezone
 from urllib.parse import urlsplit
 
-from cryptography.hazmat.primitives import serialization
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 from playwright.sync_api import Error as PlaywrightError
 from playwright.sync_api import expect, sync_playwright
 
@@ -90,6 +101,15 @@ WEB_USER = "wendy"
 ANDROID_USER = "andy"
 ANDROID_TOKEN = "cAndy-Token_1:APA91b" + "Q" * 120
 EXTRA_NOTIFICATIONS = 22  # past one page (20) of the overview's table, so "More" is used
+# A browser subscribed at the test's own push service, whose messages the test reads (receipts).
+RECEIPTS_USER = "rita"
+# The notifications table fits the page at 1280 px, measured as this script does: the table's
+# scroll width against its scrolling container's width.
+TABLE_FITS = """() => {
+    const table = document.getElementById('notifications-table');
+    const wrap = table.closest('.table-wrap');
+    return { table: table.scrollWidth, wrap: wrap.scrollWidth, client: wrap.clientWidth };
+}"""
 
 
 # The activity chart's rotated y title and its y labels, in the SVG's own units (its viewBox is
@@ -142,6 +162,126 @@ def chart_problems(boxes):
 
 class Failure(Exception):
     pass
+
+
+# MARK: A push service of the test's own, for one browser whose messages it decrypts
+
+def b64url(data):
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
+
+
+def write_push_tls(directory):
+    """A CA and a certificate it issued for 127.0.0.1; (the CA's PEM, the certificate's, its key's)."""
+    now = datetime.now(timezone.utc)
+    ca_key = ec.generate_private_key(ec.SECP256R1())
+    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "console test push service CA")])
+    ca = (x509.CertificateBuilder().subject_name(ca_name).issuer_name(ca_name).public_key(ca_key.public_key())
+          .serial_number(x509.random_serial_number()).not_valid_before(now - timedelta(hours=1)).not_valid_after(now + timedelta(days=1))
+          .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
+          .add_extension(x509.KeyUsage(digital_signature=True, key_cert_sign=True, crl_sign=True, content_commitment=False,
+                                       key_encipherment=False, data_encipherment=False, key_agreement=False,
+                                       encipher_only=False, decipher_only=False), critical=True)
+          .sign(ca_key, hashes.SHA256()))
+    key = ec.generate_private_key(ec.SECP256R1())
+    leaf = (x509.CertificateBuilder().subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")]))
+            .issuer_name(ca_name).public_key(key.public_key()).serial_number(x509.random_serial_number())
+            .not_valid_before(now - timedelta(hours=1)).not_valid_after(now + timedelta(days=1))
+            .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), critical=False)
+            .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
+            .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+            .sign(ca_key, hashes.SHA256()))
+    paths = [os.path.join(directory, name) for name in ("push-ca.pem", "push-cert.pem", "push-key.pem")]
+    for path, data in zip(paths, (ca.public_bytes(serialization.Encoding.PEM), leaf.public_bytes(serialization.Encoding.PEM),
+                                  key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()))):
+        with open(path, "wb") as file:
+            file.write(data)
+    return paths
+
+
+def hkdf_sha256(salt, secret, info, length):
+    """HKDF (RFC 5869) with one block, as RFC 8291 uses it."""
+    prk = hmac.new(salt, secret, hashlib.sha256).digest()
+    return hmac.new(prk, info + b"\x01", hashlib.sha256).digest()[:length]
+
+
+def decrypt(body, private_key, auth_secret):
+    """An aes128gcm message (RFC 8188) for this subscription, as a browser decrypts it (RFC 8291 §3.4)."""
+    check(len(body) > 86 and body[20] == 65, f"a message of {len(body)} bytes, not aes128gcm with a P-256 key ID")
+    salt, sender, ciphertext = body[:16], body[21:86], body[86:]
+    receiver = private_key.public_key().public_bytes(serialization.Encoding.X962, serialization.PublicFormat.UncompressedPoint)
+    shared = private_key.exchange(ec.ECDH(), ec.EllipticCurvePublicKey.from_encoded_point(ec.SECP256R1(), sender))
+    ikm = hkdf_sha256(auth_secret, shared, b"WebPush: info\x00" + receiver + sender, 32)
+    key = hkdf_sha256(salt, ikm, b"Content-Encoding: aes128gcm\x00", 16)
+    nonce = hkdf_sha256(salt, ikm, b"Content-Encoding: nonce\x00", 12)
+    padded = AESGCM(key).decrypt(nonce, ciphertext, None).rstrip(b"\x00")
+    check(padded.endswith(b"\x02"), "the record does not end with the last-record delimiter 0x02")
+    return padded[:-1]
+
+
+class PushService:
+    """POST /push/{id} over TLS (HTTP/1.1: the gateway falls back to it when h2 is refused by ALPN): keeps each message
+    as sent; the subscription's keys stay here, so received() decrypts them as the browser would."""
+
+    def __init__(self, certificate, key):
+        self.bodies = []
+        self.lock = threading.Lock()
+        self.private_key = ec.generate_private_key(ec.SECP256R1())
+        self.auth_secret = os.urandom(16)
+        service = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *arguments):
+                pass
+
+            def do_POST(self):
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                known = self.path == "/push/rita"
+                if known:
+                    with service.lock:
+                        service.bodies.append(body)
+                self.send_response(201 if known else 404)
+                if known:
+                    self.send_header("Location", f"/message/{len(service.bodies)}")
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+        class Server(http.server.ThreadingHTTPServer):
+            daemon_threads = True
+
+            def finish_request(self, request, client_address):
+                request.settimeout(10)
+                try:
+                    connection = context.wrap_socket(request, server_side=True)
+                except (ssl.SSLError, OSError):
+                    return
+                try:
+                    self.RequestHandlerClass(connection, client_address, self)
+                finally:
+                    connection.close()
+
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(certificate, key)
+        context.set_alpn_protocols(["http/1.1"])
+        self.server = Server(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def subscription(self):
+        """The browser's subscription, as subscription.toJSON() gives it."""
+        public = self.private_key.public_key().public_bytes(serialization.Encoding.X962, serialization.PublicFormat.UncompressedPoint)
+        return {"endpoint": f"https://127.0.0.1:{self.server.server_port}/push/rita", "expirationTime": None,
+                "keys": {"p256dh": b64url(public), "auth": b64url(self.auth_secret)}}
+
+    def received(self):
+        """Every message so far, decrypted."""
+        with self.lock:
+            bodies = list(self.bodies)
+        return [decrypt(body, self.private_key, self.auth_secret) for body in bodies]
+
+    def stop(self):
+        self.server.shutdown()
+        self.server.server_close()
 
 
 def check(condition, message):
@@ -199,10 +339,12 @@ class Process:
 
 
 def call(base, key, method, path, body=None, content_type="application/json"):
-    """One API request; (status, JSON answer or None, headers)."""
+    """One API request; (status, JSON answer or None, headers). No Authorization header when key is None."""
     data = body.encode() if isinstance(body, str) else body
-    request = urllib.request.Request(base + path, data=data, method=method,
-                                     headers={"Authorization": f"Bearer {key}", "Content-Type": content_type})
+    headers = {"Content-Type": content_type}
+    if key:
+        headers["Authorization"] = f"Bearer {key}"
+    request = urllib.request.Request(base + path, data=data, method=method, headers=headers)
     try:
         with urllib.request.urlopen(request, timeout=15) as response:
             raw = response.read()
@@ -248,7 +390,7 @@ def subscribe(web_push_url, ca, application_server_key):
         return json.loads(response.read())
 
 
-def write_configuration(directory, mock_url, p8, vapid, fcm_url, fcm_ca):
+def write_configuration(directory, mock_url, p8, vapid, fcm_url, fcm_ca, webpush_ca):
     ca = os.path.join(directory, "ca.pem")
     auth = {"file": p8, "keyID": KEY_ID, "teamID": TEAM_ID}
     sandbox = f"https://127.0.0.1:{closed_port()}"
@@ -262,7 +404,7 @@ def write_configuration(directory, mock_url, p8, vapid, fcm_url, fcm_ca):
         "listen": "127.0.0.1:0",
         "database": "sqlite:" + os.path.join(directory, "herald.db"),
         "apps": [dict(app("shop"), categories=CATEGORIES, defaultLanguage="en", webPush={"vapidKeyFile": vapid, "subject": "mailto:ops@example.com",
-                                            "defaultURL": "https://shop.example.com/", "caFile": os.path.join(directory, "webpush-ca.pem"),
+                                            "defaultURL": "https://shop.example.com/", "caFile": webpush_ca,
                                             # The mock push service is on 127.0.0.1.
                                             "allowPrivateAddresses": True},
                       fcm={"serviceAccountFile": os.path.join(directory, "fcm-sa.json"), "endpoint": fcm_url, "caFile": fcm_ca}),
@@ -322,6 +464,7 @@ class Run:
         self.problems = []  # dialogs, script errors and CSP violations, reported at the end
         self.requests = []
         self.page = None
+        self.push = None
 
     def step(self, text):
         self.number += 1
@@ -349,7 +492,15 @@ class Run:
         fcm_ca = mock.wait_for(r"its service account: \S+; trust its CA with (\S+)", 10).group(1)
         vapid, application_server_key = write_vapid_key(directory)
         self.subscription = subscribe(web_push_url, os.path.join(directory, "webpush-ca.pem"), application_server_key)
-        configuration = write_configuration(directory, mock_url, p8, vapid, fcm, os.path.join(directory, fcm_ca))
+        # The push service for rita's browser: app shop trusts its CA beside the Web Push mock's.
+        push_ca, push_certificate, push_key = write_push_tls(directory)
+        self.push = PushService(push_certificate, push_key)
+        webpush_ca = os.path.join(directory, "webpush-cas.pem")
+        with open(webpush_ca, "w") as bundle:
+            for path in (os.path.join(directory, "webpush-ca.pem"), push_ca):
+                with open(path) as file:
+                    bundle.write(file.read().strip() + "\n")
+        configuration = write_configuration(directory, mock_url, p8, vapid, fcm, os.path.join(directory, fcm_ca), webpush_ca)
         serve = Process("herald serve", [self.herald, "serve", "--config", configuration], directory)
         self.processes.append(serve)
         self.base = serve.wait_for(r"listening on (http://127\.0\.0\.1:\d+)", 60).group(1)
@@ -385,6 +536,8 @@ class Run:
         finally:
             for process in reversed(self.processes):
                 process.stop()
+            if self.push:
+                self.push.stop()
             shutil.rmtree(directory, ignore_errors=True)
 
     def shoot_failure(self):
@@ -982,8 +1135,11 @@ class Run:
         by("nav-overview").click()
         by("notifications-status").select_option("")  # the filter an earlier step left on cancelled
         listed = page.locator(f"[data-testid=notification-row][data-id='{held_back}']")
-        expect(listed.get_by_test_id("notification-row-optedOut")).to_have_text("1")
-        expect(listed.get_by_test_id("notification-row-capped")).to_have_text("0")
+        skipped = listed.get_by_test_id("notification-row-skipped")
+        expect(skipped).to_have_text("1 (1 opted out)")
+        expect(skipped).to_have_attribute("title", "Not sent: 1 opted out")
+        for kind, value in (("opted-out", "1"), ("capped", "0"), ("digested", "0")):
+            expect(skipped).to_have_attribute(f"data-{kind}", value)
 
         self.step("a digest to users with no devices: its page shows the digest's key")
         status, answer, _ = call(self.base, KEY_A, "POST", "/v1/apps/shop/notifications", json.dumps({
@@ -995,6 +1151,177 @@ class Run:
         expect(by("notification-digest-item")).to_have_text(XSS_USER)
         expect(by("notification-category")).to_have_text("news")
         check(page.locator("img").count() == 0, "an img element on the digest's page")
+
+        self.step("recent notifications at 1280×800, every row (More) and a page of the widest values (an answer from "
+                  "page.route): the skip counts are one Skipped column, and the table is no wider than its card")
+        fmt = lambda number: page.evaluate("(n) => new Intl.NumberFormat().format(n)", number)
+        check(page.viewport_size == {"width": 1280, "height": 800}, f"viewport {page.viewport_size}")
+        by("nav-overview").click()
+        expect(by("overview-view")).to_be_visible()
+        by("notifications-status").select_option("")
+        expect(rows).to_have_count(20)
+        while by("notifications-more").is_visible():
+            shown = rows.count()
+            by("notifications-more").click()
+            expect(rows).not_to_have_count(shown)
+        headers = [text.strip() for text in page.locator("#notifications-table thead th").all_text_contents()]
+        check(headers == ["ID", "Created", "Audience", "Type", "Status", "Targeted", "Accepted", "Rejected", "Failed", "Skipped"],
+              f"the table's columns: {headers}")
+        fits = page.evaluate(TABLE_FITS)
+        print(f"     {rows.count()} rows: table {fits['table']} px wide, its container {fits['client']} px", flush=True)
+        check(fits["table"] <= fits["client"] and fits["wrap"] <= fits["client"], f"the table is wider than its card: {fits}")
+        _, listing, _ = call(self.base, KEY_A, "GET", "/v1/apps/shop/notifications?limit=1")
+        widest = dict(listing["notifications"][0], pushType="fileprovider", status="cancelled",
+                      audience={"type": "users", "count": 1200, "sample": ["customer-" + "7" * 60, XSS_USER]},
+                      targeted=1_234_567, accepted=1_200_000, rejected={"Unregistered": 12_345, "BadDeviceToken": 1_111},
+                      failed=7_777, optedOut=12_345, capped=1_234, digested=123)
+        lists = re.compile(r".*/v1/apps/shop/notifications[?].*")
+        answer = fulfill_json({"notifications": [widest, dict(widest, optedOut=0, digested=0), dict(widest, optedOut=0, capped=0, digested=0)]})
+        page.route(lists, answer)
+        by("notifications-status").select_option("cancelled")
+        expect(rows).to_have_count(3)
+        expect(rows.get_by_test_id("notification-row-skipped")).to_have_text([
+            f"{fmt(13_702)} ({fmt(12_345)} opted out, {fmt(1_234)} capped, 123 digested)", f"{fmt(1_234)} ({fmt(1_234)} capped)", "0"])
+        expect(rows.first.locator("td").nth(2)).to_contain_text(XSS_USER)
+        check(page.locator("img").count() == 0, "an img element in the notifications table")
+        fits = page.evaluate(TABLE_FITS)
+        print(f"     the widest values: table {fits['table']} px wide, its container {fits['client']} px", flush=True)
+        check(fits["table"] <= fits["client"] and fits["wrap"] <= fits["client"], f"the table is wider than its card: {fits}")
+        by("notifications-table").scroll_into_view_if_needed()
+        self.shot(page, "notifications-table.png", full_page=False)
+        page.unroute(lists, answer)
+        by("notifications-status").select_option("")
+
+        self.step(f"a browser subscribed at the test's own push service (user {RECEIPTS_USER}); a notification to {RECEIPTS_USER}, "
+                  f"bob and {ANDROID_USER} (webpush, apns, fcm): its page shows the funnel in all and per platform, no receipts yet")
+        status, answer, _ = call(self.base, KEY_A, "POST", "/v1/apps/shop/webpush/subscriptions",
+                                 json.dumps(dict(self.push.subscription(), user=RECEIPTS_USER)))
+        check(status == 201 and answer.get("platform") == "webpush", f"POST subscription for {RECEIPTS_USER}: {status} {answer}")
+        status, answer, _ = call(self.base, KEY_A, "POST", "/v1/apps/shop/notifications", json.dumps({
+            "to": {"users": [RECEIPTS_USER, "bob", ANDROID_USER]},
+            "payload": {"aps": {"alert": {"title": "Your order shipped", "body": "Arrives Tuesday"}}}}))
+        check(status == 202, f"send to {RECEIPTS_USER}, bob and {ANDROID_USER}: {status} {answer}")
+        funnelled = answer["id"]
+        done = wait_done(self.base, funnelled)
+        check(done.get("targeted") == 3 and done.get("accepted") == 3, f"the notification: {done}")
+        check(done.get("receipts") == {"received": 0, "opened": 0, "dismissed": 0, "clicked": 0}, f"its receipts: {done.get('receipts')}")
+        page.goto(self.base + f"/console#/apps/shop/notifications/{funnelled}")
+        expect(by("notification-status")).to_have_text("done")
+        for event in ("received", "opened", "dismissed", "clicked"):
+            expect(by(f"notification-count-{event}")).to_have_text("0")
+        groups = page.locator("[data-testid=funnel-group]")
+        expect(groups).to_have_count(4)
+        platforms = groups.evaluate_all("groups => groups.map((group) => group.dataset.platform)")
+        check(platforms == ["total", "apns", "webpush", "fcm"], f"the funnel's groups: {platforms}")
+        group = lambda name: page.locator(f"[data-testid=funnel-group][data-platform={name}]")
+        expect(group("total").get_by_test_id("funnel-count")).to_have_text(["3", "3", "0", "0"])
+        expect(group("total").get_by_test_id("funnel-rate")).to_have_text(["", "100 % of sent", "0 % of accepted", "0 % of accepted"])
+        expect(group("total").locator("h3")).to_have_text("All platforms · 3 targeted")
+        expect(group("webpush").get_by_test_id("funnel-time-received")).to_have_text("Time to received: none reported yet")
+
+        self.step(f"the push service decrypts {RECEIPTS_USER}'s message: a 48-character receipt under \"herald\"; reported received, "
+                  "opened and clicked to POST /v1/receipts (no key, as the browser kit does): the open page shows them when it reads "
+                  "the notification again (every 15 s once done)")
+        messages = self.push.received()
+        check(len(messages) == 1, f"the push service has {len(messages)} messages")
+        receipt = json.loads(messages[0]).get("herald")
+        check(isinstance(receipt, str) and re.fullmatch(r"[A-Za-z0-9_-]{48}", receipt), f"no receipt in {messages[0]!r}")
+        status, answer, _ = call(self.base, None, "POST", "/v1/receipts", json.dumps({"events": [
+            {"receipt": receipt, "event": "received"}, {"receipt": receipt, "event": "opened"},
+            {"receipt": receipt, "event": "clicked", "action": "view"}]}), "text/plain;charset=UTF-8")
+        check(status == 202 and answer == {"taken": 3, "refused": []}, f"POST /v1/receipts: {status} {answer}")
+        started = time.monotonic()
+        expect(by("notification-count-received")).to_have_text("1", timeout=25_000)
+        print(f"     shown {time.monotonic() - started:.1f} s after the report", flush=True)
+        for event, value in (("opened", "1"), ("dismissed", "0"), ("clicked", "1")):
+            expect(by(f"notification-count-{event}")).to_have_text(value)
+        _, funnel, _ = call(self.base, KEY_A, "GET", f"/v1/notifications/{funnelled}/funnel")
+        check(funnel["total"]["received"] == 1 and funnel["total"]["opened"] == 1 and funnel["total"]["clicked"] == 1, f"the funnel: {funnel}")
+        stages = ("sent", "accepted", "received", "opened")
+        expect(group("total").get_by_test_id("funnel-count")).to_have_text(["3", "3", "1", "1"])
+        expect(group("total").get_by_test_id("funnel-rate")).to_have_text(["", "100 % of sent", "33.3 % of accepted", "33.3 % of accepted"])
+        expect(group("webpush").get_by_test_id("funnel-rate")).to_have_text(["", "100 % of sent", "100 % of accepted", "100 % of accepted"])
+        expect(group("apns").get_by_test_id("funnel-rate")).to_have_text(["", "100 % of sent", "0 % of accepted", "0 % of accepted"])
+        for name, stages_of in [("total", funnel["total"])] + [(platform["platform"], platform) for platform in funnel["platforms"]]:
+            expect(group(name).get_by_test_id("funnel-count")).to_have_text([fmt(stages_of[stage]) for stage in stages])
+            expect(group(name).get_by_test_id("funnel-dismissed")).to_have_text(fmt(stages_of["dismissed"]))
+            expect(group(name).get_by_test_id("funnel-clicked")).to_have_text(fmt(stages_of["clicked"]))
+        web = next(platform for platform in funnel["platforms"] if platform["platform"] == "webpush")
+        for event, field in (("received", "timeToReceivedMs"), ("opened", "timeToOpenedMs")):
+            line = group("webpush").get_by_test_id(f"funnel-time-{event}")
+            expect(line).to_have_attribute("data-p50", str(web[field]["p50"]))
+            expect(line).to_have_attribute("data-p95", str(web[field]["p95"]))
+            expect(line).to_have_text(re.compile(rf"^Time to {event}: p50 [0-9.,]+ (ms|s|min)( [0-9]+ s)?, p95 [0-9.,]+ (ms|s|min)( [0-9]+ s)?$"))
+            expect(group("apns").get_by_test_id(f"funnel-time-{event}")).to_have_text(f"Time to {event}: none reported yet")
+        # Each bar is its stage's share of the group's largest: received is a third of sent in all, the whole of it on webpush.
+        widths = group("total").locator(".funnel-bar").evaluate_all("bars => bars.map((bar) => bar.getBoundingClientRect().width)")
+        check(widths[0] > 0 and abs(widths[2] / widths[0] - 1 / 3) < 0.02 and widths[1] == widths[0], f"the total's bar widths: {widths}")
+        widths = group("apns").locator(".funnel-bar").evaluate_all("bars => bars.map((bar) => bar.getBoundingClientRect().width)")
+        check(widths[0] > 0 and widths[2] == 0 and widths[3] == 0, f"apns's bar widths: {widths}")
+        print(f"     funnel: {funnel['total']}; webpush times {web['timeToReceivedMs']}, {web['timeToOpenedMs']}", flush=True)
+        self.shot(page, "notification-funnel.png")
+
+        self.step("overview: the receipts chart has 14 days; its totals and today's row, as text, are what GET /v1/apps/shop/funnel?days=14 says")
+        _, daily, _ = call(self.base, KEY_A, "GET", "/v1/apps/shop/funnel?days=14")
+        days = daily["days"]
+        names = ("notifications", "targeted", "accepted", "received", "opened", "dismissed", "clicked")
+        totals = {name: sum(day[name] for day in days) for name in names}
+        check(len(days) == 14 and totals["received"] == 1 and totals["opened"] == 1 and totals["clicked"] == 1, f"the app's funnel: {daily}")
+        by("nav-overview").click()
+        expect(by("receipts-svg")).to_be_visible()
+        day_groups = page.locator("[data-testid=receipts-day]")
+        expect(day_groups).to_have_count(14)
+        for name in ("notifications", "accepted", "received", "opened", "dismissed", "clicked"):
+            expect(by(f"receipts-{name}")).to_have_text(fmt(totals[name]))
+        rate = page.evaluate("([p, w]) => `${new Intl.NumberFormat(undefined, { maximumFractionDigits: 1 }).format(p / w * 100)} %`",
+                             [totals["received"], totals["accepted"]])
+        expect(by("receipts-received-rate")).to_have_text(rate)
+        expect(day_groups.last).to_have_attribute("data-day", days[-1]["day"])
+        for name in ("accepted", "received", "opened"):
+            check(day_groups.last.locator(f"rect.bar-{name}").count() == 1, f"no {name} bar for today")
+        check(day_groups.first.locator("rect.bar").count() == sum(1 for name in ("accepted", "received", "opened") if days[0][name] > 0),
+              "bars for a day with none")
+        today = page.locator(f"[data-testid=receipts-row][data-day='{days[-1]['day']}']")
+        for name in names:
+            expect(today.get_by_test_id(f"receipts-row-{name}")).to_have_text(fmt(days[-1][name]))
+        label = by("receipts-svg").get_attribute("aria-label")
+        check(f"{fmt(totals['received'])} received" in label and f"{fmt(totals['opened'])} opened" in label, f"the chart's label: {label}")
+        by("receipts-card").scroll_into_view_if_needed()
+        self.shot(page, "overview-receipts.png", full_page=False)
+
+        self.step("the receipts chart for a made-up fortnight (an answer from page.route): each day's numbers in its row and "
+                  "tooltip, the totals and rates as text, a bar each per day")
+        made_up = []
+        for index, day in enumerate(days):
+            accepted = 0 if index == 3 else 40_000 + 3_000 * index - (15_000 if index % 7 in (5, 6) else 0)
+            made_up.append(dict(day, notifications=0 if index == 3 else 2 + index % 3, targeted=accepted + accepted // 40, accepted=accepted,
+                                received=accepted * 62 // 100, opened=accepted * 11 // 100, dismissed=accepted // 5, clicked=accepted // 50))
+        made_totals = {name: sum(day[name] for day in made_up) for name in names}
+        route_funnel = re.compile(r".*/v1/apps/shop/funnel([?].*)?$")
+        answer = fulfill_json(dict(daily, days=made_up))
+        page.route(route_funnel, answer)
+        by("overview-refresh").click()
+        expect(by("receipts-accepted")).to_have_text(fmt(made_totals["accepted"]))
+        for name in ("notifications", "received", "opened", "dismissed", "clicked"):
+            expect(by(f"receipts-{name}")).to_have_text(fmt(made_totals[name]))
+        for index in (0, 3, 13):
+            row = page.locator(f"[data-testid=receipts-row][data-day='{made_up[index]['day']}']")
+            for name in names:
+                expect(row.get_by_test_id(f"receipts-row-{name}")).to_have_text(fmt(made_up[index][name]))
+            expect(day_groups.nth(index).locator("rect.bar")).to_have_count(0 if index == 3 else 3)
+            expect(day_groups.nth(index).locator("title")).to_contain_text(f"{fmt(made_up[index]['accepted'])} accepted, "
+                                                                           f"{fmt(made_up[index]['received'])} received")
+        # Bar heights follow the numbers: a day's received bar is 62 % of its accepted one.
+        heights = day_groups.nth(13).locator("rect.bar").evaluate_all("rects => rects.map((rect) => Number(rect.getAttribute('height')))")
+        check(abs(heights[1] / heights[0] - 0.62) < 0.01 and abs(heights[2] / heights[0] - 0.11) < 0.01, f"day 14's bar heights: {heights}")
+        page.locator("#receipts-details summary").click()
+        expect(by("receipts-days-table")).to_be_visible()
+        by("receipts-card").scroll_into_view_if_needed()
+        self.shot(page, "overview-receipts-fortnight.png", full_page=False)
+        page.locator("#receipts-details summary").click()
+        page.unroute(route_funnel, answer)
+        by("overview-refresh").click()
+        expect(by("receipts-received")).to_have_text(fmt(totals["received"]))
 
         self.step("the key is in sessionStorage only: not in the URL, localStorage, cookies or any request URL")
         stored = page.evaluate("sessionStorage.getItem('herald.apiKey')")
@@ -1025,13 +1352,13 @@ class Run:
         expect(page).to_have_url(re.compile(r"#/apps/other$"))
         self.expect_counts(page, total=1, active=1, unregistered=0, invalid=0, alert=1, voip=None, production=1, sandbox=0, apns=1, webpush=0, fcm=0)
         by("app-picker").select_option("shop")
-        expect(by("count-total")).to_have_text("9")
+        expect(by("count-total")).to_have_text("10")  # the nine seeded, and rita's browser
 
         self.step("a reload keeps the tab signed in, on the same view; a phone-sized screen still works")
         page.reload()
         expect(by("overview-view")).to_be_visible()
         expect(page).to_have_url(re.compile(r"#/apps/shop$"))
-        expect(by("count-total")).to_have_text("9")
+        expect(by("count-total")).to_have_text("10")
         page.set_viewport_size({"width": 390, "height": 844})
         expect(by("nav-devices")).to_be_visible()
         # The chart scrolls sideways there, and opens at its latest minute.

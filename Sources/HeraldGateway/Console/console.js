@@ -18,6 +18,11 @@
   // left open on one due next week would otherwise ask every second until then.
   const SCHEDULED_POLL_MS = 30000;
   const OVERVIEW_REFRESH_MS = 15000;
+  // A finished notification is read again this often while its page is open: its devices report
+  // receipts (received, opened) long after the push services accepted it.
+  const RECEIPTS_POLL_MS = 15000;
+  // The overview's receipts chart: this many days (UTC), today last.
+  const FUNNEL_DAYS = 14;
   const PAGE_SIZE = 20;
   const STATUSES = ['active', 'unregistered', 'invalid'];
   const ENVIRONMENTS = ['production', 'sandbox'];
@@ -26,6 +31,18 @@
   const OUTCOMES = ['accepted', 'rejected', 'failed', 'optedOut', 'capped', 'digested'];
   const SKIPS = ['optedOut', 'capped', 'digested'];
   const OUTCOME_NAMES = { optedOut: 'opted-out', capped: 'capped', digested: 'digested' };
+  const SKIP_NAMES = { optedOut: 'opted out', capped: 'capped', digested: 'digested' };
+  // What a notification's devices report (POST /v1/receipts), as GET /v1/notifications/{id} counts them.
+  const RECEIPT_EVENTS = ['received', 'opened', 'dismissed', 'clicked'];
+  // A notification's funnel, each stage with the one its rate is a share of (the API's `rates`).
+  const FUNNEL_STAGES = [
+    { stage: 'sent', name: 'Sent' },
+    { stage: 'accepted', name: 'Accepted', of: 'sent' },
+    { stage: 'received', name: 'Received', of: 'accepted' },
+    { stage: 'opened', name: 'Opened', of: 'accepted' },
+  ];
+  // The overview's receipts chart: a bar each, side by side, per day.
+  const DAILY_SERIES = ['accepted', 'received', 'opened'];
 
   const state = {
     apps: [],
@@ -105,6 +122,32 @@
   const numberFormat = new Intl.NumberFormat();
   function count(value) {
     return typeof value === 'number' ? numberFormat.format(value) : '–';
+  }
+
+  /// A share (0..1, as the API gives rates) as a percentage to one decimal: "33.3 %"; "–" for null.
+  const percentNumber = new Intl.NumberFormat(undefined, { maximumFractionDigits: 1 });
+  function percentText(rate) {
+    return typeof rate === 'number' && Number.isFinite(rate) ? `${percentNumber.format(rate * 100)} %` : '–';
+  }
+
+  /// part of whole as a percentage; "–" when whole is 0.
+  function shareText(part, whole) {
+    return whole > 0 ? percentText(part / whole) : '–';
+  }
+
+  /// Milliseconds in words short enough for a line: "850 ms", "1.2 s", "4 min 5 s", "2 h 10 min", "3 d 4 h".
+  const tenths = new Intl.NumberFormat(undefined, { maximumFractionDigits: 1 });
+  function durationText(milliseconds) {
+    const value = Number(milliseconds);
+    if (milliseconds === null || milliseconds === undefined || !Number.isFinite(value) || value < 0) return '–';
+    if (value < 999.5) return `${numberFormat.format(Math.round(value))} ms`;
+    if (value < 59950) return `${tenths.format(value / 1000)} s`;
+    const seconds = Math.round(value / 1000);
+    if (seconds < 3600) return seconds % 60 ? `${Math.floor(seconds / 60)} min ${seconds % 60} s` : `${seconds / 60} min`;
+    const minutes = Math.round(seconds / 60);
+    if (minutes < 1440) return minutes % 60 ? `${Math.floor(minutes / 60)} h ${minutes % 60} min` : `${minutes / 60} h`;
+    const hours = Math.round(minutes / 60);
+    return hours % 24 ? `${numberFormat.format(Math.floor(hours / 24))} d ${hours % 24} h` : `${numberFormat.format(hours / 24)} d`;
   }
 
   function pad(number) {
@@ -662,6 +705,7 @@
     show($('overview-view'), true);
     const generation = state.generation;
     loadSummary(generation);
+    loadDailyFunnel(generation);
     loadCategories(generation);
     overview.status = $('notifications-status').value;
     loadNotifications(generation, false);
@@ -758,6 +802,35 @@
     return 10 * power;
   }
 
+  /// An SVG bar chart's frame, width × height units: a y scale from 0 to a round top at or above
+  /// `peak`, its gridlines and labels, and the rotated y title. `attributes` go on the <svg>.
+  function chartFrame(width, height, peak, yTitle, attributes) {
+    const step = niceStep(peak);
+    const top = Math.max(step, Math.ceil(peak / step) * step);
+    // The left margin fits the widest y label (a 12px digit is about 7.6px wide, a comma half
+    // that, so 7.5px a character holds) beside the
+    // rotated axis title, so "150,000" is not clipped under it.
+    const widest = numberFormat.format(top).length;
+    const margin = { top: 12, right: 12, bottom: 40, left: Math.max(52, 36 + Math.ceil(widest * 7.5)) };
+    const plotWidth = width - margin.left - margin.right;
+    const plotHeight = height - margin.top - margin.bottom;
+    const y = (value) => margin.top + plotHeight - (value / top) * plotHeight;
+
+    const chart = svg('svg', { viewBox: `0 0 ${width} ${height}`, class: 'chart-svg', role: 'img', ...attributes });
+    const grid = svg('g', { class: 'chart-grid' });
+    const axisY = svg('g', { class: 'chart-axis' });
+    for (let value = 0; value <= top; value += step) {
+      grid.appendChild(svg('line', { x1: margin.left, x2: width - margin.right, y1: y(value), y2: y(value) }));
+      axisY.appendChild(svg('text', { x: margin.left - 8, y: y(value) + 4, 'text-anchor': 'end' }, numberFormat.format(value)));
+    }
+    chart.appendChild(grid);
+    chart.appendChild(axisY);
+    chart.appendChild(svg('text', {
+      class: 'chart-title', transform: `translate(14 ${margin.top + plotHeight / 2}) rotate(-90)`, 'text-anchor': 'middle',
+    }, yTitle));
+    return { chart, margin, plotWidth, plotHeight, y };
+  }
+
   function renderActivity(minutes) {
     const container = $('activity-chart');
     clear(container);
@@ -769,33 +842,11 @@
       for (const outcome of Object.keys(totals)) totals[outcome] += Number(minute[outcome]) || 0;
       peak = Math.max(peak, (Number(minute.accepted) || 0) + (Number(minute.rejected) || 0) + (Number(minute.failed) || 0));
     }
-    const step = niceStep(peak);
-    const top = Math.max(step, Math.ceil(peak / step) * step);
-    // The left margin fits the widest y label (a 12px digit is about 7.6px wide, a comma half
-    // that, so 7.5px a character holds) beside the
-    // rotated axis title, so "150,000" is not clipped under it.
-    const widest = numberFormat.format(top).length;
-    const margin = { top: 12, right: 12, bottom: 40, left: Math.max(52, 36 + Math.ceil(widest * 7.5)) };
-    const plotWidth = width - margin.left - margin.right;
-    const plotHeight = height - margin.top - margin.bottom;
-    const y = (value) => margin.top + plotHeight - (value / top) * plotHeight;
-    const band = minutes.length ? plotWidth / minutes.length : plotWidth;
-
-    const chart = svg('svg', {
-      viewBox: `0 0 ${width} ${height}`, class: 'chart-svg', role: 'img', 'data-testid': 'activity-svg',
+    const { chart, margin, plotWidth, plotHeight, y } = chartFrame(width, height, peak, 'per minute', {
+      'data-testid': 'activity-svg',
       'aria-label': `Deliveries per minute over the last ${minutes.length} minutes: ${totals.accepted} accepted, ${totals.rejected} rejected, ${totals.failed} failed`,
     });
-    const grid = svg('g', { class: 'chart-grid' });
-    const axisY = svg('g', { class: 'chart-axis' });
-    for (let value = 0; value <= top; value += step) {
-      grid.appendChild(svg('line', { x1: margin.left, x2: width - margin.right, y1: y(value), y2: y(value) }));
-      axisY.appendChild(svg('text', { x: margin.left - 8, y: y(value) + 4, 'text-anchor': 'end' }, numberFormat.format(value)));
-    }
-    chart.appendChild(grid);
-    chart.appendChild(axisY);
-    chart.appendChild(svg('text', {
-      class: 'chart-title', transform: `translate(14 ${margin.top + plotHeight / 2}) rotate(-90)`, 'text-anchor': 'middle',
-    }, 'per minute'));
+    const band = minutes.length ? plotWidth / minutes.length : plotWidth;
 
     const bars = svg('g', { class: 'chart-bars' });
     const axisX = svg('g', { class: 'chart-axis' });
@@ -841,6 +892,104 @@
       el('span', { 'data-testid': 'activity-rejected' }, count(totals.rejected)), ' rejected, ',
       el('span', { 'data-testid': 'activity-failed' }, count(totals.failed)), ' failed.',
     ]);
+  }
+
+  // ---------------------------------------------------------------------------------------
+  // The overview's receipts chart: the app's funnel per day (GET /v1/apps/{app}/funnel)
+
+  async function loadDailyFunnel(generation) {
+    try {
+      const answer = await api(['apps', state.app, 'funnel'], { query: { days: FUNNEL_DAYS } });
+      if (!current(generation)) return;
+      showError($('receipts-error'), '');
+      renderDailyFunnel(Array.isArray(answer && answer.days) ? answer.days.filter((day) => day && typeof day === 'object') : []);
+    } catch (error) {
+      if (!current(generation)) return;
+      showError($('receipts-error'), error.message);
+    }
+    later(() => loadDailyFunnel(generation), OVERVIEW_REFRESH_MS);
+  }
+
+  const dayFormat = new Intl.DateTimeFormat(undefined, { month: 'short', day: 'numeric', timeZone: 'UTC' });
+  const longDayFormat = new Intl.DateTimeFormat(undefined, { weekday: 'short', year: 'numeric', month: 'short', day: 'numeric', timeZone: 'UTC' });
+
+  /// A UTC day as the API names it ("2025-11-26"), shown short ("Nov 26") or long ("Wed, Nov 26, 2025").
+  function dayText(day, long) {
+    const date = new Date(`${day}T00:00:00Z`);
+    if (typeof day !== 'string' || Number.isNaN(date.getTime())) return String(day);
+    return (long ? longDayFormat : dayFormat).format(date);
+  }
+
+  function renderDailyFunnel(days) {
+    const container = $('receipts-chart');
+    clear(container);
+    const width = 1100;
+    const height = 250;
+    const totals = { notifications: 0, targeted: 0, accepted: 0, received: 0, opened: 0, dismissed: 0, clicked: 0 };
+    let peak = 0;
+    for (const day of days) {
+      for (const name of Object.keys(totals)) totals[name] += Number(day[name]) || 0;
+      for (const name of DAILY_SERIES) peak = Math.max(peak, Number(day[name]) || 0);
+    }
+    const summary = `Last ${days.length} days (UTC): ${count(totals.notifications)} notifications, ${count(totals.accepted)} accepted, ` +
+      `${count(totals.received)} received (${shareText(totals.received, totals.accepted)} of accepted), ` +
+      `${count(totals.opened)} opened (${shareText(totals.opened, totals.accepted)} of accepted), ` +
+      `${count(totals.dismissed)} dismissed, ${count(totals.clicked)} clicked`;
+    const { chart, margin, plotWidth, plotHeight, y } = chartFrame(width, height, peak, 'per day', {
+      'data-testid': 'receipts-svg', 'aria-label': `Receipts per day. ${summary}.`,
+    });
+    const band = days.length ? plotWidth / days.length : plotWidth;
+    // Three bars a day, side by side, in the middle 76 % of the day's band.
+    const barWidth = (band * 0.76) / DAILY_SERIES.length;
+    const bars = svg('g', { class: 'chart-bars' });
+    const axisX = svg('g', { class: 'chart-axis' });
+    // A label under every day when they fit (about 70 units each), else under every other, …
+    const every = Math.max(1, Math.ceil(70 / band));
+    days.forEach((day, index) => {
+      const x = margin.left + index * band;
+      const group = svg('g', { 'data-testid': 'receipts-day', 'data-day': String(day.day) });
+      group.appendChild(svg('title', {}, `${dayText(day.day, true)} (UTC): ${count(Number(day.notifications) || 0)} notifications, ` +
+        `${count(Number(day.accepted) || 0)} accepted, ${count(Number(day.received) || 0)} received, ${count(Number(day.opened) || 0)} opened`));
+      DAILY_SERIES.forEach((name, position) => {
+        const value = Number(day[name]) || 0;
+        if (value <= 0) return;
+        group.appendChild(svg('rect', {
+          class: `bar bar-${name}`, x: x + band * 0.12 + position * barWidth, width: Math.max(1, barWidth - 1),
+          y: y(value), height: Math.max(1, y(0) - y(value)),
+        }));
+      });
+      group.appendChild(svg('rect', { class: 'bar-hit', x, width: band, y: margin.top, height: plotHeight }));
+      bars.appendChild(group);
+      if ((days.length - 1 - index) % every === 0) {
+        axisX.appendChild(svg('line', { class: 'tick', x1: x + band / 2, x2: x + band / 2, y1: margin.top + plotHeight, y2: margin.top + plotHeight + 4 }));
+        axisX.appendChild(svg('text', { x: x + band / 2, y: margin.top + plotHeight + 18, 'text-anchor': 'middle' }, dayText(day.day, false)));
+      }
+    });
+    chart.appendChild(bars);
+    chart.appendChild(svg('line', { class: 'chart-baseline', x1: margin.left, x2: width - margin.right, y1: y(0), y2: y(0) }));
+    chart.appendChild(axisX);
+    chart.appendChild(svg('text', { class: 'chart-title', x: margin.left + plotWidth / 2, y: height - 4, 'text-anchor': 'middle' }, 'day queued (UTC)'));
+    container.appendChild(chart);
+
+    const line = $('receipts-totals');
+    clear(line);
+    const number = (name) => el('span', { 'data-testid': `receipts-${name}` }, count(totals[name]));
+    append(line, [
+      `Last ${days.length} days: `, number('notifications'), ' notifications, ', number('accepted'), ' accepted, ',
+      number('received'), ' received (', el('span', { 'data-testid': 'receipts-received-rate' }, shareText(totals.received, totals.accepted)),
+      ' of accepted), ', number('opened'), ' opened (', el('span', { 'data-testid': 'receipts-opened-rate' }, shareText(totals.opened, totals.accepted)),
+      ' of accepted), ', number('dismissed'), ' dismissed, ', number('clicked'), ' clicked.',
+    ]);
+
+    // The same numbers as a table, newest day first, for reading (and for screen readers).
+    const names = ['notifications', 'targeted', 'accepted', 'received', 'opened', 'dismissed', 'clicked'];
+    const holder = $('receipts-table');
+    clear(holder);
+    holder.appendChild(table([{ title: 'Day (UTC)' }, ...names.map((name) => ({ title: name, numeric: true }))],
+      days.slice().reverse().map((day) => el('tr', { 'data-testid': 'receipts-row', 'data-day': String(day.day) },
+        cell(el('time', { datetime: String(day.day) }, dayText(day.day, true))),
+        names.map((name) => el('td', { class: 'num', 'data-testid': `receipts-row-${name}` }, count(Number(day[name]) || 0))))),
+      { 'data-testid': 'receipts-days-table' }));
   }
 
   function audienceText(notification) {
@@ -898,29 +1047,47 @@
     const row = el('tr', { class: 'clickable', 'data-testid': 'notification-row', 'data-id': notification.id, 'data-href': link },
       cell(el('a', { href: link, title: notification.id }, el('code', {}, shortID(notification.id)))),
       cell(time(notification.createdAt)),
-      cell(audienceText(notification)),
+      // The audience wraps (a user ID may be long) rather than widening the table past the page.
+      el('td', { class: 'audience' }, el('span', { class: 'audience-text' }, audienceText(notification))),
       cell(notification.pushType),
       cell(badge(notification.status)),
       cell(count(notification.targeted), true),
       cell(count(notification.accepted), true),
       cell(count(rejectedTotal(notification)), true),
       cell(count(notification.failed), true),
-      SKIPS.map((skip) => el('td', { class: 'num', 'data-testid': `notification-row-${skip}` }, count(Number(notification[skip]) || 0))));
+      skippedCell(notification));
     return row;
+  }
+
+  /// The devices held back without a fault, in one column: their total, and under it the kinds
+  /// there are, "3 (2 opted out, 1 capped)", wrapping when the table is short of room; each
+  /// kind's count is in a data attribute too (data-opted-out, data-capped, data-digested).
+  function skippedCell(notification) {
+    const parts = SKIPS.map((skip) => [skip, Number(notification[skip]) || 0]);
+    const named = parts.filter(([, value]) => value > 0).map(([skip, value]) => `${count(value)} ${SKIP_NAMES[skip]}`);
+    const attributes = { class: 'num skipped', 'data-testid': 'notification-row-skipped', title: named.length ? `Not sent: ${named.join(', ')}` : 'None held back' };
+    for (const [skip, value] of parts) attributes[`data-${skip.replace(/[A-Z]/g, (letter) => `-${letter.toLowerCase()}`)}`] = String(value);
+    return el('td', attributes, count(skippedTotal(notification)),
+      named.length ? el('span', { class: 'skip-parts' }, ` (${named.join(', ')})`) : null);
   }
 
   // ---------------------------------------------------------------------------------------
   // A notification
 
   // poll: the timer of the next read of the notification, so that a read started at once (after
-  // a cancel) replaces it rather than adding a second chain of reads.
-  const detail = { id: null, seen: '', poll: null };
+  // a cancel) replaces it rather than adding a second chain of reads. funnelSeen: the counts the
+  // funnel shown was read for; funnelRequest numbers its reads, so only the latest is shown.
+  const detail = { id: null, seen: '', poll: null, funnelSeen: '', funnelRequest: 0 };
 
   function showNotification(id) {
     show($('notification-view'), true);
     detail.id = id;
     detail.seen = '';
     detail.poll = null;
+    detail.funnelSeen = '';
+    clear($('funnel'));
+    showError($('funnel-error'), '');
+    for (const event of RECEIPT_EVENTS) setText($(`notification-count-${event}`), '–');
     setText($('notification-id'), id);
     setText($('notification-status'), '');
     $('notification-status').className = 'badge';
@@ -964,7 +1131,74 @@
       loadOutcomeList(generation, 'rejected', $('rejected-devices'));
       loadOutcomeList(generation, 'failed', $('failed-devices'));
     }
-    if (active) detail.poll = later(() => pollNotification(generation), nextPoll(notification));
+    // The funnel changes only when a delivery ends or a device reports: read it again only then.
+    const receipts = notification.receipts && typeof notification.receipts === 'object' ? notification.receipts : {};
+    const funnelSeen = [notification.accepted, rejectedTotal(notification), notification.failed, ...RECEIPT_EVENTS.map((event) => receipts[event])].join('/');
+    if (funnelSeen !== detail.funnelSeen) {
+      detail.funnelSeen = funnelSeen;
+      loadFunnel(generation);
+    }
+    // Under way: every second (or, scheduled, until its time). Finished: its devices still
+    // report receipts for days, so it is read again now and then while the page is open.
+    detail.poll = later(() => pollNotification(generation), active ? nextPoll(notification) : RECEIPTS_POLL_MS);
+  }
+
+  async function loadFunnel(generation) {
+    const request = ++detail.funnelRequest;
+    const latest = () => current(generation) && request === detail.funnelRequest;
+    try {
+      const funnel = await api(['notifications', detail.id, 'funnel']);
+      if (!latest()) return;
+      showError($('funnel-error'), '');
+      renderFunnel(funnel && typeof funnel === 'object' ? funnel : {});
+    } catch (error) {
+      if (!latest()) return;
+      showError($('funnel-error'), error.message);
+      detail.funnelSeen = ''; // read again on the next poll
+    }
+  }
+
+  /// The funnel in all and by platform: a group of four horizontal bars each (sent, accepted,
+  /// received, opened), each bar a share of the group's largest stage, with its count and rate as
+  /// text beside it, then what else its devices reported and how long they took.
+  function renderFunnel(funnel) {
+    const container = $('funnel');
+    clear(container);
+    const platforms = Array.isArray(funnel.platforms) ? funnel.platforms.filter((platform) => platform && typeof platform === 'object') : [];
+    const total = funnel.total && typeof funnel.total === 'object' ? funnel.total : {};
+    container.appendChild(funnelGroup('total', 'All platforms', `${count(Number(funnel.targeted) || 0)} targeted`, total, false));
+    for (const platform of platforms) container.appendChild(funnelGroup(String(platform.platform), String(platform.platform), null, platform, true));
+    if (platforms.length === 0) {
+      container.appendChild(el('p', { class: 'empty', 'data-testid': 'funnel-empty' }, 'Nothing sent yet, and no device has reported.'));
+    }
+  }
+
+  function funnelGroup(key, title, note, stages, timed) {
+    const values = FUNNEL_STAGES.map(({ stage }) => Math.max(0, Number(stages[stage]) || 0));
+    const scale = Math.max(...values);
+    const rates = stages.rates && typeof stages.rates === 'object' ? stages.rates : {};
+    const list = el('ol', { class: 'funnel' }, FUNNEL_STAGES.map(({ stage, name, of }, index) => {
+      const bar = el('span', { class: `funnel-bar funnel-bar-${stage}${values[index] > 0 ? ' funnel-bar-some' : ''}` });
+      // Through the CSSOM: the CSP allows no style attribute.
+      bar.style.width = scale > 0 ? `${(values[index] / scale) * 100}%` : '0';
+      return el('li', { class: 'funnel-stage', 'data-testid': 'funnel-stage', 'data-stage': stage },
+        el('span', { class: 'funnel-name' }, name),
+        el('span', { class: 'funnel-track', 'aria-hidden': 'true' }, bar),
+        el('span', { class: 'funnel-count', 'data-testid': 'funnel-count' }, count(values[index])),
+        el('span', { class: 'funnel-rate', 'data-testid': 'funnel-rate' }, of ? `${percentText(rates[stage])} of ${of}` : ''));
+    }));
+    const also = el('p', { class: 'funnel-note' }, 'Also reported: ',
+      el('span', { 'data-testid': 'funnel-dismissed' }, count(Math.max(0, Number(stages.dismissed) || 0))), ' dismissed, ',
+      el('span', { 'data-testid': 'funnel-clicked' }, count(Math.max(0, Number(stages.clicked) || 0))), ' clicked.');
+    const times = timed ? ['received', 'opened'].map((event) => {
+      const field = stages[event === 'received' ? 'timeToReceivedMs' : 'timeToOpenedMs'];
+      const latency = field && typeof field === 'object' ? field : null;
+      return el('p', { class: 'funnel-note', 'data-testid': `funnel-time-${event}`, 'data-p50': latency ? latency.p50 : null, 'data-p95': latency ? latency.p95 : null },
+        `Time to ${event}: `, latency ? `p50 ${durationText(latency.p50)}, p95 ${durationText(latency.p95)}` : 'none reported yet');
+    }) : [el('p', { class: 'funnel-note' }, 'Times to received and opened are given by platform.')];
+    return el('section', { class: `funnel-group funnel-group-${key === 'total' ? 'total' : 'platform'}`, 'data-testid': 'funnel-group', 'data-platform': key, 'aria-label': `Funnel, ${title}` },
+      el('h3', {}, title, note ? el('span', { class: 'funnel-targeted' }, ` · ${note}`) : null),
+      list, also, times);
   }
 
   // How long until the notification is read again: every second while it is under way; while
@@ -999,6 +1233,9 @@
     setText($('notification-count-failed'), count(notification.failed));
     for (const skip of SKIPS) setText($(`notification-count-${skip}`), count(Number(notification[skip]) || 0));
     setText($('notification-count-pending'), count(notification.pending));
+    // DELETE's answer has no receipts: the counts shown stay until the next read.
+    const receipts = notification.receipts && typeof notification.receipts === 'object' ? notification.receipts : null;
+    if (receipts) for (const event of RECEIPT_EVENTS) setText($(`notification-count-${event}`), count(Math.max(0, Number(receipts[event]) || 0)));
     show($('notification-cancel'), ['queued', 'scheduled', 'sending'].includes(notification.status));
 
     const fields = $('notification-fields');
