@@ -519,6 +519,7 @@ let package = Package(
                 "HeraldFCMMock",
                 "HeraldHMS",
                 "HeraldHMSMock",
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),

@@ -10,10 +10,11 @@ Modes (each prints one line of JSON, or the table):
   table RESULT_FILE...
 
 Receipts are made here from docs/receipts.md's layout alone (not with the gateway's code): byte 0
-version 1 and the key's slot, byte 1 the platform (0 APNs), 2..17 the notification's UUID, 18..21
-the time, 22..25 the device's key-space hash (FNV-1a 64 of the ID's UTF-8, MurmurHash3's fmix64,
-top 32 bits), 26..35 the first 10 bytes of HMAC-SHA256(secret, "herald-receipt-v1" + app + NUL +
-bytes 0..25 + the device's ID). The secret is read from the database (`receipt_keys`).
+version 1 and the key's slot, byte 1 the token kind (high 4 bits, 0 alert) and platform (low 4
+bits, 0 APNs), 2..17 the notification's UUID, 18..21 the time, 22..27 the device's reference (FNV-1a
+64 of the ID's UTF-8, MurmurHash3's fmix64, its top 48 bits), 28..35 the first 8 bytes of
+HMAC-SHA256(secret, "herald-receipt-v1" + app + NUL + bytes 0..27). The secret is read from the
+database (`receipt_keys`).
 
 The load generator is one process with CONCURRENCY HTTP/1.1 keep-alive connections on raw
 non-blocking sockets and epoll: each connection sends a request, reads its whole answer, sends
@@ -33,20 +34,21 @@ def token(n):
 
 # --- receipts, from the spec --------------------------------------------------------------------
 
-def fmix_top32(h):
+def fmix_top48(h):
+    """The top 48 bits: the device's reference (its row is found by the top 32 of these)."""
     h ^= h >> 33
     h = (h * 0xFF51AFD7ED558CCD) & MASK
     h ^= h >> 33
     h = (h * 0xC4CEB9FE1A85EC53) & MASK
     h ^= h >> 33
-    return h >> 32
+    return h >> 16
 
 
 def device_hash(device):
     h = FNV_BASIS
     for byte in device.encode():
         h = ((h ^ byte) * FNV_PRIME) & MASK
-    return fmix_top32(h)
+    return fmix_top48(h)
 
 
 def device_hashes(devices):
@@ -69,7 +71,7 @@ def device_hashes(devices):
                 h ^= raw[:, column].astype(np.uint64)
                 h *= prime
         for i, value in zip(indices, h.tolist()):
-            out[i] = fmix_top32(value)
+            out[i] = fmix_top48(value)
     for i in range(min(16, len(devices))):
         assert out[i] == device_hash(devices[i]), "numpy FNV differs from the plain one"
     return out
@@ -101,10 +103,10 @@ def make_receipts(database, app, notification, indices, issued=None):
     started = hmac.new(secret, DOMAIN + app.encode() + b"\0", hashlib.sha256)
     out = []
     for device, h in zip(devices, hashes):
-        signed = head + h.to_bytes(4, "big")
+        signed = head + h.to_bytes(6, "big")
         mac = started.copy()
-        mac.update(signed + device.encode())
-        out.append(base64.urlsafe_b64encode(signed + mac.digest()[:10]).decode().rstrip("="))
+        mac.update(signed)
+        out.append(base64.urlsafe_b64encode(signed + mac.digest()[:8]).decode().rstrip("="))
     assert all(len(r) == 48 for r in out)
     return out
 

@@ -156,17 +156,29 @@ final class GatewayMetrics: Sendable {
         batchDuration.record(duration: duration)
     }
 
-    /// A receipt stored (the first of its device, event and action).
-    func recordReceipt(app: String, platform: DevicePlatform, event: ReceiptEvent) {
-        Metrics.Counter(
-            label: "herald_receipts_total", dimensions: [("app", appLabels.label(app)), ("platform", platform.rawValue), ("event", event.rawValue)],
-            factory: factory
-        ).increment()
+    /// Receipts stored (each the first of its device, event and action), counted by app,
+    /// platform and event: one increment per kind, not per receipt.
+    func recordReceipts(_ receipts: [ReceiptRecord]) {
+        struct Key: Hashable {
+            var app: String
+            var platform: DevicePlatform
+            var event: ReceiptEvent
+        }
+        var counts: [Key: Int] = [:]
+        for receipt in receipts { counts[Key(app: receipt.app, platform: receipt.platform, event: receipt.event), default: 0] += 1 }
+        for (key, count) in counts {
+            Metrics.Counter(
+                label: "herald_receipts_total", dimensions: [("app", appLabels.label(key.app)), ("platform", key.platform.rawValue), ("event", key.event.rawValue)],
+                factory: factory
+            ).increment(by: count)
+        }
     }
 
-    /// A receipt refused, by why (no app label: a forged token names no app to trust).
-    func recordReceiptRefused(_ refusal: ReceiptToken.Refusal) {
-        Metrics.Counter(label: "herald_receipts_refused_total", dimensions: [("reason", refusal.rawValue)], factory: factory).increment()
+    /// Receipts refused, by why (no app label: a forged receipt names no app to trust).
+    func recordReceiptsRefused(_ counts: [ReceiptToken.Refusal: Int]) {
+        for (refusal, count) in counts {
+            Metrics.Counter(label: "herald_receipts_refused_total", dimensions: [("reason", refusal.rawValue)], factory: factory).increment(by: count)
+        }
     }
 
     func recordEnqueued() {

@@ -19,10 +19,14 @@ extension HeraldStore {
         try await backend.rotateReceiptKey(app: app, overlap: max(0, overlap), now: now)
     }
 
-    /// For receipts naming `pairs` (a notification, and a device's key hash): each notification's
-    /// app, and the active devices of that app with each hash. One read.
-    public func receiptLookup(_ pairs: [(notification: String, hash: UInt32)]) async throws -> ReceiptLookup {
-        try await backend.receiptLookup(pairs)
+    /// The app of each of `notifications` still kept.
+    public func notificationApps(_ notifications: [String]) async throws -> [String: String] {
+        try await backend.notificationApps(notifications)
+    }
+
+    /// The active devices of each app, token kind and key hash of `keys` (their IDs). One read.
+    public func receiptDevices(_ keys: [DeviceHashKey]) async throws -> [DeviceHashKey: [String]] {
+        try await backend.receiptDevices(keys)
     }
 
     /// Stores verified receipts, each (notification, device, event, action) once, counts them,

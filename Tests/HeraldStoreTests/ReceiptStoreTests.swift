@@ -44,12 +44,12 @@ struct ReceiptStoreTests {
             #expect(apns.receivedLatency != nil && apns.openedLatency != nil)
 
             let hash = UInt32(truncatingIfNeeded: KeySpace.hash(token(2)))
-            let lookup = try await store.receiptLookup([(id, hash), ("0190f2a4-7b3c-7d10-8e2f-1a2b3c4d5e6f", hash)])
-            #expect(lookup.apps == [id: app])
-            #expect(lookup.devices[DeviceHashKey(app: app, hash: hash)] == [token(2)])
+            #expect(try await store.notificationApps([id, "0190f2a4-7b3c-7d10-8e2f-1a2b3c4d5e6f"]) == [id: app])
+            let key = DeviceHashKey(app: app, kind: .alert, hash: hash)
+            #expect(try await store.receiptDevices([key, DeviceHashKey(app: app, kind: .voip, hash: hash)]) == [key: [token(2)]], "by kind too")
             // A device no longer registered is not found.
             _ = try await store.deleteDevice(app: app, token: token(2))
-            #expect(try await store.receiptLookup([(id, hash)]).devices.isEmpty)
+            #expect(try await store.receiptDevices([key]).isEmpty)
         }
     }
 

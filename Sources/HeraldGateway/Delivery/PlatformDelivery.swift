@@ -114,7 +114,9 @@ struct DeliveryPart: Sendable {
     /// when the part's deliveries carry none.
     func receiptMaker(now: Date = Date()) -> ReceiptMaker? {
         guard let key = receiptKey, let platform = batch.items.first?.platform else { return nil }
-        return ReceiptMaker(app: app.id, notification: batch.notification.id, platform: platform, key: key, now: now)
+        return ReceiptMaker(
+            app: app.id, notification: batch.notification.id, platform: platform, kind: TokenKind(for: batch.notification.pushType) ?? .alert, key: key,
+            now: now)
     }
 
     /// Whether the devices' host was backed off since this part began to be sent (its failures

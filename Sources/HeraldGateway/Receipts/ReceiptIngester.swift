@@ -100,7 +100,13 @@ actor ReceiptIngester {
         storing = false
     }
 
-    /// The verdict of each of `items`, storing those taken.
+    /// Each notification's app, as read (`""`: none such), kept between groups: most receipts
+    /// are for a few recent notifications. Bounded: emptied when it reaches ``maximumCachedApps``.
+    private var appsOfNotifications: [String: String] = [:]
+    static let maximumCachedApps = 50_000
+
+    /// The verdict of each of `items`, storing those taken. A receipt's MAC is checked before its
+    /// device is looked for: a forged one costs at most its notification's app, read once.
     private func check(_ items: [Incoming]) async throws -> [Verdict] {
         let now = Date()
         let configuration = live.configuration
@@ -118,48 +124,63 @@ actor ReceiptIngester {
                 verdicts[index] = .refused(error.refusal)
             }
         }
+        let unknown = Set(parsed.map(\.token.notification)).filter { appsOfNotifications[$0] == nil }
+        if !unknown.isEmpty {
+            let apps = try await store.notificationApps(Array(unknown))
+            if appsOfNotifications.count + unknown.count > Self.maximumCachedApps { appsOfNotifications = [:] }
+            for id in unknown { appsOfNotifications[id] = apps[id] ?? "" }
+        }
+        var verified: [(index: Int, token: ReceiptToken, app: String)] = []
+        for (index, token) in parsed {
+            // Forged and gone are told apart from nothing: the same refusal either way.
+            guard let appID = appsOfNotifications[token.notification], let app = configuration.app(appID) else {
+                verdicts[index] = .refused(.forged)
+                continue
+            }
+            guard app.receipts.enabled else {
+                verdicts[index] = .refused(.disabled)
+                continue
+            }
+            if now.timeIntervalSince(token.issuedAt) > app.receipts.lifetime(retention: configuration.queue.retention) {
+                verdicts[index] = .refused(.expired)
+                continue
+            }
+            guard let key = try? await keyring.keys(app: appID).bySlot[token.slot], token.verify(app: appID, key: key) else {
+                verdicts[index] = .refused(.forged)
+                continue
+            }
+            verified.append((index, token, appID))
+        }
         var records: [ReceiptRecord] = []
         var recordIndices: [Int] = []
-        if !parsed.isEmpty {
-            let lookup = try await store.receiptLookup(parsed.map { ($0.token.notification, $0.token.deviceHash) })
-            for (index, token) in parsed {
-                // Forged and gone are told apart from nothing: the same refusal either way.
-                guard let appID = lookup.apps[token.notification], let app = configuration.app(appID) else {
-                    verdicts[index] = .refused(.forged)
-                    continue
-                }
-                guard app.receipts.enabled else {
-                    verdicts[index] = .refused(.disabled)
-                    continue
-                }
-                if now.timeIntervalSince(token.issuedAt) > app.receipts.lifetime(retention: configuration.queue.retention) {
-                    verdicts[index] = .refused(.expired)
-                    continue
-                }
-                guard let key = try? await keyring.keys(app: appID).bySlot[token.slot],
-                    let device = lookup.devices[DeviceHashKey(app: appID, hash: token.deviceHash)]?.first(where: { token.verify(app: appID, device: $0, key: key) })
-                else {
+        if !verified.isEmpty {
+            let keys = Set(verified.map { DeviceHashKey(app: $0.app, kind: $0.token.kind, hash: $0.token.deviceHash) })
+            let devices = try await store.receiptDevices(Array(keys))
+            for (index, token, app) in verified {
+                // The one device the receipt names; none (gone), or two sharing its 48 bits: refused.
+                let named = devices[DeviceHashKey(app: app, kind: token.kind, hash: token.deviceHash)]?.filter { token.names($0) } ?? []
+                guard named.count == 1, let device = named.first else {
                     verdicts[index] = .refused(.forged)
                     continue
                 }
                 let item = items[index]
                 records.append(
                     ReceiptRecord(
-                        app: appID, notification: token.notification, device: device, platform: token.platform, event: item.event,
+                        app: app, notification: token.notification, device: device, platform: token.platform, event: item.event,
                         action: item.event == .clicked ? item.action : "", issuedAt: token.issuedAt))
                 recordIndices.append(index)
             }
         }
         if !records.isEmpty {
             let stored = try await store.recordReceipts(records, now: now)
-            for record in stored { metrics.recordReceipt(app: record.app, platform: record.platform, event: record.event) }
+            metrics.recordReceipts(stored)
             for index in recordIndices { verdicts[index] = .taken }
         }
-        return verdicts.map { verdict in
-            let verdict = verdict ?? .refused(.forged)
-            if case .refused(let refusal) = verdict { metrics.recordReceiptRefused(refusal) }
-            return verdict
-        }
+        let final = verdicts.map { $0 ?? .refused(.forged) }
+        var refused: [ReceiptToken.Refusal: Int] = [:]
+        for case .refused(let refusal) in final { refused[refusal, default: 0] += 1 }
+        if !refused.isEmpty { metrics.recordReceiptsRefused(refused) }
+        return final
     }
 }
 

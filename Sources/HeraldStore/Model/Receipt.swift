@@ -43,24 +43,16 @@ public struct ReceiptRecord: Sendable, Hashable {
     public static let maximumActionLength = 64
 }
 
-/// What the gateway needs to check receipts: each notification's app, and the devices each key
-/// hash (``KeySpace``) of an app finds.
-public struct ReceiptLookup: Sendable {
-    /// By notification ID: its app.
-    public var apps: [String: String] = [:]
-    /// By app and key hash: the IDs of the app's active devices with that hash.
-    public var devices: [DeviceHashKey: [String]] = [:]
-
-    public init() {}
-}
-
-/// An app's devices with one key hash.
+/// An app's devices of one token kind with one key hash (``KeySpace``): where a receipt's
+/// device is looked for.
 public struct DeviceHashKey: Sendable, Hashable {
     public var app: String
+    public var kind: TokenKind
     public var hash: UInt32
 
-    public init(app: String, hash: UInt32) {
+    public init(app: String, kind: TokenKind, hash: UInt32) {
         self.app = app
+        self.kind = kind
         self.hash = hash
     }
 }

@@ -73,13 +73,28 @@ package enum KeySpace {
 
     /// FNV's result mixed by MurmurHash3's finaliser, its top 32 bits.
     private static func finish(_ fnv: UInt64) -> Int64 {
+        Int64(mix(fnv) >> 32)
+    }
+
+    private static func mix(_ fnv: UInt64) -> UInt64 {
         var hash = fnv
         hash ^= hash >> 33
         hash &*= 0xff51_afd7_ed55_8ccd
         hash ^= hash >> 33
         hash &*= 0xc4ce_b9fe_1a85_ec53
         hash ^= hash >> 33
-        return Int64(hash >> 32)
+        return hash
+    }
+
+    /// All 64 bits of what ``hash(_:)`` keeps the top 32 of: a receipt names its device by the
+    /// top 48, found by the first 32 (the key every device row holds).
+    package static func mixed(_ address: String) -> UInt64 {
+        var hash = fnvBasis
+        for byte in address.utf8 {
+            hash ^= UInt64(byte)
+            hash &*= fnvPrime
+        }
+        return mix(hash)
     }
 
     /// Devices per range a broadcast aims for: many batches each (a range's last batch is a

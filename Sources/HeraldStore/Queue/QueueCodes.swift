@@ -294,3 +294,14 @@ enum EventCode: Int, StoredCode {
     var type: StreamEventType { StreamEventType.allCases.first { EventCode($0) == self } ?? .queued }
     var receiptEvent: ReceiptEvent? { ReceiptEvent.allCases.first { EventCode($0) == self } }
 }
+
+extension TokenKind {
+    /// The number the store keeps for it (``KindCode``), which a receipt carries too.
+    package var code: Int { KindCode(self).rawValue }
+
+    /// The kind stored as `code`, or `nil` for a code this Herald never writes.
+    package init?(code: Int) {
+        guard let kind = KindCode(code: Int64(code))?.kind else { return nil }
+        self = kind
+    }
+}

@@ -48,23 +48,29 @@ extension QueueEngine {
 
     // MARK: Receipts
 
-    func receiptLookup(_ pairs: [(notification: String, hash: UInt32)]) async throws -> ReceiptLookup {
+    func notificationApps(_ ids: [String]) async throws -> [String: String] {
         try await database.read { [self] connection in
-            var lookup = ReceiptLookup()
-            for part in Self.chunks(Array(Set(pairs.map(\.notification)))) {
+            var apps: [String: String] = [:]
+            for part in Self.chunks(ids) {
                 for row in try await connection.query(sql.notificationApps, [.texts(part)]) {
-                    if let id = row.text(0), let app = row.text(1) { lookup.apps[id] = app }
+                    if let id = row.text(0), let app = row.text(1) { apps[id] = app }
                 }
             }
-            let keys = Array(Set(pairs.compactMap { pair in lookup.apps[pair.notification].map { DeviceHashKey(app: $0, hash: pair.hash) } }))
+            return apps
+        }
+    }
+
+    func receiptDevices(_ keys: [DeviceHashKey]) async throws -> [DeviceHashKey: [String]] {
+        try await database.read { [self] connection in
+            var devices: [DeviceHashKey: [String]] = [:]
             for part in Self.chunks(keys) {
-                let rows: [[SQLValue]] = part.map { [.text($0.app), .int(Int64($0.hash))] }
+                let rows: [[SQLValue]] = part.map { [.text($0.app), .code(KindCode($0.kind)), .int(Int64($0.hash))] }
                 for row in try await connection.query(sql.devicesWithHashes, [.rows(rows)]) {
-                    guard let app = row.text(0), let hash = row.int(1), let token = row.text(2) else { continue }
-                    lookup.devices[DeviceHashKey(app: app, hash: UInt32(truncatingIfNeeded: hash)), default: []].append(token)
+                    guard let app = row.text(0), let kind = KindCode(code: row.int(1))?.kind, let hash = row.int(2), let token = row.text(3) else { continue }
+                    devices[DeviceHashKey(app: app, kind: kind, hash: UInt32(truncatingIfNeeded: hash)), default: []].append(token)
                 }
             }
-            return lookup
+            return devices
         }
     }
 

@@ -34,19 +34,20 @@ extension QueueStatements {
 
     /// The apps of notifications $1.
     var notificationApps: String { "SELECT id, app FROM notifications WHERE id IN (\(d.list(1, .text)))" }
-    /// The active devices of each app and key hash of rows `[app, hash]` ($1): `[app, hash, token]`.
-    /// On PostgreSQL each pair is looked up on its own, by the broadcast's index (every token kind).
+    /// The active devices of each app, token kind and key hash of rows `[app, kind, hash]` ($1):
+    /// `[app, kind, hash, token]`. On PostgreSQL each is looked up on its own by the broadcast's
+    /// index (app, kind, hash), whatever the statistics say.
     var devicesWithHashes: String {
-        let kinds = KindCode.allCases.map(\.description).joined(separator: ", ")
         if isSQLite {
             return """
-                SELECT d.app, d.hash, d.token FROM \(d.rows(1)) AS j JOIN devices d
-                ON d.app = \(e(0, .text)) AND d.hash = \(e(1, .bigint)) AND d.status = \(DeviceCode.active)
+                SELECT d.app, d.kind, d.hash, d.token FROM \(d.rows(1)) AS j JOIN devices d
+                ON d.app = \(e(0, .text)) AND d.hash = \(e(2, .bigint)) AND d.kind = \(e(1, .smallint)) AND d.status = \(DeviceCode.active)
                 """
         }
         return """
-            SELECT r.app, r.hash, f.token FROM (SELECT \(e(0, .text)) AS app, \(e(1, .bigint)) AS hash FROM \(d.rows(1)) AS j) AS r
-            CROSS JOIN LATERAL (SELECT token FROM devices WHERE app = r.app AND kind IN (\(kinds)) AND hash = r.hash
+            SELECT r.app, r.kind, r.hash, f.token
+            FROM (SELECT \(e(0, .text)) AS app, \(e(1, .smallint)) AS kind, \(e(2, .bigint)) AS hash FROM \(d.rows(1)) AS j) AS r
+            CROSS JOIN LATERAL (SELECT token FROM devices WHERE app = r.app AND kind = r.kind AND hash = r.hash
                 AND status = \(DeviceCode.active) LIMIT 16 OFFSET 0) AS f
             """
     }

@@ -73,9 +73,8 @@ struct BatchNotifications: Sendable {
     subscript(index: Int) -> PushNotification {
         let payload = badged.isEmpty ? shared : badged[index] ?? shared
         guard let receipts else { return PushNotification(token: tokens[index], headers: headers, payload: payload) }
-        return PushNotification(
-            token: tokens[index], headers: headers,
-            payload: BatchMessages.withReceipt(receipts.maker.receipt(for: receipts.ids[index]), payload, limit: receipts.limit))
+        let withReceipt = receipts.maker.payload(payload.bytes, for: receipts.ids[index], limit: receipts.limit).map { EncodedPayload(unchecked: $0) }
+        return PushNotification(token: tokens[index], headers: headers, payload: withReceipt ?? payload)
     }
 
     /// The notifications at `indices` (every one when `nil`), in that order; once `stop` says
@@ -139,11 +138,6 @@ enum BatchMessages {
         var writer = JSONWriter(capacity: payload.count + 32)
         writer.value(.object(members))
         return EncodedPayload(unchecked: writer.bytes)
-    }
-
-    /// The payload with the device's receipt in it (``ReceiptToken/inserted(_:into:limit:)``).
-    static func withReceipt(_ receipt: String, _ payload: EncodedPayload, limit: Int) -> EncodedPayload {
-        ReceiptToken.inserted(receipt, into: payload.bytes, limit: limit).map { EncodedPayload(unchecked: $0) } ?? payload
     }
 
     /// How one APNs outcome is recorded in the store.

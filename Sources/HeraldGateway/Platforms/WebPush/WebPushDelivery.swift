@@ -105,8 +105,7 @@ struct WebPushDelivery: PlatformDelivery {
             var payloads: [[UInt8]]?
             if let maker, let members = try? JSONValue(parsing: group.message.payload).objectValue, members[ReceiptToken.payloadKey] == nil {
                 payloads = group.indices.map { index in
-                    ReceiptToken.inserted(maker.receipt(for: items[index].token), into: group.message.payload, limit: WebPushEncryption.maximumPlaintextCount)
-                        ?? group.message.payload
+                    maker.payload(group.message.payload, for: items[index].token, limit: WebPushEncryption.maximumPlaintextCount) ?? group.message.payload
                 }
             }
             let results = await client.send(group.message, toEach: group.subscriptions, payloads: payloads)
