@@ -147,7 +147,13 @@ class Conn:
     __slots__ = ("sock", "fd", "item", "sent", "buf", "t0", "total", "status")
 
 
-def load(port, source, concurrency, on_response, max_seconds, ready=None, rate=None):
+# Devices report from many addresses: each ingestion connection comes from its own loopback
+# address (127.0.0.2 ...), so the gateway's per-address limit (limits.receiptsPerSecondPerAddress)
+# sees what many phones would. The flood comes from one address (127.0.0.1), as an attacker's.
+SOURCES = int(os.environ.get("SOURCES", "64"))
+
+
+def load(port, source, concurrency, on_response, max_seconds, ready=None, rate=None, spread=True):
     """Sends what `source()` gives ((request bytes, meta), or None: no more) over `concurrency`
     keep-alive connections, one request in flight on each, until it gives None and every answer
     is in; `on_response(status, body, meta)` for each answer. With `rate` (requests/s), request
@@ -160,8 +166,12 @@ def load(port, source, concurrency, on_response, max_seconds, ready=None, rate=N
     perf = time.perf_counter
     paced = {"next": 0, "start": 0.0, "item": None, "done": False}
 
+    opened = [0]
+
     def open_conn():
-        s = socket.create_connection(("127.0.0.1", port), timeout=30)
+        address = ("127.0.0.%d" % (2 + opened[0] % SOURCES), 0) if spread else None
+        opened[0] += 1
+        s = socket.create_connection(("127.0.0.1", port), timeout=30, source_address=address)
         s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         s.setblocking(False)
         c = Conn()
@@ -574,7 +584,7 @@ def do_flood(port, concurrency, pool_path, max_seconds):
         counted[1] += size
     cpu0 = cpu_self()
     elapsed, latencies, reopened = load(port, source, concurrency, on_response, max_seconds + 60,
-                                        ready=lambda: (print("ready", flush=True)))
+                                        ready=lambda: (print("ready", flush=True)), spread=False)
     print(json.dumps({"seconds": elapsed, "requests": counted[0], "events": counted[1], "statuses": {str(k): v for k, v in statuses.items()},
                       "p50": pick(latencies, 0.5), "p99": pick(latencies, 0.99), "reopened": reopened,
                       "cpu_cores": (cpu_self() - cpu0) / elapsed}), flush=True)

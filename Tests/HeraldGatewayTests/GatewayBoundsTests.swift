@@ -61,14 +61,7 @@ struct GatewayBoundsTests {
         try await GatewayHarness.run(.sqlite, gateway: { $0.limits.minimumBodyRate = 100_000 }) { harness in
             let connection = try await RawConnection.connect(port: harness.port)
             try await connection.send("PUT /v1/apps/\(appID)/devices/\(token(1)) HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(harness.key)\r\nContent-Length: 1000000\r\n\r\n{")
-            var closed = false
-            // A byte every 200 ms: far below the rate. Bounded: 100 bytes, 20 s.
-            for _ in 0..<100 where !closed {
-                try? await connection.send(" ")
-                try? await Task.sleep(for: .milliseconds(200))
-                closed = !connection.isOpen
-            }
-            if !closed { closed = await connection.closedByServer(within: .seconds(2)) }
+            let closed = await connection.trickleUntilClosed()
             #expect(closed, "a body below minimumBodyRate is cut off")
             await connection.close()
             // Nothing was registered from half a body.

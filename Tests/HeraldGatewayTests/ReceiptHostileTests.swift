@@ -56,16 +56,26 @@ struct ReceiptHostileTests {
             // A body that trickles in is cut off like any other route's.
             let connection = try await RawConnection.connect(port: harness.port)
             try await connection.send("POST /v1/receipts HTTP/1.1\r\nHost: x\r\nContent-Length: 30000\r\n\r\n{")
-            var closed = false
-            for _ in 0..<100 where !closed {
-                try? await connection.send(" ")
-                try? await Task.sleep(for: .milliseconds(200))
-                closed = !connection.isOpen
-            }
-            if !closed { closed = await connection.closedByServer(within: .seconds(2)) }
+            let closed = await connection.trickleUntilClosed()
             #expect(closed, "a receipt body below minimumBodyRate is cut off")
             await connection.close()
         }
+    }
+
+    @Test("one address may report its rate of receipts and its burst; past them it waits (Retry-After), while another address reports at once; the table of addresses is bounded")
+    func perAddress() {
+        let throttle = ReceiptThrottle(perSecond: 100, burst: 1000)
+        let start = ContinuousClock.now
+        #expect(throttle.take(1000, from: 1, now: start) == nil, "the burst at once")
+        #expect(throttle.take(0, from: 1, now: start) != nil, "none left: refused before its body is read")
+        let wait = throttle.take(50, from: 1, now: start)
+        #expect(wait == .milliseconds(500), "50 receipts at 100 a second")
+        #expect(throttle.take(1000, from: 2, now: start) == nil, "another address has its own")
+        #expect(throttle.take(50, from: 1, now: start + .milliseconds(500)) == nil, "refilled at the rate")
+        #expect(throttle.take(1, from: nil, now: start) == nil, "no IP address: not limited")
+        // More addresses than the table holds: the idle ones are forgotten, and it stays bounded.
+        for peer in 10..<(10 + ReceiptThrottle.maximumAddresses + 5) { _ = throttle.take(1, from: peer, now: start + .seconds(20)) }
+        #expect(throttle.take(1000, from: 1, now: start + .seconds(20)) == nil, "an address forgotten starts again with its burst")
     }
 
     @Test("receipts waiting to be stored are bounded: a request past the bound is refused at once, and taken again once there is room")

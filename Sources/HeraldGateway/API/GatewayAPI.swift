@@ -22,6 +22,8 @@ public struct GatewayAPI: Sendable {
     let receiptKeys: ReceiptKeyring
     /// Checks and stores receipts, many requests' at once.
     let receipts: ReceiptIngester
+    /// Receipts per client address.
+    let receiptThrottle: ReceiptThrottle
 
     init(live: LiveConfiguration, store: HeraldStore, metrics: GatewayMetrics, sources: AppSources? = nil) {
         self.live = live
@@ -33,6 +35,7 @@ public struct GatewayAPI: Sendable {
         limiter = RateLimiter(requestsPerSecond: configuration.limits.requestsPerSecondPerKey, burst: configuration.limits.requestBurstPerKey)
         receiptKeys = ReceiptKeyring(store: store)
         receipts = ReceiptIngester(store: store, live: live, keyring: receiptKeys, metrics: metrics, logger: Logger(label: "herald.receipts"))
+        receiptThrottle = ReceiptThrottle(perSecond: configuration.limits.receiptsPerSecondPerAddress, burst: configuration.limits.receiptBurstPerAddress)
     }
 
     /// The router: the whole API, or (`includesV1` false, for a workers-only process) only the
@@ -45,7 +48,7 @@ public struct GatewayAPI: Sendable {
         if includesV1 {
             ConsoleRoutes().add(to: router)
             // Public: devices report with their receipt alone, and pages load the kit.
-            ReceiptRoutes(api: self, ingester: receipts).add(to: router)
+            ReceiptRoutes(api: self, ingester: receipts, throttle: receiptThrottle).add(to: router)
             SDKRoutes().add(to: router)
             let v1 = router.group("v1").add(middleware: AuthenticationMiddleware(live: live, limiter: limiter))
             AppRoutes(api: self).add(to: v1)

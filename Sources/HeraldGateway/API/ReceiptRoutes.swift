@@ -13,6 +13,7 @@ import NIOCore
 struct ReceiptRoutes {
     let api: GatewayAPI
     let ingester: ReceiptIngester
+    let throttle: ReceiptThrottle
 
     /// The most bytes of a request's body, and of receipts in one request.
     static let maximumBodySize = 32 * 1024
@@ -43,7 +44,7 @@ struct ReceiptRoutes {
         // Every answer, a database's failure too, carries CORS: a page must be able to read a
         // 503's Retry-After.
         do {
-            return Self.withCORS(try await take(request))
+            return Self.withCORS(try await take(request, from: context.peer))
         } catch {
             let (answer, isInternal) = APIError.from(error)
             if isInternal { context.logger.error("a receipt request failed", metadata: ["error": "\(error)"]) }
@@ -51,7 +52,9 @@ struct ReceiptRoutes {
         }
     }
 
-    private func take(_ request: Request) async throws -> Response {
+    private func take(_ request: Request, from peer: Int?) async throws -> Response {
+        // An address over its rate is refused before its body is read.
+        if let wait = throttle.take(0, from: peer) { throw Self.slowDown(wait) }
         // Read whatever the content type (a service worker sends text/plain to need no preflight).
         let fields = try await JSONBody.object(of: request, limit: Self.maximumBodySize)
         let items: [ReceiptIngester.Incoming]
@@ -60,6 +63,7 @@ struct ReceiptRoutes {
         } catch {
             throw error.apiError
         }
+        if let wait = throttle.take(items.count, from: peer) { throw Self.slowDown(wait) }
         guard await ingester.hasRoom(for: items.count) else { throw Self.busy() }
         let verdicts: [ReceiptIngester.Verdict]
         do {
@@ -87,6 +91,13 @@ struct ReceiptRoutes {
             }
             writer.endArray()
         }
+    }
+
+    /// 429: this address reported more receipts than `limits.receiptsPerSecondPerAddress`.
+    static func slowDown(_ wait: Duration) -> APIError {
+        APIError.tooManyRequests(
+            "this address reported receipts faster than the gateway takes from one address; send them again after Retry-After",
+            retryAfter: max(1, Int(wait.components.seconds) + 1))
     }
 
     static func busy() -> APIError {

@@ -609,7 +609,7 @@ extension APILimits {
         try fields.only([
             "maximumBodySize", "maximumImportLineSize", "maximumAudienceSize", "maximumConnections", "maximumConnectionsPerAddress",
             "requestHeadTimeoutSeconds", "minimumBodyRate", "maximumImportSize", "requestsPerSecondPerKey", "requestBurstPerKey",
-            "maximumPendingPerApp", "maximumScheduleAheadSeconds",
+            "maximumPendingPerApp", "maximumScheduleAheadSeconds", "receiptsPerSecondPerAddress", "receiptBurstPerAddress",
         ])
         func bounded(_ name: String, _ range: ClosedRange<Int>) throws(FieldError) -> Int? {
             guard let value = try fields.int(name) else { return nil }
@@ -628,6 +628,8 @@ extension APILimits {
         if let value = try bounded("requestBurstPerKey", 1...10_000_000) { requestBurstPerKey = value }
         if let value = try bounded("maximumPendingPerApp", 1...1_000_000_000_000) { maximumPendingPerApp = value }
         if let value = try bounded("maximumScheduleAheadSeconds", 60...(366 * 24 * 3600)) { maximumScheduleAhead = .seconds(value) }
+        if let value = try bounded("receiptsPerSecondPerAddress", 1...10_000_000) { receiptsPerSecondPerAddress = value }
+        if let value = try bounded("receiptBurstPerAddress", 100...100_000_000) { receiptBurstPerAddress = value }
     }
 }
 

@@ -432,6 +432,12 @@ public struct APILimits: Sendable, Hashable {
     public var requestsPerSecondPerKey = 1000
     /// Requests one API key may make at once above that rate. Default 2,000.
     public var requestBurstPerKey = 2000
+    /// Receipts one client address may report per second, on average, to `POST /v1/receipts`
+    /// (IPv6: per /64), in each process: a flood from one address takes a bounded share of the
+    /// gateway. Default 2,000 (a carrier's NAT puts many phones behind one address).
+    public var receiptsPerSecondPerAddress = 2000
+    /// Receipts one address may report at once above that rate. Default 10,000.
+    public var receiptBurstPerAddress = 10_000
     /// How far ahead a notification's `sendAt` may be. Default 30 days.
     public var maximumScheduleAhead: Duration = .seconds(30 * 24 * 3600)
 

@@ -7,11 +7,11 @@ import FoundationEssentials
 import Foundation
 #endif
 
-/// Takes receipts from `POST /v1/receipts`: checks each token (its form, age, app and MAC
-/// against the device its hash finds) and stores those that pass, many requests' receipts in one
-/// read and one transaction. While one group is being stored the next gathers: under load each
-/// commit carries hundreds of receipts, at rest one request's. What waits is bounded
-/// (``maximumWaiting``): past it a request is refused at once, and the sender retries.
+/// Takes receipts from `POST /v1/receipts`: checks each token (its form, age, app and MAC, then
+/// the one device it names) and stores those that pass, many requests' receipts in one read and
+/// one transaction. While a group is being stored the next gathers (two are stored at once):
+/// under load each commit carries hundreds of receipts, at rest one request's. What waits is
+/// bounded (``maximumWaiting``): past it a request is refused at once, and the sender retries.
 actor ReceiptIngester {
     /// A receipt as a device sent it.
     struct Incoming: Sendable {
@@ -45,7 +45,11 @@ actor ReceiptIngester {
 
     private var waiting: [(items: [Incoming], continuation: CheckedContinuation<[Verdict], any Error>)] = []
     private var waitingCount = 0
-    private var storing = false
+    /// Groups being checked and stored now, at most ``concurrentGroups``.
+    private var storing = 0
+    /// Groups checked and stored at once: while one waits on the database (on PostgreSQL, a
+    /// round trip per statement), the next is checked and sent.
+    static let concurrentGroups = 2
 
     init(
         store: HeraldStore, live: LiveConfiguration, keyring: ReceiptKeyring, metrics: GatewayMetrics, logger: Logger,
@@ -70,8 +74,8 @@ actor ReceiptIngester {
         waitingCount += items.count
         return try await withCheckedThrowingContinuation { continuation in
             waiting.append((items, continuation))
-            if !storing {
-                storing = true
+            if storing < Self.concurrentGroups {
+                storing += 1
                 Task { await self.drain() }
             }
         }
@@ -97,7 +101,7 @@ actor ReceiptIngester {
                 for (_, continuation) in group { continuation.resume(throwing: error) }
             }
         }
-        storing = false
+        storing -= 1
     }
 
     /// Each notification's app, as read (`""`: none such), kept between groups: most receipts
@@ -172,6 +176,9 @@ actor ReceiptIngester {
             }
         }
         if !records.isEmpty {
+            // In key order: two groups stored at once that share a receipt (a replay) wait for
+            // each other in one order, never in a cycle.
+            records.sort { ($0.notification, $0.device, $0.event.rawValue, $0.action) < ($1.notification, $1.device, $1.event.rawValue, $1.action) }
             let stored = try await store.recordReceipts(records, now: now)
             metrics.recordReceipts(stored)
             for index in recordIndices { verdicts[index] = .taken }

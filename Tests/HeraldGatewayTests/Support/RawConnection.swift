@@ -54,6 +54,18 @@ final class RawConnection: Sendable {
         return !channel.isActive
     }
 
+    /// Sends a byte every 200 ms (a body far below any minimum rate) until the server closes
+    /// the connection; whether it did. Bounded: 100 bytes, then 2 s more.
+    func trickleUntilClosed() async -> Bool {
+        var closed = false
+        for _ in 0..<100 where !closed {
+            try? await send(" ")
+            try? await Task.sleep(for: .milliseconds(200))
+            closed = !isOpen
+        }
+        return closed ? true : await closedByServer(within: .seconds(2))
+    }
+
     func close() async {
         try? await channel.close()
     }
