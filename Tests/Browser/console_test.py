@@ -10,42 +10,32 @@ each view (console.png, the overview down to the activity chart, is docs/console
 copies it). Everything it starts it stops, by PID.
 
 Receipts: `herald mock` keeps what it is sent in its own process, so one browser (user rita) is subscribed at a push
-service of the test's own (a few lines of Python: TLS, HTTP/1.1, RFC 8291 decryption), which reads the receipt the
+service of the test's own (herald_harness.PushService: TLS, HTTP/1.1, RFC 8291 decryption), which reads the receipt the
 gateway put in the message; the test reports it to POST /v1/receipts as the browser kit would.
 
     python3 Tests/Browser/console_test.py --herald .build/debug/herald --screenshots /tmp/shots
 """
 
 import argparse
-import base64
 import hashlib
-import hmac
-import http.server
-import ipaddress
 import json
 import os
 import re
-import shutil
-import signal
 import socket
-import subprocess
-import sys
-import tempfile
-import threading
-import time
-import urllib.error
 import ssl
+import sys
+import time
 import urllib.request
-from datetime import datetime, timedelta, timezone
+from datetime import datetime
 from urllib.parse import urlsplit
 
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.hazmat.primitives.ciphers.aead import AESGCM
-from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 from playwright.sync_api import Error as PlaywrightError
-from playwright.sync_api import expect, sync_playwright
+from playwright.sync_api import expect
+
+from herald_harness import (BrowserRun, PushService, api_key_entry, call, check, chromium, run_script, wait_done,
+                            watch, write_configuration_file, write_push_tls, write_vapid_key)
 
 # The whole run, set-up to clean-up; each wait inside has its own, shorter, bound.
 RUN_SECONDS = 170
@@ -160,200 +150,6 @@ def chart_problems(boxes):
     return problems
 
 
-class Failure(Exception):
-    pass
-
-
-# MARK: A push service of the test's own, for one browser whose messages it decrypts
-
-def b64url(data):
-    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
-
-
-def write_push_tls(directory):
-    """A CA and a certificate it issued for 127.0.0.1; (the CA's PEM, the certificate's, its key's)."""
-    now = datetime.now(timezone.utc)
-    ca_key = ec.generate_private_key(ec.SECP256R1())
-    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "console test push service CA")])
-    ca = (x509.CertificateBuilder().subject_name(ca_name).issuer_name(ca_name).public_key(ca_key.public_key())
-          .serial_number(x509.random_serial_number()).not_valid_before(now - timedelta(hours=1)).not_valid_after(now + timedelta(days=1))
-          .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
-          .add_extension(x509.KeyUsage(digital_signature=True, key_cert_sign=True, crl_sign=True, content_commitment=False,
-                                       key_encipherment=False, data_encipherment=False, key_agreement=False,
-                                       encipher_only=False, decipher_only=False), critical=True)
-          .sign(ca_key, hashes.SHA256()))
-    key = ec.generate_private_key(ec.SECP256R1())
-    leaf = (x509.CertificateBuilder().subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")]))
-            .issuer_name(ca_name).public_key(key.public_key()).serial_number(x509.random_serial_number())
-            .not_valid_before(now - timedelta(hours=1)).not_valid_after(now + timedelta(days=1))
-            .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), critical=False)
-            .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
-            .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-            .sign(ca_key, hashes.SHA256()))
-    paths = [os.path.join(directory, name) for name in ("push-ca.pem", "push-cert.pem", "push-key.pem")]
-    for path, data in zip(paths, (ca.public_bytes(serialization.Encoding.PEM), leaf.public_bytes(serialization.Encoding.PEM),
-                                  key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()))):
-        with open(path, "wb") as file:
-            file.write(data)
-    return paths
-
-
-def hkdf_sha256(salt, secret, info, length):
-    """HKDF (RFC 5869) with one block, as RFC 8291 uses it."""
-    prk = hmac.new(salt, secret, hashlib.sha256).digest()
-    return hmac.new(prk, info + b"\x01", hashlib.sha256).digest()[:length]
-
-
-def decrypt(body, private_key, auth_secret):
-    """An aes128gcm message (RFC 8188) for this subscription, as a browser decrypts it (RFC 8291 §3.4)."""
-    check(len(body) > 86 and body[20] == 65, f"a message of {len(body)} bytes, not aes128gcm with a P-256 key ID")
-    salt, sender, ciphertext = body[:16], body[21:86], body[86:]
-    receiver = private_key.public_key().public_bytes(serialization.Encoding.X962, serialization.PublicFormat.UncompressedPoint)
-    shared = private_key.exchange(ec.ECDH(), ec.EllipticCurvePublicKey.from_encoded_point(ec.SECP256R1(), sender))
-    ikm = hkdf_sha256(auth_secret, shared, b"WebPush: info\x00" + receiver + sender, 32)
-    key = hkdf_sha256(salt, ikm, b"Content-Encoding: aes128gcm\x00", 16)
-    nonce = hkdf_sha256(salt, ikm, b"Content-Encoding: nonce\x00", 12)
-    padded = AESGCM(key).decrypt(nonce, ciphertext, None).rstrip(b"\x00")
-    check(padded.endswith(b"\x02"), "the record does not end with the last-record delimiter 0x02")
-    return padded[:-1]
-
-
-class PushService:
-    """POST /push/{id} over TLS (HTTP/1.1: the gateway falls back to it when h2 is refused by ALPN): keeps each message
-    as sent; the subscription's keys stay here, so received() decrypts them as the browser would."""
-
-    def __init__(self, certificate, key):
-        self.bodies = []
-        self.lock = threading.Lock()
-        self.private_key = ec.generate_private_key(ec.SECP256R1())
-        self.auth_secret = os.urandom(16)
-        service = self
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *arguments):
-                pass
-
-            def do_POST(self):
-                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                known = self.path == "/push/rita"
-                if known:
-                    with service.lock:
-                        service.bodies.append(body)
-                self.send_response(201 if known else 404)
-                if known:
-                    self.send_header("Location", f"/message/{len(service.bodies)}")
-                self.send_header("Content-Length", "0")
-                self.end_headers()
-
-        class Server(http.server.ThreadingHTTPServer):
-            daemon_threads = True
-
-            def finish_request(self, request, client_address):
-                request.settimeout(10)
-                try:
-                    connection = context.wrap_socket(request, server_side=True)
-                except (ssl.SSLError, OSError):
-                    return
-                try:
-                    self.RequestHandlerClass(connection, client_address, self)
-                finally:
-                    connection.close()
-
-        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-        context.load_cert_chain(certificate, key)
-        context.set_alpn_protocols(["http/1.1"])
-        self.server = Server(("127.0.0.1", 0), Handler)
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def subscription(self):
-        """The browser's subscription, as subscription.toJSON() gives it."""
-        public = self.private_key.public_key().public_bytes(serialization.Encoding.X962, serialization.PublicFormat.UncompressedPoint)
-        return {"endpoint": f"https://127.0.0.1:{self.server.server_port}/push/rita", "expirationTime": None,
-                "keys": {"p256dh": b64url(public), "auth": b64url(self.auth_secret)}}
-
-    def received(self):
-        """Every message so far, decrypted."""
-        with self.lock:
-            bodies = list(self.bodies)
-        return [decrypt(body, self.private_key, self.auth_secret) for body in bodies]
-
-    def stop(self):
-        self.server.shutdown()
-        self.server.server_close()
-
-
-def check(condition, message):
-    if not condition:
-        raise Failure(message)
-
-
-class Process:
-    """A child process; its output is read by a thread, so waiting for a line has a deadline."""
-
-    def __init__(self, name, args, cwd):
-        self.name = name
-        # The database is the configuration file's: a URL in the environment would win over it.
-        environment = {name: value for name, value in os.environ.items() if name not in ("HERALD_DATABASE_URL", "PGPASSWORD")}
-        self.popen = subprocess.Popen(args, cwd=cwd, env=environment, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                      stderr=subprocess.STDOUT, text=True, errors="replace", bufsize=1)
-        self.lines = []
-        self.changed = threading.Condition()
-        threading.Thread(target=self._read, daemon=True).start()
-
-    def _read(self):
-        for line in self.popen.stdout:
-            with self.changed:
-                self.lines.append(line.rstrip("\n"))
-                self.changed.notify_all()
-        with self.changed:
-            self.changed.notify_all()
-
-    def wait_for(self, pattern, timeout):
-        deadline = time.monotonic() + timeout
-        with self.changed:
-            while True:
-                for line in self.lines:
-                    match = re.search(pattern, line)
-                    if match:
-                        return match
-                left = deadline - time.monotonic()
-                if self.popen.poll() is not None:
-                    raise Failure(f"{self.name} exited ({self.popen.returncode}) before printing /{pattern}/:\n{self.tail()}")
-                if left <= 0:
-                    raise Failure(f"{self.name} printed no /{pattern}/ within {timeout} s:\n{self.tail()}")
-                self.changed.wait(min(left, 0.5))
-
-    def tail(self, count=30):
-        return "\n".join(f"  | {line}" for line in self.lines[-count:])
-
-    def stop(self):
-        if self.popen.poll() is None:
-            self.popen.terminate()
-            try:
-                self.popen.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.popen.kill()
-                self.popen.wait(timeout=5)
-
-
-def call(base, key, method, path, body=None, content_type="application/json"):
-    """One API request; (status, JSON answer or None, headers). No Authorization header when key is None."""
-    data = body.encode() if isinstance(body, str) else body
-    headers = {"Content-Type": content_type}
-    if key:
-        headers["Authorization"] = f"Bearer {key}"
-    request = urllib.request.Request(base + path, data=data, method=method, headers=headers)
-    try:
-        with urllib.request.urlopen(request, timeout=15) as response:
-            raw = response.read()
-            return response.status, json.loads(raw) if raw else None, response.headers
-    except urllib.error.HTTPError as error:
-        raw = error.read()
-        return error.code, json.loads(raw) if raw else None, error.headers
-
-
 def closed_port():
     """A loopback port nothing listens on (bound for a moment, then released)."""
     with socket.socket() as probe:
@@ -370,16 +166,6 @@ def write_credentials(directory):
     with open(public, "wb") as file:
         file.write(key.public_key().public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo))
     return p8, public
-
-
-def write_vapid_key(directory):
-    """A VAPID key (P-256, PKCS#8 PEM) and its public key as a page passes it to subscribe()."""
-    key = ec.generate_private_key(ec.SECP256R1())
-    path = os.path.join(directory, "vapid.pem")
-    with open(path, "wb") as file:
-        file.write(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()))
-    point = key.public_key().public_bytes(serialization.Encoding.X962, serialization.PublicFormat.UncompressedPoint)
-    return path, base64.urlsafe_b64encode(point).rstrip(b"=").decode()
 
 
 def subscribe(web_push_url, ca, application_server_key):
@@ -410,17 +196,14 @@ def write_configuration(directory, mock_url, p8, vapid, fcm_url, fcm_ca, webpush
                       fcm={"serviceAccountFile": os.path.join(directory, "fcm-sa.json"), "endpoint": fcm_url, "caFile": fcm_ca}),
                  app("other")],
         "apiKeys": [
-            {"name": "console-a", "sha256": hashlib.sha256(KEY_A.encode()).hexdigest(), "apps": ["shop"]},
-            {"name": "console-b", "sha256": hashlib.sha256(KEY_B.encode()).hexdigest(), "apps": ["shop", "other"]},
+            api_key_entry("console-a", KEY_A, ["shop"]),
+            api_key_entry("console-b", KEY_B, ["shop", "other"]),
         ],
         # A notification to the sandbox device (a closed port) is retried, then fails after 8 s:
         # long enough to watch it sending, and to cancel one, on a loaded machine.
         "queue": {"maximumAgeSeconds": 8, "retryInitialSeconds": 1, "retryMaximumSeconds": 1},
     }
-    path = os.path.join(directory, "herald.json")
-    with open(path, "w") as file:
-        json.dump(configuration, file, indent=2)
-    return path
+    return write_configuration_file(directory, configuration)
 
 
 def seed(base, subscription):
@@ -428,7 +211,7 @@ def seed(base, subscription):
         status, answer, _ = call(base, KEY_A, "PUT", f"/v1/apps/shop/devices/{device}", json.dumps(fields))
         check(status == 201, f"PUT device: {status} {answer}")
     lines = "\n".join(json.dumps({"token": device, **fields}) for device, fields in SEED[3:])
-    status, answer, _ = call(base, KEY_A, "POST", "/v1/apps/shop/devices", lines, "application/x-ndjson")
+    status, answer, _ = call(base, KEY_A, "POST", "/v1/apps/shop/devices", lines, {"Content-Type": "application/x-ndjson"})
     check(status == 200 and answer.get("upserted") == len(SEED) - 3, f"import: {status} {answer}")
     status, answer, _ = call(base, KEY_B, "PUT", f"/v1/apps/other/devices/{OLGA}", json.dumps({"user": "olga"}))
     check(status == 201, f"PUT device in other: {status} {answer}")
@@ -440,35 +223,19 @@ def seed(base, subscription):
     return browser, answer["token"]
 
 
-def wait_done(base, notification, timeout=20):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        _, answer, _ = call(base, KEY_A, "GET", f"/v1/notifications/{notification}")
-        if answer and answer.get("status") == "done":
-            return answer
-        time.sleep(0.1)
-    raise Failure(f"notification {notification} not done within {timeout} s: {answer}")
-
-
 def send_body(to, payload_text, push_type="alert"):
     """The body the console's form sends: its payload exactly as typed."""
     return '{"to":' + json.dumps(to, separators=(",", ":")) + ',"payload":' + payload_text + ',"pushType":' + json.dumps(push_type) + "}"
 
 
-class Run:
+class Run(BrowserRun):
+    """The steps; self.problems keeps dialogs, script errors and CSP violations, reported at the end."""
+
     def __init__(self, herald, screenshots):
-        self.herald = os.path.abspath(herald)
+        super().__init__(herald)
         self.screenshots = os.path.abspath(screenshots)
-        self.processes = []
-        self.number = 0
-        self.problems = []  # dialogs, script errors and CSP violations, reported at the end
         self.requests = []
         self.page = None
-        self.push = None
-
-    def step(self, text):
-        self.number += 1
-        print(f"[{self.number:2d}] {text}", flush=True)
 
     def shot(self, page, name, full_page=True):
         path = os.path.join(self.screenshots, name)
@@ -478,12 +245,11 @@ class Run:
     def start(self, directory):
         self.step("start herald mock and herald serve (two apps; key A: shop, key B: shop and other)")
         p8, public = write_credentials(directory)
-        mock = Process("herald mock", [self.herald, "mock", "--port", "0", "--write-ca", "ca.pem",
-                                       "--webpush-port", "0", "--webpush-write-ca", "webpush-ca.pem",
-                                       "--fcm-port", "0", "--fcm-write-service-account", "fcm-sa.json",
-                                       "--auth-key-public", f"{KEY_ID}={public}", "--team-id", TEAM_ID,
-                                       "--unregistered", GONE, "--fail", f"{OLD}=BadDeviceToken"], directory)
-        self.processes.append(mock)
+        mock = self.start_process("herald mock", [self.herald, "mock", "--port", "0", "--write-ca", "ca.pem",
+                                                   "--webpush-port", "0", "--webpush-write-ca", "webpush-ca.pem",
+                                                   "--fcm-port", "0", "--fcm-write-service-account", "fcm-sa.json",
+                                                   "--auth-key-public", f"{KEY_ID}={public}", "--team-id", TEAM_ID,
+                                                   "--unregistered", GONE, "--fail", f"{OLD}=BadDeviceToken"], directory)
         mock_url = mock.wait_for(r"listening on (https://127\.0\.0\.1:\d+)", 30).group(1)
         mock.wait_for(r"trust its CA", 10)
         web_push_url = mock.wait_for(r"mock Web Push listening on (https://127\.0\.0\.1:\d+)", 10).group(1)
@@ -493,23 +259,21 @@ class Run:
         vapid, application_server_key = write_vapid_key(directory)
         self.subscription = subscribe(web_push_url, os.path.join(directory, "webpush-ca.pem"), application_server_key)
         # The push service for rita's browser: app shop trusts its CA beside the Web Push mock's.
-        push_ca, push_certificate, push_key = write_push_tls(directory)
-        self.push = PushService(push_certificate, push_key)
+        push_tls = write_push_tls(directory, "console test")
+        self.push = self.keep(PushService(push_tls))
         webpush_ca = os.path.join(directory, "webpush-cas.pem")
         with open(webpush_ca, "w") as bundle:
-            for path in (os.path.join(directory, "webpush-ca.pem"), push_ca):
+            for path in (os.path.join(directory, "webpush-ca.pem"), push_tls.ca):
                 with open(path) as file:
                     bundle.write(file.read().strip() + "\n")
         configuration = write_configuration(directory, mock_url, p8, vapid, fcm, os.path.join(directory, fcm_ca), webpush_ca)
-        serve = Process("herald serve", [self.herald, "serve", "--config", configuration], directory)
-        self.processes.append(serve)
+        serve = self.start_process("herald serve", [self.herald, "serve", "--config", configuration], directory)
         self.base = serve.wait_for(r"listening on (http://127\.0\.0\.1:\d+)", 60).group(1)
         print(f"     mock {mock_url}, gateway {self.base}", flush=True)
 
     def run(self):
         os.makedirs(self.screenshots, exist_ok=True)
-        directory = tempfile.mkdtemp(prefix="herald-console-test-")
-        try:
+        with self.directory("herald-console-test-") as directory:
             self.start(directory)
             self.step("seed devices through the API (PUT and an NDJSON import)")
             self.browser_id, self.android_id = seed(self.base, self.subscription)
@@ -518,27 +282,13 @@ class Run:
                 check(response.headers.get("Content-Security-Policy") == CSP, f"CSP: {response.headers.get('Content-Security-Policy')}")
                 check(response.headers.get("X-Frame-Options") == "DENY", f"X-Frame-Options: {response.headers.get('X-Frame-Options')}")
                 check(response.headers.get("X-Content-Type-Options") == "nosniff", "X-Content-Type-Options")
-            with sync_playwright() as playwright:
-                browser = playwright.chromium.launch(executable_path="/usr/bin/chromium", args=["--no-sandbox"], headless=True)
+            with chromium() as browser:
                 try:
                     self.browse(browser)
                 except BaseException:
                     self.shoot_failure()
                     raise
-                finally:
-                    browser.close()
             check(not self.problems, "the page misbehaved:\n  " + "\n  ".join(self.problems))
-        except BaseException:
-            for process in self.processes:
-                if process.lines:
-                    print(f"--- last output of {process.name}:\n{process.tail(15)}", file=sys.stderr)
-            raise
-        finally:
-            for process in reversed(self.processes):
-                process.stop()
-            if self.push:
-                self.push.stop()
-            shutil.rmtree(directory, ignore_errors=True)
 
     def shoot_failure(self):
         """The page as it was when a step failed, for the one reading the failure."""
@@ -549,19 +299,9 @@ class Run:
             pass
 
     def watch(self, page):
-        def on_dialog(dialog):
-            self.problems.append(f"a {dialog.type} dialog opened: {dialog.message!r}")
-            dialog.dismiss()
-
-        def on_console(message):
-            # The browser logs every 4xx answer; the test provokes some (a wrong key, a refused
-            # send, an unknown token). Anything else, a CSP violation above all, is a problem.
-            if message.type == "error" and not message.text.startswith("Failed to load resource: the server responded with a status of 4"):
-                self.problems.append(f"console error: {message.text}")
-
-        page.on("dialog", on_dialog)
-        page.on("pageerror", lambda error: self.problems.append(f"script error: {error}"))
-        page.on("console", on_console)
+        """Dialogs, script errors and console errors, a CSP violation above all (the 4xx answers the test provokes, a
+        wrong key, a refused send, an unknown token, aside); and every request the page makes."""
+        watch(page, page, self.problems)
         page.on("request", lambda request: self.requests.append(request))
 
     def browse(self, browser):
@@ -740,7 +480,7 @@ class Run:
             check(status == 202, f"send: {status} {answer}")
             queued.append(answer["id"])
         for notification in queued:
-            wait_done(self.base, notification)
+            wait_done(self.base, KEY_A, notification)
 
         self.step("overview: the counts moved, the chart and the table show the deliveries, More pages")
         by("nav-overview").click()
@@ -1109,7 +849,7 @@ class Run:
             "template": "shipping", "data": {"order": "B-2"}}))
         check(status == 202, f"send in category marketing: {status} {answer}")
         held_back = answer["id"]
-        done = wait_done(self.base, held_back)
+        done = wait_done(self.base, KEY_A, held_back)
         check(done.get("optedOut") == 1 and done.get("accepted") == 0, f"the notification to alice: {done}")
         page.goto(self.base + f"/console#/apps/shop/notifications/{held_back}")
         expect(by("notification-status")).to_have_text("done")
@@ -1194,15 +934,16 @@ class Run:
 
         self.step(f"a browser subscribed at the test's own push service (user {RECEIPTS_USER}); a notification to {RECEIPTS_USER}, "
                   f"bob and {ANDROID_USER} (webpush, apns, fcm): its page shows the funnel in all and per platform, no receipts yet")
+        self.push_id, subscription = self.push.subscribe()
         status, answer, _ = call(self.base, KEY_A, "POST", "/v1/apps/shop/webpush/subscriptions",
-                                 json.dumps(dict(self.push.subscription(), user=RECEIPTS_USER)))
+                                 json.dumps(dict(subscription, user=RECEIPTS_USER)))
         check(status == 201 and answer.get("platform") == "webpush", f"POST subscription for {RECEIPTS_USER}: {status} {answer}")
         status, answer, _ = call(self.base, KEY_A, "POST", "/v1/apps/shop/notifications", json.dumps({
             "to": {"users": [RECEIPTS_USER, "bob", ANDROID_USER]},
             "payload": {"aps": {"alert": {"title": "Your order shipped", "body": "Arrives Tuesday"}}}}))
         check(status == 202, f"send to {RECEIPTS_USER}, bob and {ANDROID_USER}: {status} {answer}")
         funnelled = answer["id"]
-        done = wait_done(self.base, funnelled)
+        done = wait_done(self.base, KEY_A, funnelled)
         check(done.get("targeted") == 3 and done.get("accepted") == 3, f"the notification: {done}")
         check(done.get("receipts") == {"received": 0, "opened": 0, "dismissed": 0, "clicked": 0}, f"its receipts: {done.get('receipts')}")
         page.goto(self.base + f"/console#/apps/shop/notifications/{funnelled}")
@@ -1222,13 +963,13 @@ class Run:
         self.step(f"the push service decrypts {RECEIPTS_USER}'s message: a 48-character receipt under \"herald\"; reported received, "
                   "opened and clicked to POST /v1/receipts (no key, as the browser kit does): the open page shows them when it reads "
                   "the notification again (every 15 s once done)")
-        messages = self.push.received()
+        messages = self.push.received(self.push_id)
         check(len(messages) == 1, f"the push service has {len(messages)} messages")
         receipt = json.loads(messages[0]).get("herald")
         check(isinstance(receipt, str) and re.fullmatch(r"[A-Za-z0-9_-]{48}", receipt), f"no receipt in {messages[0]!r}")
         status, answer, _ = call(self.base, None, "POST", "/v1/receipts", json.dumps({"events": [
             {"receipt": receipt, "event": "received"}, {"receipt": receipt, "event": "opened"},
-            {"receipt": receipt, "event": "clicked", "action": "view"}]}), "text/plain;charset=UTF-8")
+            {"receipt": receipt, "event": "clicked", "action": "view"}]}), {"Content-Type": "text/plain;charset=UTF-8"})
         check(status == 202 and answer == {"taken": 3, "refused": []}, f"POST /v1/receipts: {status} {answer}")
         started = time.monotonic()
         expect(by("notification-count-received")).to_have_text("1", timeout=25_000)
@@ -1414,27 +1155,9 @@ def main():
     parser.add_argument("--herald", required=True, help="the herald binary (with the console)")
     parser.add_argument("--screenshots", required=True, help="a directory for a PNG of each view")
     arguments = parser.parse_args()
-    if not os.access(arguments.herald, os.X_OK):
-        print(f"FAIL: {arguments.herald} is not an executable", file=sys.stderr)
-        return 2
-
-    def out_of_time(signum, frame):
-        raise Failure(f"the run took longer than {RUN_SECONDS} s")
-
-    signal.signal(signal.SIGALRM, out_of_time)
-    signal.alarm(RUN_SECONDS)
     expect.set_options(timeout=WAIT_MS)
     run = Run(arguments.herald, arguments.screenshots)
-    started = time.monotonic()
-    try:
-        run.run()
-    except (Failure, AssertionError, PlaywrightError) as error:
-        print(f"FAIL at step {run.number}: {error}", file=sys.stderr)
-        return 1
-    finally:
-        signal.alarm(0)
-    print(f"PASS: {run.number} steps in {time.monotonic() - started:.1f} s; screenshots in {run.screenshots}")
-    return 0
+    return run_script(arguments.herald, run, RUN_SECONDS, f"; screenshots in {run.screenshots}")
 
 
 if __name__ == "__main__":

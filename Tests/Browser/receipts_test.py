@@ -11,7 +11,7 @@ and reports `received`, a click `clicked` and a close `dismissed` to POST /v1/re
 (cross-origin, so through the gateway's CORS), which the notification's counts and funnel show.
 A second delivery is not counted twice, a forged receipt is refused, markup stays text.
 
-The push service is the test's own (Python, RFC 8291 and 8292): `herald mock`'s Web Push
+The push service is the test's own (herald_harness.PushService, RFC 8291 and 8292): `herald mock`'s Web Push
 service decrypts each message too, but keeps it in its own process, with no route to read it
 back. Headless Chromium has no push service to subscribe at, so the page's PushManager is
 stood in for (add_init_script) by one that returns the push service's subscription; everything
@@ -21,40 +21,19 @@ after it, the kit and the gateway, is real. Everything it starts it stops, by PI
 """
 
 import argparse
-import base64
-import datetime
-import hashlib
-import hmac
 import http.server
-import ipaddress
 import json
 import os
 import re
-import shutil
-import signal
-import ssl
-import subprocess
 import sys
-import tempfile
-import threading
 import time
-import urllib.error
-import urllib.request
-import uuid
 
-from cryptography import x509
-from cryptography.exceptions import InvalidSignature
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.hazmat.primitives.asymmetric.utils import encode_dss_signature
-from cryptography.hazmat.primitives.ciphers.aead import AESGCM
-from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
-from playwright.sync_api import Error as PlaywrightError
-from playwright.sync_api import sync_playwright
+from herald_harness import (WAIT_SECONDS, Background, BrowserRun, PushService, QuietHandler, api_key_entry, b64url, call,
+                            check, chromium, eventually, request, run_script, unb64url, wait_done, watch,
+                            write_configuration_file, write_push_tls, write_vapid_key)
 
-# The whole run, set-up to clean-up; each wait inside has its own, shorter, bound.
+# The whole run, set-up to clean-up; each wait inside has its own, shorter, bound (WAIT_SECONDS).
 RUN_SECONDS = 170
-WAIT_SECONDS = 15
 
 APP = "shop"
 USER = "wendy"
@@ -63,275 +42,6 @@ XSS = "<img src=x onerror=alert(1)>"
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SDK = os.path.join(ROOT, "Sources", "HeraldGateway", "SDK")
 TOKEN = re.compile(r"^[A-Za-z0-9_-]{48}$")
-
-
-class Failure(Exception):
-    pass
-
-
-def check(condition, message):
-    if not condition:
-        raise Failure(message)
-
-
-def b64url(data):
-    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
-
-
-def unb64url(text):
-    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
-
-
-def eventually(probe, what, timeout=WAIT_SECONDS, every=0.1):
-    """probe()'s first truthy value within timeout seconds; fails saying what was awaited and the last value."""
-    deadline = time.monotonic() + timeout
-    value = None
-    while time.monotonic() < deadline:
-        value = probe()
-        if value:
-            return value
-        time.sleep(every)
-    raise Failure(f"{what}: not within {timeout} s (last: {value!r})")
-
-
-class Process:
-    """A child process; its output is read by a thread, so waiting for a line has a deadline."""
-
-    def __init__(self, name, args, cwd):
-        self.name = name
-        # The database is the configuration file's: a URL in the environment would win over it.
-        environment = {name: value for name, value in os.environ.items() if name not in ("HERALD_DATABASE_URL", "PGPASSWORD")}
-        self.popen = subprocess.Popen(args, cwd=cwd, env=environment, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                      stderr=subprocess.STDOUT, text=True, errors="replace", bufsize=1)
-        self.lines = []
-        self.changed = threading.Condition()
-        threading.Thread(target=self._read, daemon=True).start()
-
-    def _read(self):
-        for line in self.popen.stdout:
-            with self.changed:
-                self.lines.append(line.rstrip("\n"))
-                self.changed.notify_all()
-        with self.changed:
-            self.changed.notify_all()
-
-    def wait_for(self, pattern, timeout):
-        deadline = time.monotonic() + timeout
-        with self.changed:
-            while True:
-                for line in self.lines:
-                    match = re.search(pattern, line)
-                    if match:
-                        return match
-                left = deadline - time.monotonic()
-                if self.popen.poll() is not None:
-                    raise Failure(f"{self.name} exited ({self.popen.returncode}) before printing /{pattern}/:\n{self.tail()}")
-                if left <= 0:
-                    raise Failure(f"{self.name} printed no /{pattern}/ within {timeout} s:\n{self.tail()}")
-                self.changed.wait(min(left, 0.5))
-
-    def tail(self, count=30):
-        return "\n".join(f"  | {line}" for line in self.lines[-count:])
-
-    def stop(self):
-        if self.popen.poll() is None:
-            self.popen.terminate()
-            try:
-                self.popen.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.popen.kill()
-                self.popen.wait(timeout=5)
-
-
-def request(url, method="GET", body=None, headers=None, key=KEY):
-    """One HTTP request; (status, raw body, headers). No Authorization header when key is None."""
-    data = body.encode() if isinstance(body, str) else body
-    headers = dict(headers or {})
-    if key:
-        headers["Authorization"] = f"Bearer {key}"
-    try:
-        with urllib.request.urlopen(urllib.request.Request(url, data=data, method=method, headers=headers), timeout=15) as response:
-            return response.status, response.read(), response.headers
-    except urllib.error.HTTPError as error:
-        return error.code, error.read(), error.headers
-
-
-def call(base, method, path, body=None, key=KEY, headers=None):
-    """One API request; (status, JSON answer or None, headers)."""
-    status, raw, answer_headers = request(base + path, method, body, dict({"Content-Type": "application/json"}, **(headers or {})), key)
-    try:
-        return status, json.loads(raw) if raw else None, answer_headers
-    except ValueError:
-        return status, raw.decode(errors="replace"), answer_headers
-
-
-# MARK: The push service (RFC 8030), which is also the browser: it holds each subscription's keys.
-
-def write_tls(directory):
-    """A CA (its PEM is the app's webPush.caFile) and a certificate it issued for 127.0.0.1."""
-    now = datetime.datetime.now(datetime.timezone.utc)
-    ca_key = ec.generate_private_key(ec.SECP256R1())
-    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "receipts test push service CA")])
-    ca = (x509.CertificateBuilder().subject_name(ca_name).issuer_name(ca_name).public_key(ca_key.public_key())
-          .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(hours=1))
-          .not_valid_after(now + datetime.timedelta(days=1))
-          .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
-          .add_extension(x509.KeyUsage(digital_signature=True, key_cert_sign=True, crl_sign=True, content_commitment=False,
-                                       key_encipherment=False, data_encipherment=False, key_agreement=False,
-                                       encipher_only=False, decipher_only=False), critical=True)
-          .sign(ca_key, hashes.SHA256()))
-    key = ec.generate_private_key(ec.SECP256R1())
-    leaf = (x509.CertificateBuilder().subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")]))
-            .issuer_name(ca_name).public_key(key.public_key()).serial_number(x509.random_serial_number())
-            .not_valid_before(now - datetime.timedelta(hours=1)).not_valid_after(now + datetime.timedelta(days=1))
-            .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), critical=False)
-            .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
-            .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-            .sign(ca_key, hashes.SHA256()))
-    paths = {name: os.path.join(directory, name) for name in ("push-ca.pem", "push-cert.pem", "push-key.pem")}
-    with open(paths["push-ca.pem"], "wb") as file:
-        file.write(ca.public_bytes(serialization.Encoding.PEM))
-    with open(paths["push-cert.pem"], "wb") as file:
-        file.write(leaf.public_bytes(serialization.Encoding.PEM))
-    with open(paths["push-key.pem"], "wb") as file:
-        file.write(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()))
-    return paths
-
-
-def hkdf_sha256(salt, secret, info, length):
-    """HKDF (RFC 5869) with one block, as RFC 8291 uses it."""
-    prk = hmac.new(salt, secret, hashlib.sha256).digest()
-    return hmac.new(prk, info + b"\x01", hashlib.sha256).digest()[:length]
-
-
-def decrypt(body, private_key, auth_secret):
-    """An aes128gcm message (RFC 8188) for this subscription, as a browser decrypts it (RFC 8291 §3.4)."""
-    check(len(body) > 86, f"a message of {len(body)} bytes")
-    salt, record_size, id_length = body[:16], int.from_bytes(body[16:20], "big"), body[20]
-    check(id_length == 65, f"key ID of {id_length} bytes, not an uncompressed P-256 key")
-    sender = body[21:86]
-    ciphertext = body[86:]
-    check(len(ciphertext) <= record_size, "more than one record")
-    receiver = private_key.public_key().public_bytes(serialization.Encoding.X962, serialization.PublicFormat.UncompressedPoint)
-    shared = private_key.exchange(ec.ECDH(), ec.EllipticCurvePublicKey.from_encoded_point(ec.SECP256R1(), sender))
-    ikm = hkdf_sha256(auth_secret, shared, b"WebPush: info\x00" + receiver + sender, 32)
-    key = hkdf_sha256(salt, ikm, b"Content-Encoding: aes128gcm\x00", 16)
-    nonce = hkdf_sha256(salt, ikm, b"Content-Encoding: nonce\x00", 12)
-    padded = AESGCM(key).decrypt(nonce, ciphertext, None).rstrip(b"\x00")
-    check(padded.endswith(b"\x02"), "the record does not end with the last-record delimiter 0x02")
-    return padded[:-1]
-
-
-def verify_vapid(authorization, origin, application_server_key):
-    """RFC 8292: `vapid t=<ES256 JWT>, k=<key>`, the key the subscription was made with, aud the origin, exp within 24 h, a sub."""
-    fields = dict(re.findall(r"\b([tk])=([A-Za-z0-9_.-]+)", authorization or ""))
-    check((authorization or "").startswith("vapid ") and set(fields) == {"t", "k"}, f"Authorization: {authorization!r}")
-    check(fields["k"] == application_server_key, "k is not the applicationServerKey the subscription was made with")
-    header, claims, signature = fields["t"].split(".")
-    raw = unb64url(signature)
-    check(len(raw) == 64, "the JWT's signature is not 64 bytes (r ‖ s)")
-    public = ec.EllipticCurvePublicKey.from_encoded_point(ec.SECP256R1(), unb64url(fields["k"]))
-    try:
-        public.verify(encode_dss_signature(int.from_bytes(raw[:32], "big"), int.from_bytes(raw[32:], "big")),
-                      f"{header}.{claims}".encode(), ec.ECDSA(hashes.SHA256()))
-    except InvalidSignature:
-        raise Failure("the VAPID JWT's signature does not verify with k")
-    check(json.loads(unb64url(header)) == {"typ": "JWT", "alg": "ES256"}, f"JWT header {unb64url(header)!r}")
-    claims = json.loads(unb64url(claims))
-    check(claims.get("aud") == origin, f"aud {claims.get('aud')!r}, not {origin}")
-    check(time.time() < claims.get("exp", 0) <= time.time() + 86400 + 60, f"exp {claims.get('exp')}")
-    check(str(claims.get("sub", "")).startswith(("mailto:", "https:")), f"sub {claims.get('sub')!r}")
-
-
-class TLSServer(http.server.ThreadingHTTPServer):
-    """A threading HTTP server whose TLS handshake runs in each connection's thread."""
-    daemon_threads = True
-
-    def __init__(self, handler, context):
-        super().__init__(("127.0.0.1", 0), handler)
-        self.context = context
-
-    def finish_request(self, request, client_address):
-        request.settimeout(10)
-        try:
-            connection = self.context.wrap_socket(request, server_side=True)
-        except (ssl.SSLError, OSError):
-            return
-        try:
-            self.RequestHandlerClass(connection, client_address, self)
-        finally:
-            connection.close()
-
-
-class PushService:
-    """POST /push/{id}: checks VAPID and the headers, decrypts with the subscription's keys and keeps the plaintext."""
-
-    def __init__(self, tls, application_server_key):
-        self.application_server_key = application_server_key
-        self.subscriptions = {}  # id -> (private key, auth secret)
-        self.messages = {}  # id -> [plaintext bytes]
-        self.problems = []
-        self.lock = threading.Lock()
-        service = self
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *arguments):
-                pass
-
-            def answer(self, status, body=b"", headers=()):
-                self.send_response(status)
-                for name, value in headers:
-                    self.send_header(name, value)
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def do_POST(self):
-                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                match = re.fullmatch(r"/push/([A-Za-z0-9_-]+)", self.path)
-                keys = service.subscriptions.get(match.group(1)) if match else None
-                if keys is None:
-                    return self.answer(404, b'{"reason":"NotFound"}', [("Content-Type", "application/json")])
-                try:
-                    check(self.headers.get("TTL", "").isdigit(), f"TTL {self.headers.get('TTL')!r}")
-                    check(self.headers.get("Content-Encoding") == "aes128gcm", f"Content-Encoding {self.headers.get('Content-Encoding')!r}")
-                    verify_vapid(self.headers.get("Authorization"), service.origin, service.application_server_key)
-                    plaintext = decrypt(body, *keys)
-                except (Failure, ValueError) as error:
-                    with service.lock:
-                        service.problems.append(f"POST {self.path}: {error}")
-                    return self.answer(400, json.dumps({"reason": str(error)[:200]}).encode(), [("Content-Type", "application/json")])
-                with service.lock:
-                    service.messages.setdefault(match.group(1), []).append(plaintext)
-                self.answer(201, headers=[("Location", f"/message/{uuid.uuid4()}")])
-
-        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-        context.load_cert_chain(tls["push-cert.pem"], tls["push-key.pem"])
-        # HTTP/1.1 only: Herald's client falls back to it when a service refuses h2 by ALPN.
-        context.set_alpn_protocols(["http/1.1"])
-        self.server = TLSServer(Handler, context)
-        self.origin = f"https://127.0.0.1:{self.server.server_port}"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def subscribe(self):
-        """A new subscription, as subscription.toJSON() gives it; its keys stay here."""
-        identifier = b64url(os.urandom(16))
-        private_key = ec.generate_private_key(ec.SECP256R1())
-        auth_secret = os.urandom(16)
-        self.subscriptions[identifier] = (private_key, auth_secret)
-        public = private_key.public_key().public_bytes(serialization.Encoding.X962, serialization.PublicFormat.UncompressedPoint)
-        return identifier, {"endpoint": f"{self.origin}/push/{identifier}", "expirationTime": None,
-                            "keys": {"p256dh": b64url(public), "auth": b64url(auth_secret)}}
-
-    def received(self, identifier):
-        with self.lock:
-            return list(self.messages.get(identifier, []))
-
-    def stop(self):
-        self.server.shutdown()
-        self.server.server_close()
 
 
 # MARK: The team's site: a page, its service worker and its backend, on an origin of its own.
@@ -394,64 +104,40 @@ STAND_IN_PUSH_MANAGER = """(() => {{
 }})();"""
 
 
-class Site:
+class Site(Background):
     """The team's site on 127.0.0.1 (another origin than the gateway's): its backend forwards a subscription with its API key."""
 
     def __init__(self, gateway):
         self.forwarded = []  # (what the page posted, the gateway's status, its answer)
         site = self
 
-        class Handler(http.server.BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *arguments):
-                pass
-
-            def answer(self, status, text, content_type):
-                body = text.encode()
-                self.send_response(status)
-                self.send_header("Content-Type", content_type)
-                self.send_header("Cache-Control", "no-store")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
+        class Handler(QuietHandler):
+            def answer_text(self, status, text, content_type):
+                self.answer(status, text.encode(), [("Content-Type", content_type), ("Cache-Control", "no-store")])
 
             def do_GET(self):
                 if self.path == "/":
-                    return self.answer(200, PAGE.format(gateway=gateway), "text/html; charset=utf-8")
+                    return self.answer_text(200, PAGE.format(gateway=gateway), "text/html; charset=utf-8")
                 if self.path == "/sw.js":
-                    return self.answer(200, SERVICE_WORKER.format(gateway=gateway), "text/javascript; charset=utf-8")
-                self.answer(404, "not here", "text/plain")
+                    return self.answer_text(200, SERVICE_WORKER.format(gateway=gateway), "text/javascript; charset=utf-8")
+                self.answer_text(404, "not here", "text/plain")
 
             def do_POST(self):
                 text = self.rfile.read(int(self.headers.get("Content-Length") or 0)).decode()
                 if self.path != "/push/subscriptions":
-                    return self.answer(404, "{}", "application/json")
+                    return self.answer_text(404, "{}", "application/json")
                 # What a team's backend does: the user is its signed-in user; the API key is its own.
-                status, answer, _ = call(gateway, "POST", f"/v1/apps/{APP}/webpush/subscriptions", text)
+                status, answer, _ = call(gateway, KEY, "POST", f"/v1/apps/{APP}/webpush/subscriptions", text)
                 site.forwarded.append((json.loads(text), status, answer))
-                self.answer(status, json.dumps(answer), "application/json")
+                self.answer_text(status, json.dumps(answer), "application/json")
 
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.origin = f"http://127.0.0.1:{self.server.server_port}"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def stop(self):
-        self.server.shutdown()
-        self.server.server_close()
+        server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        server.daemon_threads = True
+        self.origin = f"http://127.0.0.1:{server.server_port}"
+        self.serve(server)
 
 
 # MARK: The gateway
-
-def write_vapid_key(directory):
-    """A VAPID key (P-256, PKCS#8 PEM) and its public key as a page passes it to subscribe()."""
-    key = ec.generate_private_key(ec.SECP256R1())
-    path = os.path.join(directory, "vapid.pem")
-    with open(path, "wb") as file:
-        file.write(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()))
-    return path, b64url(key.public_key().public_bytes(serialization.Encoding.X962, serialization.PublicFormat.UncompressedPoint))
-
 
 def write_configuration(directory, vapid, push_ca):
     # A browser-only app: Web Push and no APNs credentials (docs/webpush.md).
@@ -462,12 +148,9 @@ def write_configuration(directory, vapid, push_ca):
                                          "defaultURL": "https://shop.example.com/", "caFile": push_ca,
                                          # The push service is on 127.0.0.1.
                                          "allowPrivateAddresses": True}}],
-        "apiKeys": [{"name": "receipts-test", "sha256": hashlib.sha256(KEY.encode()).hexdigest(), "apps": [APP]}],
+        "apiKeys": [api_key_entry("receipts-test", KEY, [APP])],
     }
-    path = os.path.join(directory, "herald.json")
-    with open(path, "w") as file:
-        json.dump(configuration, file, indent=2)
-    return path
+    return write_configuration_file(directory, configuration)
 
 
 def error_code(answer):
@@ -482,62 +165,34 @@ def forge(token):
     return token[:index] + ("B" if token[index] != "B" else "C") + token[index + 1:]
 
 
-class Run:
-    def __init__(self, herald):
-        self.herald = os.path.abspath(herald)
-        self.processes = []
-        self.number = 0
-        self.problems = []  # dialogs, script errors, console errors: reported at the end
-        self.push = None
-        self.site = None
-
-    def step(self, text):
-        self.number += 1
-        print(f"[{self.number:2d}] {text}", flush=True)
+class Run(BrowserRun):
+    """The steps; self.problems keeps dialogs, script errors, console errors, reported at the end."""
 
     def run(self):
-        directory = tempfile.mkdtemp(prefix="herald-receipts-test-")
-        try:
+        with self.directory("herald-receipts-test-") as directory:
             self.start(directory)
             self.check_routes()
-            with sync_playwright() as playwright:
-                browser = playwright.chromium.launch(executable_path="/usr/bin/chromium", args=["--no-sandbox"], headless=True)
-                try:
-                    self.browse(browser)
-                finally:
-                    browser.close()
+            with chromium() as browser:
+                self.browse(browser)
             check(not self.problems, "the page or its service worker misbehaved:\n  " + "\n  ".join(self.problems))
             check(not self.push.problems, "the push service refused a message:\n  " + "\n  ".join(self.push.problems))
-        except BaseException:
-            for process in self.processes:
-                if process.lines:
-                    print(f"--- last output of {process.name}:\n{process.tail(15)}", file=sys.stderr)
-            raise
-        finally:
-            for process in reversed(self.processes):
-                process.stop()
-            for server in (self.site, self.push):
-                if server:
-                    server.stop()
-            shutil.rmtree(directory, ignore_errors=True)
 
     def start(self, directory):
         self.step("start a push service (TLS, VAPID checked, messages decrypted), herald serve with a browser-only app, the team's site")
         vapid, self.application_server_key = write_vapid_key(directory)
-        tls = write_tls(directory)
-        self.push = PushService(tls, self.application_server_key)
-        configuration = write_configuration(directory, vapid, tls["push-ca.pem"])
-        serve = Process("herald serve", [self.herald, "serve", "--config", configuration], directory)
-        self.processes.append(serve)
+        tls = write_push_tls(directory, "receipts test")
+        self.push = self.keep(PushService(tls, self.application_server_key))
+        configuration = write_configuration(directory, vapid, tls.ca)
+        serve = self.start_process("herald serve", [self.herald, "serve", "--config", configuration], directory)
         self.base = serve.wait_for(r"listening on (http://127\.0\.0\.1:\d+)", 60).group(1)
-        self.site = Site(self.base)
+        self.site = self.keep(Site(self.base))
         check(self.site.origin != self.base, "the site and the gateway share an origin")
         print(f"     gateway {self.base}, push service {self.push.origin}, site {self.site.origin}", flush=True)
 
     def check_routes(self):
         self.step("GET /sdk/herald-sw.js and /sdk/herald-page.js without a key: the repository's files, as text/javascript")
         for name in ("herald-sw.js", "herald-page.js"):
-            status, body, headers = request(f"{self.base}/sdk/{name}", key=None)
+            status, body, headers = request(f"{self.base}/sdk/{name}", None)
             check(status == 200, f"/sdk/{name}: {status} {body[:200]!r}")
             check(headers.get("Content-Type", "").replace(" ", "").lower() == "text/javascript;charset=utf-8",
                   f"/sdk/{name} Content-Type: {headers.get('Content-Type')}")
@@ -545,35 +200,29 @@ class Run:
                 check(body == file.read(), f"/sdk/{name} is not {os.path.join(SDK, name)} (a build older than the file?)")
 
         self.step("POST /v1/receipts without a key: CORS preflight answered, malformed 400, a made-up receipt 403 receiptRefused")
-        status, _, headers = request(f"{self.base}/v1/receipts", "OPTIONS", key=None, headers={
+        status, _, headers = request(f"{self.base}/v1/receipts", None, "OPTIONS", headers={
             "Origin": self.site.origin, "Access-Control-Request-Method": "POST", "Access-Control-Request-Headers": "content-type"})
         check(200 <= status < 300 and headers.get("Access-Control-Allow-Origin") == "*", f"preflight: {status} {dict(headers)}")
         check("POST" in headers.get("Access-Control-Allow-Methods", "POST").upper(), f"preflight methods: {headers.get('Access-Control-Allow-Methods')}")
-        status, answer, headers = call(self.base, "POST", "/v1/receipts", "{not json", key=None, headers={"Origin": self.site.origin})
+        status, answer, headers = call(self.base, None, "POST", "/v1/receipts", "{not json", headers={"Origin": self.site.origin})
         check(status == 400 and headers.get("Access-Control-Allow-Origin") == "*", f"malformed: {status} {answer} {headers.get('Access-Control-Allow-Origin')}")
         made_up = b64url(bytes([0x10, 0]) + os.urandom(34))
-        status, answer, headers = call(self.base, "POST", "/v1/receipts", json.dumps({"receipt": made_up, "event": "received"}),
-                                       key=None, headers={"Content-Type": "text/plain;charset=UTF-8", "Origin": self.site.origin})
+        status, answer, headers = call(self.base, None, "POST", "/v1/receipts", json.dumps({"receipt": made_up, "event": "received"}),
+                                       headers={"Content-Type": "text/plain;charset=UTF-8", "Origin": self.site.origin})
         check(status == 403 and error_code(answer) == "receiptRefused", f"a made-up receipt: {status} {answer}")
         check(headers.get("Access-Control-Allow-Origin") == "*", "403 without Access-Control-Allow-Origin")
 
     # MARK: In the browser
 
     def watch(self, context, page):
-        def on_dialog(dialog):
-            self.problems.append(f"a {dialog.type} dialog opened: {dialog.message!r}")
-            dialog.dismiss()
-
-        def on_console(message):
-            # The browser logs each 4xx answer; the test provokes them (a forged receipt).
-            if message.type == "error" and not message.text.startswith("Failed to load resource: the server responded with a status of 4"):
-                self.problems.append(f"console error: {message.text}")
+        """Dialogs, script errors and console errors (the 4xx answers the test provokes, a forged receipt, aside) of the
+        page and its service worker, and the kit's warnings."""
+        def on_warning(message):
             if message.type == "warning" and "HeraldSW" in message.text:
                 self.problems.append(f"the kit warned: {message.text}")
 
-        page.on("dialog", on_dialog)
-        page.on("pageerror", lambda error: self.problems.append(f"script error: {error}"))
-        context.on("console", on_console)
+        watch(page, context, self.problems)
+        context.on("console", on_warning)
 
     def browse(self, browser):
         context = browser.new_context()
@@ -720,15 +369,10 @@ class Run:
     def send(self, body):
         """Sends through the API, waits until the push service accepted it; (its ID, the plaintext the browser gets)."""
         before = len(self.push.received(self.push_id))
-        status, answer, _ = call(self.base, "POST", f"/v1/apps/{APP}/notifications", json.dumps(body))
+        status, answer, _ = call(self.base, KEY, "POST", f"/v1/apps/{APP}/notifications", json.dumps(body))
         check(status == 202, f"send: {status} {answer}")
         notification = answer["id"]
-
-        def done():
-            _, answer, _ = call(self.base, "GET", f"/v1/notifications/{notification}")
-            return answer if answer and answer.get("status") == "done" else None
-
-        answer = eventually(done, f"notification {notification} done")
+        answer = wait_done(self.base, KEY, notification, WAIT_SECONDS)
         check(answer.get("accepted") == 1, f"notification {notification}: {answer}")
         messages = eventually(lambda: self.push.received(self.push_id)[before:], "the push service's message")
         check(len(messages) == 1, f"{len(messages)} messages for one notification")
@@ -778,18 +422,18 @@ class Run:
     def wait_counts(self, notification, timeout=WAIT_SECONDS, **expected):
         """The notification's receipts (GET /v1/notifications/{id}) at these counts within timeout; after it, still at them."""
         def counts():
-            status, answer, _ = call(self.base, "GET", f"/v1/notifications/{notification}")
+            status, answer, _ = call(self.base, KEY, "GET", f"/v1/notifications/{notification}")
             check(status == 200, f"GET notification: {status} {answer}")
             receipts = answer.get("receipts") or {}
             return receipts if all(receipts.get(name) == value for name, value in expected.items()) else None
         try:
             return eventually(counts, f"receipts {expected}", timeout=timeout)
         finally:
-            _, answer, _ = call(self.base, "GET", f"/v1/notifications/{notification}")
+            _, answer, _ = call(self.base, KEY, "GET", f"/v1/notifications/{notification}")
             print(f"     receipts {answer.get('receipts') if answer else None}", flush=True)
 
     def funnel(self, notification):
-        status, answer, _ = call(self.base, "GET", f"/v1/notifications/{notification}/funnel")
+        status, answer, _ = call(self.base, KEY, "GET", f"/v1/notifications/{notification}/funnel")
         check(status == 200 and answer.get("notification") == notification, f"funnel: {status} {answer}")
         platforms = [entry for entry in answer.get("platforms", []) if entry.get("platform") == "webpush"]
         check(len(platforms) == 1, f"funnel platforms: {answer.get('platforms')}")
@@ -800,26 +444,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--herald", required=True, help="the herald binary (with /v1/receipts and /sdk)")
     arguments = parser.parse_args()
-    if not os.access(arguments.herald, os.X_OK):
-        print(f"FAIL: {arguments.herald} is not an executable", file=sys.stderr)
-        return 2
-
-    def out_of_time(signum, frame):
-        raise Failure(f"the run took longer than {RUN_SECONDS} s")
-
-    signal.signal(signal.SIGALRM, out_of_time)
-    signal.alarm(RUN_SECONDS)
-    run = Run(arguments.herald)
-    started = time.monotonic()
-    try:
-        run.run()
-    except (Failure, AssertionError, PlaywrightError) as error:
-        print(f"FAIL at step {run.number}: {error}", file=sys.stderr)
-        return 1
-    finally:
-        signal.alarm(0)
-    print(f"PASS: {run.number} steps in {time.monotonic() - started:.1f} s")
-    return 0
+    return run_script(arguments.herald, Run(arguments.herald), RUN_SECONDS)
 
 
 if __name__ == "__main__":
