@@ -53,8 +53,13 @@ struct ReceiptRoutes {
     }
 
     private func take(_ request: Request, from peer: Int?) async throws -> Response {
-        // An address over its rate is refused before its body is read.
-        if let wait = throttle.take(0, from: peer) { throw Self.slowDown(wait) }
+        // An address over its rate is refused before its body is read, and only after a pause:
+        // its connections then send a request a second each, not as fast as the gateway answers
+        // (which cost it a core against a flood, though every answer was a 429).
+        if let wait = throttle.take(0, from: peer) {
+            try? await Task.sleep(for: Self.pause)
+            throw Self.slowDown(wait)
+        }
         // Read whatever the content type (a service worker sends text/plain to need no preflight).
         let fields = try await JSONBody.object(of: request, limit: Self.maximumBodySize)
         let items: [ReceiptIngester.Incoming]
@@ -63,7 +68,10 @@ struct ReceiptRoutes {
         } catch {
             throw error.apiError
         }
-        if let wait = throttle.take(items.count, from: peer) { throw Self.slowDown(wait) }
+        if let wait = throttle.take(items.count, from: peer) {
+            try? await Task.sleep(for: Self.pause)
+            throw Self.slowDown(wait)
+        }
         guard await ingester.hasRoom(for: items.count) else { throw Self.busy() }
         let verdicts: [ReceiptIngester.Verdict]
         do {
@@ -92,6 +100,10 @@ struct ReceiptRoutes {
             writer.endArray()
         }
     }
+
+    /// How long a request over its address's rate waits for its 429: the connections of one
+    /// address are bounded (`limits.maximumConnectionsPerAddress`), so this bounds its requests.
+    static let pause: Duration = .seconds(1)
 
     /// 429: this address reported more receipts than `limits.receiptsPerSecondPerAddress`.
     static func slowDown(_ wait: Duration) -> APIError {
