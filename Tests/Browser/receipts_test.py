@@ -160,7 +160,7 @@ def error_code(answer):
 
 
 def forge(token):
-    """The token with one character of its MAC (its last 10 bytes) changed: well-formed, not genuine."""
+    """The token with one character of its MAC (its last 8 bytes) changed: well-formed, not genuine."""
     index = 44
     return token[:index] + ("B" if token[index] != "B" else "C") + token[index + 1:]
 

@@ -240,7 +240,12 @@ struct ServeCommandTests {
         #expect(accepted == 4 && capped == 36, "2 notifications × 2 devices sent, the other 18 capped on both: \(accepted) accepted, \(capped) capped")
         let sent = Dictionary(grouping: setup.mock.accepted, by: \.token).mapValues(\.count)
         #expect(sent == [Self.token(0): 2, Self.token(1): 2], "\(sent)")
-        #expect(Set(setup.mock.accepted.map(\.payload)).count == 2, "both devices got the same two")
+        // Each device's payload has its own receipt (`herald`); without it, both got the same two.
+        let payloads = setup.mock.accepted.compactMap { record -> String? in
+            guard let members = (try? JSONValue(parsing: record.payload))?.objectValue else { return nil }
+            return JSONValue.object(members.filter { $0.key != "herald" }).jsonString
+        }
+        #expect(payloads.count == 4 && Set(payloads).count == 2, "both devices got the same two")
         #expect(await one.stop() == 0)
         #expect(await two.stop() == 0)
         try await setup.mock.shutdown()

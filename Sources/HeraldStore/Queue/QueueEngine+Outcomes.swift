@@ -37,9 +37,7 @@ extension QueueEngine {
             var skipped: [SkipReason: Int] = [:]
             // Browsers' and Android devices' outcomes, counted apart: the rest are APNs devices'.
             var others = OtherPlatforms()
-            // Devices that ended rejected or failed, for `delivery.failed` (kept only when a webhook wants them).
-            // (and for the app's event stream, always).
-            let reportsFailures = true
+            // Devices that ended rejected or failed, for the app's event stream and `delivery.failed`.
             var failures: [FailedDevice] = []
             // The devices accepted, by platform, for the event stream's `accepted` line.
             var acceptedTokens: [DevicePlatform: [String]] = [:]
@@ -64,7 +62,7 @@ extension QueueEngine {
                             let platform = PlatformCode.platform(finished.int(3))
                             others.count(platform, state)
                             if state == .accepted { acceptedTokens[platform, default: []].append(token) }
-                            if reportsFailures, let state { failures.append(FailedDevice(token: token, state: state, reason: finished.text(1), platform: platform)) }
+                            if let state { failures.append(FailedDevice(token: token, state: state, reason: finished.text(1), platform: platform)) }
                         }
                     }
                 }
@@ -97,7 +95,7 @@ extension QueueEngine {
                 skipped = plan.skipped
                 for row in plan.rows where row.state != .accepted {
                     others.count(platforms[row.token] ?? .apns, row.state)
-                    if reportsFailures { failures.append(FailedDevice(token: row.token, state: row.state, reason: row.reason, platform: platforms[row.token] ?? .apns)) }
+                    failures.append(FailedDevice(token: row.token, state: row.state, reason: row.reason, platform: platforms[row.token] ?? .apns))
                 }
                 // Accepted range devices keep no row: counted from the outcomes.
                 for outcome in outcomes {
