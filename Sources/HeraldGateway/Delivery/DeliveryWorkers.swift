@@ -53,14 +53,19 @@ final class DeliveryWorkers: Service, Sendable {
         // The API's, when it runs in this process: a rotation there signs here at once.
         self.receiptKeys = receiptKeys ?? ReceiptKeyring(store: store)
         // A host that answers again: the devices held for it go at once, in every process.
+        // And again 5 and 30 s later: a batch in flight when the circuit closed records the
+        // devices it held after the first wake, and they would wait out `heldFor` (10 minutes).
         circuits = HostCircuits(logger: logger, metrics: metrics, closed: { [store, logger] key in
             Task {
-                do {
-                    try await store.wakeHeld(app: key.app, platform: key.platform, reason: .gateway(.hostBackedOff))
-                } catch {
-                    logger.warning(
-                        "cannot make the devices held for a push service host due; they come when their wait ends",
-                        metadata: ["app": "\(key.app)", "platform": "\(key.platform.rawValue)", "error": "\(error)"])
+                for delay in Self.wakeDelays {
+                    if delay > .zero { try? await Task.sleep(for: delay) }
+                    do {
+                        try await store.wakeHeld(app: key.app, platform: key.platform, reason: .gateway(.hostBackedOff))
+                    } catch {
+                        logger.warning(
+                            "cannot make the devices held for a push service host due; they come when their wait ends",
+                            metadata: ["app": "\(key.app)", "platform": "\(key.platform.rawValue)", "error": "\(error)"])
+                    }
                 }
             }
         })
@@ -135,6 +140,10 @@ final class DeliveryWorkers: Service, Sendable {
     }
 
     /// Sends one batch and records its outcomes.
+    /// When the devices held for a host are made due after its circuit closes: at once, then
+    /// again for those a batch still in flight held after.
+    static let wakeDelays: [Duration] = [.zero, .seconds(5), .seconds(30)]
+
     /// The key `app`'s receipts are signed with: its newest. Without one (the store cannot be
     /// read), its devices are sent without receipts rather than not at all.
     private func receiptKey(of app: GatewayConfiguration.App, logger: Logger) async -> ReceiptKey? {
