@@ -31,6 +31,10 @@ struct ReceiptGatewayTests {
     func receiptsCounted(backend: Backend) async throws {
         try await GatewayHarness.run(backend) { harness in
             try await harness.register(1...3)
+            // A notification made on a clock of its own, in 2027 (as tests do): the IDs made after it
+            // in this process carry that time, and the day's funnel must still find today's.
+            _ = try await harness.gateway.store.enqueue(
+                NotificationRequest(app: appID, audience: .tokens([token(9)]), payload: Array(#"{"aps":{}}"#.utf8)), now: Date(timeIntervalSince1970: 1_800_000_000))
             let id = try await harness.send(["tokens": [.string(token(1)), .string(token(2)), .string(token(3))]], extra: ["payload": ["aps": ["alert": "Hi"], "orderID": "A-1"]])
             let done = try await harness.waitUntilDone(id)
             #expect(done.count("accepted") == 3)

@@ -189,30 +189,34 @@ extension QueueEngine {
     func dailyFunnel(app: String, days: Int, now: Date) async throws -> [DayFunnel] {
         try await database.read { [self] connection in
             let today = Int64((now.timeIntervalSince1970 / 86_400).rounded(.down))
-            var funnels: [DayFunnel] = []
-            for offset in (0..<Int64(days)).reversed() {
-                let day = today - offset
-                var funnel = DayFunnel(day: Self.dayText(day))
-                let bounds: [SQLValue] = [.text(app), .text(Self.idPrefix(milliseconds: day * 86_400_000)), .text(Self.idPrefix(milliseconds: (day + 1) * 86_400_000))]
-                let notifications = try await connection.query(sql.notificationsBetween, bounds)
-                funnel.notifications = notifications.count
-                for row in notifications {
-                    funnel.targeted += row.int(1, default: 0)
-                    funnel.accepted += row.int(2, default: 0)
-                }
-                for part in Self.chunks(notifications.compactMap { $0.text(0) }) {
-                    for row in try await connection.query(sql.receiptCountsOf, [.texts(part)]) {
-                        let count = row.int(2, default: 0)
-                        switch EventCode(code: row.int(1))?.receiptEvent {
-                        case .received?: funnel.received += count
-                        case .opened?: funnel.opened += count
-                        case .dismissed?: funnel.dismissed += count
-                        case .clicked?: funnel.clicked += count
-                        case nil: break
-                        }
+            let first = today - Int64(days) + 1
+            var funnels = (first...today).map { DayFunnel(day: Self.dayText($0)) }
+            // Each notification's day is when it was made; its ID (which sorts by that time) only
+            // bounds the read.
+            let start = first * 86_400_000
+            let notifications = try await connection.query(sql.notificationsSince, [.text(app), .text(Self.idPrefix(milliseconds: start)), .int(start)])
+            var dayOf: [String: Int] = [:]
+            for row in notifications {
+                guard let id = row.text(0), let made = row.int(3) else { continue }
+                let index = Int(made / 86_400_000 - first)
+                guard funnels.indices.contains(index) else { continue }
+                dayOf[id] = index
+                funnels[index].notifications += 1
+                funnels[index].targeted += row.int(1, default: 0)
+                funnels[index].accepted += row.int(2, default: 0)
+            }
+            for part in Self.chunks(Array(dayOf.keys)) {
+                for row in try await connection.query(sql.receiptCountsOf, [.texts(part)]) {
+                    guard let id = row.text(0), let index = dayOf[id] else { continue }
+                    let count = row.int(2, default: 0)
+                    switch EventCode(code: row.int(1))?.receiptEvent {
+                    case .received?: funnels[index].received += count
+                    case .opened?: funnels[index].opened += count
+                    case .dismissed?: funnels[index].dismissed += count
+                    case .clicked?: funnels[index].clicked += count
+                    case nil: break
                     }
                 }
-                funnels.append(funnel)
             }
             return funnels
         }

@@ -80,9 +80,9 @@ extension QueueStatements {
     var receiptLatencies: String {
         "SELECT latency FROM (SELECT latency FROM receipts WHERE notification_id = $1 AND event = $2 AND platform = $3 LIMIT $4) AS s ORDER BY latency"
     }
-    /// App $1's notifications with IDs from $2 up to $3 (a day, by their UUIDv7 time), and their
-    /// counts: `[id, targeted, accepted]`.
-    var notificationsBetween: String { "SELECT id, targeted, accepted, created_at FROM notifications WHERE app = $1 AND id >= $2 AND id < $3" }
+    /// App $1's notifications made since $3, found from ID $2 on (their UUIDv7 time: an index
+    /// range, not the whole app), and their counts: `[id, targeted, accepted, created_at]`.
+    var notificationsSince: String { "SELECT id, targeted, accepted, created_at FROM notifications WHERE app = $1 AND id >= $2 AND created_at >= $3" }
     /// The receipt counts of notifications $1, `[notification, event, count]`.
     var receiptCountsOf: String {
         "SELECT notification_id, event, CAST(SUM(count) AS BIGINT) FROM receipt_counts WHERE notification_id IN (\(d.list(1, .text))) GROUP BY notification_id, event"
